@@ -1,0 +1,66 @@
+#pragma once
+// Owns everything, in the order it is built and torn down: loop, tree, dispatcher, server,
+// D-Bus connections, backends.
+
+#include "backends/backend.hpp"
+#include "dbus/bus.hpp"
+#include "event_loop.hpp"
+#include "server/dispatcher.hpp"
+#include "server/server.hpp"
+#include "tree.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qsd {
+
+struct DaemonOptions {
+	ServerOptions server;
+	bool debugApi = false;
+	// Backends to start; std::nullopt = all compiled in.
+	std::optional<std::vector<std::string>> backends;
+};
+
+class Daemon {
+public:
+	explicit Daemon(DaemonOptions options);
+	~Daemon();
+	Daemon(const Daemon&) = delete;
+	Daemon& operator=(const Daemon&) = delete;
+
+	// Listens, reports READY=1, starts the backends and runs until SIGTERM/SIGINT. Returns the
+	// exit code.
+	int run();
+
+	[[nodiscard]] EventLoop& loop() { return loop_; }
+	[[nodiscard]] Tree& tree() { return tree_; }
+	[[nodiscard]] Dispatcher& dispatcher() { return dispatcher_; }
+	[[nodiscard]] Server& server() { return *server_; }
+	[[nodiscard]] bool debugApi() const { return options_.debugApi; }
+	[[nodiscard]] std::vector<std::string> backendIds() const;
+
+private:
+	void connectBuses();
+	void startBackends();
+
+	DaemonOptions options_;
+	EventLoop loop_;
+	Tree tree_;
+	Dispatcher dispatcher_;
+	std::unique_ptr<Server> server_;
+	std::unique_ptr<BusConnection> systemBus_;
+	std::unique_ptr<BusConnection> sessionBus_;
+	std::unique_ptr<BackendContext> context_;
+	std::vector<std::unique_ptr<Backend>> backends_;
+	std::vector<MethodRegistration> methods_;
+	std::string systemBusError_;
+	std::string sessionBusError_;
+};
+
+// The core and debug methods (core_methods.cpp).
+std::vector<MethodRegistration> registerCoreMethods(Daemon& daemon);
+std::vector<MethodRegistration> registerDebugMethods(Daemon& daemon);
+
+} // namespace qsd

@@ -1,0 +1,52 @@
+#include "bus.hpp"
+
+#include "../log.hpp"
+
+#include <poll.h>
+#include <sys/epoll.h>
+
+namespace qsd {
+
+namespace {
+uint32_t toEpoll(short events) {
+	uint32_t e = 0;
+	if (events & POLLIN) e |= EPOLLIN;
+	if (events & POLLOUT) e |= EPOLLOUT;
+	if (events & POLLPRI) e |= EPOLLPRI;
+	return e;
+}
+} // namespace
+
+BusConnection::BusConnection(EventLoop& loop, Kind kind): kind_(kind) {
+	connection_ = kind == Kind::System ? sdbus::createSystemBusConnection() : sdbus::createSessionBusConnection();
+	auto pd = connection_->getEventLoopPollData();
+	io_ = loop.addIo(pd.fd, toEpoll(pd.events), [this](uint32_t) { process(); },
+	                 kind == Kind::System ? "system-bus" : "session-bus", [this] { prepare(); });
+	timer_ = loop.addIdleTimer([this] { process(); }, kind == Kind::System ? "system-bus-timeout" : "session-bus-timeout");
+}
+
+BusConnection::~BusConnection() {
+	io_.reset();
+	timer_.reset();
+}
+
+void BusConnection::process() {
+	try {
+		while (connection_->processPendingRequest()) {
+		}
+	} catch (const sdbus::Error& e) {
+		log::error("dbus", "processing {} bus messages failed: {}: {}", kind_ == Kind::System ? "system" : "session",
+		           e.getName(), e.getMessage());
+	}
+}
+
+// Runs before every poll: POLLOUT while messages wait to be written, and the timeout of the
+// earliest pending call. A timeout of UINT64_MAX means none (arming a timer with it fails).
+void BusConnection::prepare() {
+	auto pd = connection_->getEventLoopPollData();
+	io_.setIoEvents(toEpoll(pd.events));
+	if (pd.timeout_usec == UINT64_MAX) timer_.setEnabled(SD_EVENT_OFF);
+	else timer_.setTime(pd.timeout_usec);
+}
+
+} // namespace qsd

@@ -1,0 +1,201 @@
+#include "event_loop.hpp"
+
+#include "log.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+namespace qsd {
+
+namespace {
+
+struct IoData {
+	EventLoop::IoHandler onReady;
+	EventLoop::Handler onPrepare;
+	const char* description;
+};
+struct PlainData {
+	EventLoop::Handler handler;
+	const char* description;
+};
+
+template <typename T>
+void destroyData(void* userdata) noexcept {
+	delete static_cast<T*>(userdata);
+}
+
+// Trampolines never let an exception reach sd-event, and return 0 so a failing handler does
+// not disable its source.
+int onIo(sd_event_source*, int, uint32_t revents, void* userdata) noexcept {
+	auto* d = static_cast<IoData*>(userdata);
+	try {
+		d->onReady(revents);
+	} catch (const std::exception& e) {
+		log::error("loop", "handler of {} failed: {}", d->description, e.what());
+	}
+	return 0;
+}
+
+int onPrepare(sd_event_source* source, void*) noexcept {
+	auto* d = static_cast<IoData*>(sd_event_source_get_userdata(source));
+	try {
+		if (d->onPrepare) d->onPrepare();
+	} catch (const std::exception& e) {
+		log::error("loop", "prepare hook of {} failed: {}", d->description, e.what());
+	}
+	return 0;
+}
+
+int onPlain(void* userdata) noexcept {
+	auto* d = static_cast<PlainData*>(userdata);
+	try {
+		d->handler();
+	} catch (const std::exception& e) {
+		log::error("loop", "handler of {} failed: {}", d->description, e.what());
+	}
+	return 0;
+}
+
+int onTime(sd_event_source*, uint64_t, void* userdata) noexcept { return onPlain(userdata); }
+int onSimple(sd_event_source*, void* userdata) noexcept { return onPlain(userdata); }
+int onSig(sd_event_source*, const struct signalfd_siginfo*, void* userdata) noexcept { return onPlain(userdata); }
+
+void check(int r, const char* what) {
+	if (r < 0) throw std::system_error(-r, std::generic_category(), what);
+}
+
+} // namespace
+
+EventSource& EventSource::operator=(EventSource&& other) noexcept {
+	if (this != &other) {
+		reset();
+		source_ = other.source_;
+		other.source_ = nullptr;
+	}
+	return *this;
+}
+
+EventSource::~EventSource() { reset(); }
+
+void EventSource::reset() {
+	if (source_) {
+		sd_event_source_disable_unref(source_);
+		source_ = nullptr;
+	}
+}
+
+void EventSource::setEnabled(int mode) {
+	if (source_) sd_event_source_set_enabled(source_, mode);
+}
+
+void EventSource::setIoEvents(uint32_t events) {
+	if (source_) sd_event_source_set_io_events(source_, events);
+}
+
+void EventSource::setTime(uint64_t usec) {
+	if (!source_) return;
+	sd_event_source_set_time(source_, usec);
+	sd_event_source_set_enabled(source_, SD_EVENT_ONESHOT);
+}
+
+EventLoop::EventLoop() { check(sd_event_new(&event_), "sd_event_new"); }
+
+EventLoop::~EventLoop() {
+	owned_.clear();
+	sd_event_unref(event_);
+}
+
+uint64_t EventLoop::now() const {
+	uint64_t t = 0;
+	sd_event_now(event_, CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+EventSource EventLoop::addIo(int fd, uint32_t events, IoHandler onReady, const char* description, Handler prepare) {
+	auto* data = new IoData{std::move(onReady), std::move(prepare), description};
+	sd_event_source* s = nullptr;
+	int r = sd_event_add_io(event_, &s, fd, events, onIo, data);
+	if (r < 0) {
+		delete data;
+		check(r, description);
+	}
+	sd_event_source_set_destroy_callback(s, destroyData<IoData>);
+	sd_event_source_set_description(s, description);
+	if (data->onPrepare) sd_event_source_set_prepare(s, qsd::onPrepare);
+	return EventSource(s);
+}
+
+EventSource EventLoop::addTimer(std::chrono::microseconds delay, Handler onExpire, const char* description) {
+	auto* data = new PlainData{std::move(onExpire), description};
+	sd_event_source* s = nullptr;
+	int r = sd_event_add_time_relative(event_, &s, CLOCK_MONOTONIC, uint64_t(delay.count()), 1, onTime, data);
+	if (r < 0) {
+		delete data;
+		check(r, description);
+	}
+	sd_event_source_set_destroy_callback(s, destroyData<PlainData>);
+	sd_event_source_set_description(s, description);
+	return EventSource(s);
+}
+
+EventSource EventLoop::addIdleTimer(Handler onExpire, const char* description) {
+	auto* data = new PlainData{std::move(onExpire), description};
+	sd_event_source* s = nullptr;
+	int r = sd_event_add_time(event_, &s, CLOCK_MONOTONIC, UINT64_MAX, 1, onTime, data);
+	if (r < 0) {
+		delete data;
+		check(r, description);
+	}
+	sd_event_source_set_destroy_callback(s, destroyData<PlainData>);
+	sd_event_source_set_description(s, description);
+	sd_event_source_set_enabled(s, SD_EVENT_OFF);
+	return EventSource(s);
+}
+
+EventSource EventLoop::addDefer(Handler handler, const char* description) {
+	auto* data = new PlainData{std::move(handler), description};
+	sd_event_source* s = nullptr;
+	int r = sd_event_add_defer(event_, &s, onSimple, data);
+	if (r < 0) {
+		delete data;
+		check(r, description);
+	}
+	sd_event_source_set_destroy_callback(s, destroyData<PlainData>);
+	sd_event_source_set_description(s, description);
+	sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	return EventSource(s);
+}
+
+EventSource EventLoop::addPost(Handler handler, const char* description) {
+	auto* data = new PlainData{std::move(handler), description};
+	sd_event_source* s = nullptr;
+	int r = sd_event_add_post(event_, &s, onSimple, data);
+	if (r < 0) {
+		delete data;
+		check(r, description);
+	}
+	sd_event_source_set_destroy_callback(s, destroyData<PlainData>);
+	sd_event_source_set_description(s, description);
+	return EventSource(s);
+}
+
+void EventLoop::onSignal(int signo, Handler handler) {
+	auto* data = new PlainData{std::move(handler), "signal"};
+	sd_event_source* s = nullptr;
+	int r = sd_event_add_signal(event_, &s, signo | SD_EVENT_SIGNAL_PROCMASK, onSig, data);
+	if (r < 0) {
+		delete data;
+		check(r, "sd_event_add_signal");
+	}
+	sd_event_source_set_destroy_callback(s, destroyData<PlainData>);
+	owned_.emplace_back(s);
+}
+
+void EventLoop::enableWatchdog() { (void)sd_event_set_watchdog(event_, true); }
+
+int EventLoop::run() { return sd_event_loop(event_); }
+
+void EventLoop::exit(int code) { sd_event_exit(event_, code); }
+
+} // namespace qsd

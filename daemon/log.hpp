@@ -1,0 +1,39 @@
+#pragma once
+// Logging: "<N>" priority prefixes when stderr goes to journald (JOURNAL_STREAM matches it),
+// plain "qsd: level: category: message" lines on a terminal or a pipe.
+
+#include <fmt/format.h>
+#include <string>
+#include <string_view>
+
+namespace qsd::log {
+
+enum class Level { Error = 3, Warning = 4, Notice = 5, Info = 6, Debug = 7 };
+
+void init();                      // reads JOURNAL_STREAM and QSD_DEBUG once
+void setVerbose(bool debug);
+[[nodiscard]] bool enabled(Level level);
+void write(Level level, std::string_view category, std::string_view message);
+
+template <typename... Args>
+void error(std::string_view cat, fmt::format_string<Args...> fmt, Args&&... args) {
+	write(Level::Error, cat, fmt::format(fmt, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void warning(std::string_view cat, fmt::format_string<Args...> fmt, Args&&... args) {
+	write(Level::Warning, cat, fmt::format(fmt, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void notice(std::string_view cat, fmt::format_string<Args...> fmt, Args&&... args) {
+	write(Level::Notice, cat, fmt::format(fmt, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void info(std::string_view cat, fmt::format_string<Args...> fmt, Args&&... args) {
+	write(Level::Info, cat, fmt::format(fmt, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void debug(std::string_view cat, fmt::format_string<Args...> fmt, Args&&... args) {
+	if (enabled(Level::Debug)) write(Level::Debug, cat, fmt::format(fmt, std::forward<Args>(args)...));
+}
+
+} // namespace qsd::log

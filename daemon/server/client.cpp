@@ -1,0 +1,302 @@
+#include "client.hpp"
+
+#include "../log.hpp"
+#include "server.hpp"
+
+#include <qsd/protocol/jsonrpc.hpp>
+#include <qsd/protocol/mirror.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+namespace qsd {
+
+using json = nlohmann::json;
+using rpc::ErrorCode;
+
+ClientSession::ClientSession(Server& server, EventLoop& loop, Tree& tree, uint64_t id, int fd, const ucred& peer,
+                             const ClientLimits& limits)
+    : server_(server), loop_(loop), tree_(tree), id_(id), fd_(fd), peer_(peer), limits_(limits),
+      reader_(limits.maxLineBytes) {}
+
+ClientSession::~ClientSession() {
+	io_.reset();
+	subscriptions_.clear();
+	resources_.clear();
+	if (fd_ >= 0) ::close(fd_);
+}
+
+void ClientSession::start() {
+	io_ = loop_.addIo(fd_, EPOLLIN, [this](uint32_t revents) { onIo(revents); }, "client");
+}
+
+void ClientSession::onIo(uint32_t revents) {
+	// Keep this session alive while its own handlers run (a request may close it).
+	auto self = shared_from_this();
+	if (revents & EPOLLOUT) writeSome();
+	if (closing_) return;
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) readSome();
+}
+
+void ClientSession::readSome() {
+	char buf[64 << 10];
+	size_t total = 0;
+	while (!closing_ && !readPaused_ && total < limits_.maxReadPerDispatch) {
+		ssize_t n = ::read(fd_, buf, sizeof buf);
+		if (n < 0) {
+			if (errno == EINTR) continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+			close(fmt::format("read failed: {}", std::strerror(errno)));
+			return;
+		}
+		if (n == 0) {
+			eof_ = true;
+			if (reader_.pending() > 0) log::debug("server", "client {} closed with a partial request line", id_);
+			// Answers still queued are written before closing.
+			if (queue_.empty()) close("disconnected");
+			else io_.setIoEvents(EPOLLOUT);
+			return;
+		}
+		total += size_t(n);
+		reader_.feed(
+		    std::string_view(buf, size_t(n)),
+		    [this](std::string_view line) {
+			    if (!closing_) server_.dispatcher().dispatch(*this, line);
+		    },
+		    [this] {
+			    sendResponse(rpc::makeError(nullptr, {ErrorCode::InvalidRequest, "Invalid Request: line too long",
+			                                          {{"limit", "lineBytes"}, {"max", limits_.maxLineBytes}}}));
+		    });
+	}
+}
+
+bool ClientSession::overBudget(size_t extraBytes) const {
+	return queuedBytes_ + extraBytes > limits_.maxQueuedBytes || queue_.size() + 1 > limits_.maxQueuedMessages;
+}
+
+void ClientSession::enqueue(std::string data, uint64_t subscription) {
+	if (closing_) return;
+	bool wasEmpty = queue_.empty();
+	queuedBytes_ += data.size();
+	queue_.push_back({std::move(data), subscription});
+	// Write at once: most messages leave in this call, without waiting for EPOLLOUT.
+	if (wasEmpty) writeSome();
+	else updateIoEvents();
+}
+
+void ClientSession::sendResponse(const json& message) {
+	enqueue(rpc::toLine(message), 0);
+	if (!closing_ && !readPaused_ && overBudget(0)) {
+		log::warning("server", "client {} is not reading its answers ({} bytes queued), pausing its requests", id_, queuedBytes_);
+		readPaused_ = true;
+		updateIoEvents();
+	}
+}
+
+void ClientSession::sendEvent(const std::string& topic, const json& data, uint64_t revision) {
+	auto line = rpc::toLine(rpc::makeNotification("event", {{"topic", topic}, {"data", data}, {"revision", revision}}));
+	if (overBudget(line.size())) {
+		++droppedEvents_;
+		return;
+	}
+	enqueue(std::move(line), 0);
+}
+
+void ClientSession::writeSome() {
+	while (!queue_.empty()) {
+		auto& head = queue_.front();
+		ssize_t n = ::send(fd_, head.data.data() + headOffset_, head.data.size() - headOffset_, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR) continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+			// The peer went away while we wrote: an ordinary disconnect.
+			if (errno == EPIPE || errno == ECONNRESET) close("disconnected");
+			else close(fmt::format("write failed: {}", std::strerror(errno)));
+			return;
+		}
+		headOffset_ += size_t(n);
+		if (headOffset_ < head.data.size()) break;
+		queuedBytes_ -= head.data.size();
+		headOffset_ = 0;
+		queue_.pop_front();
+	}
+	if (queue_.empty()) onDrained();
+	if (readPaused_ && queuedBytes_ <= limits_.maxQueuedBytes / 2 && queue_.size() <= limits_.maxQueuedMessages / 2) {
+		readPaused_ = false;
+		log::info("server", "client {} caught up, reading its requests again", id_);
+	}
+	if (eof_ && queue_.empty()) {
+		close("disconnected");
+		return;
+	}
+	updateIoEvents();
+}
+
+void ClientSession::updateIoEvents() {
+	if (closing_ || !io_) return;
+	uint32_t events = 0;
+	if (!readPaused_ && !eof_) events |= EPOLLIN;
+	if (!queue_.empty()) events |= EPOLLOUT;
+	io_.setIoEvents(events);
+	io_.setEnabled(events ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
+void ClientSession::onDrained() {
+	// Everything queued has been written: now is when a lagging subscriber catches up.
+	bool any = false;
+	for (auto& [id, sub]: subscriptions_) any |= sub->resync;
+	if (any) tree_.flush();
+	for (auto& [id, sub]: subscriptions_) {
+		if (!sub->resync) continue;
+		sub->resync = false;
+		sub->pending = json::array();
+		sub->filter.resetPresence(tree_.root());
+		++resyncs_;
+		auto line = rpc::toLine(rpc::makeNotification(
+		    "tree.resync", {{"subscription", id}, {"revision", tree_.revision()}, {"snapshot", sub->filter.snapshot(tree_.root())}}));
+		queuedBytes_ += line.size();
+		queue_.push_back({std::move(line), id});
+	}
+	if (droppedEvents_ > 0 && queue_.size() < limits_.maxQueuedMessages) {
+		auto line = rpc::toLine(rpc::makeNotification(
+		    "event", {{"topic", "qsd.eventsDropped"}, {"data", {{"count", droppedEvents_}}}, {"revision", tree_.revision()}}));
+		droppedEvents_ = 0;
+		queuedBytes_ += line.size();
+		queue_.push_back({std::move(line), 0});
+	}
+	if (!queue_.empty()) writeSome();
+}
+
+json ClientSession::subscribe(std::vector<std::string> paths, uint64_t throttleMs) {
+	if (subscriptions_.size() >= limits_.maxSubscriptions)
+		throw rpc::RpcException(ErrorCode::LimitExceeded, "Too many subscriptions on this connection",
+		                        {{"limit", "subscriptions"}, {"max", limits_.maxSubscriptions}});
+	if (paths.size() > limits_.maxPathsPerSubscription)
+		throw rpc::RpcException(ErrorCode::LimitExceeded, "Too many paths in one subscription",
+		                        {{"limit", "paths"}, {"max", limits_.maxPathsPerSubscription}});
+	// Pending writes become a batch of their own first, so the snapshot and the revision agree.
+	tree_.flush();
+	auto id = nextSubscription_++;
+	auto sub = std::make_unique<Subscription>(Subscription{id, PathFilter(std::move(paths), tree_.root()), throttleMs * 1000, {}});
+	auto* raw = sub.get();
+	// Registered before the snapshot is read; nothing can change in between (one thread).
+	sub->observer = tree_.observe([this, raw](uint64_t revision, const json& patch) { onBatch(*raw, revision, patch); });
+	json result = {{"subscription", id}, {"epoch", tree_.epoch()}, {"revision", tree_.revision()},
+	               {"snapshot", sub->filter.snapshot(tree_.root())}};
+	subscriptions_.emplace(id, std::move(sub));
+	return result;
+}
+
+void ClientSession::unsubscribe(uint64_t subscription) {
+	auto it = subscriptions_.find(subscription);
+	if (it == subscriptions_.end())
+		throw rpc::RpcException(ErrorCode::NotFound, "No such subscription", {{"param", "subscription"}, {"subscription", subscription}});
+	subscriptions_.erase(it);
+	// Queued changes of that stream are of no use any more, except a half-written one.
+	for (auto q = queue_.begin(); q != queue_.end();) {
+		if (q->subscription == subscription && !(q == queue_.begin() && headOffset_ > 0)) {
+			queuedBytes_ -= q->data.size();
+			q = queue_.erase(q);
+		} else {
+			++q;
+		}
+	}
+}
+
+void ClientSession::onBatch(Subscription& sub, uint64_t revision, const json& patch) {
+	if (closing_ || sub.resync) return;
+	json ops = json::array();
+	sub.filter.filter(patch, tree_.root(), ops);
+	if (ops.empty()) return;
+	for (auto& op: ops) sub.pending.push_back(std::move(op));
+	sub.pendingRevision = revision;
+	if (sub.throttleUs == 0) {
+		sendChanges(sub);
+		return;
+	}
+	// A throttled stream that piles up more than a snapshot is worth becomes a resync.
+	if (sub.pending.size() > limits_.maxQueuedMessages) {
+		overflow(sub);
+		return;
+	}
+	if (sub.timer) return;   // already due
+	uint64_t now = loop_.now();
+	uint64_t due = sub.lastSentUs + sub.throttleUs;
+	if (due <= now) {
+		sendChanges(sub);
+		return;
+	}
+	auto* raw = &sub;
+	sub.timer = loop_.addIdleTimer([this, raw] {
+		raw->timer.reset();
+		if (!raw->pending.empty()) sendChanges(*raw);
+	}, "subscription-throttle");
+	sub.timer.setTime(due);
+}
+
+void ClientSession::sendChanges(Subscription& sub) {
+	auto line = rpc::toLine(rpc::makeNotification(
+	    "tree.changed", {{"subscription", sub.id}, {"revision", sub.pendingRevision}, {"changes", std::move(sub.pending)}}));
+	sub.pending = json::array();
+	sub.lastSentUs = loop_.now();
+	if (overBudget(line.size())) {
+		overflow(sub);
+		return;
+	}
+	enqueue(std::move(line), sub.id);
+}
+
+void ClientSession::overflow(Subscription& sub) {
+	if (!sub.resync) {
+		log::warning("server", "client {} reads too slowly ({} bytes queued): dropping changes of subscription {}, resync follows",
+		             id_, queuedBytes_, sub.id);
+	}
+	sub.resync = true;
+	sub.pending = json::array();
+	sub.timer.reset();
+	++droppedChanges_;
+	for (auto q = queue_.begin(); q != queue_.end();) {
+		if (q->subscription == sub.id && !(q == queue_.begin() && headOffset_ > 0)) {
+			queuedBytes_ -= q->data.size();
+			q = queue_.erase(q);
+		} else {
+			++q;
+		}
+	}
+	if (queue_.empty()) onDrained();
+}
+
+void ClientSession::setEventTopics(std::vector<std::string> topics) {
+	if (topics.size() > limits_.maxEventTopics)
+		throw rpc::RpcException(ErrorCode::LimitExceeded, "Too many topics", {{"limit", "topics"}, {"max", limits_.maxEventTopics}});
+	topics_ = std::move(topics);
+}
+
+bool ClientSession::wantsEvent(const std::string& topic) const {
+	for (const auto& t: topics_) {
+		if (t == "*" || t == topic) return true;
+		if (t.size() >= 2 && t.compare(t.size() - 2, 2, ".*") == 0 && topic.size() > t.size() - 1 &&
+		    topic.compare(0, t.size() - 1, t, 0, t.size() - 1) == 0)
+			return true;
+	}
+	return false;
+}
+
+void ClientSession::attach(const std::string& key, std::shared_ptr<void> resource) { resources_[key] = std::move(resource); }
+
+bool ClientSession::detach(const std::string& key) { return resources_.erase(key) > 0; }
+
+void ClientSession::close(const std::string& reason) {
+	if (closing_) return;
+	closing_ = true;
+	io_.setEnabled(SD_EVENT_OFF);
+	if (reason == "disconnected") log::debug("server", "client {} {}", id_, reason);
+	else log::info("server", "closing client {}: {}", id_, reason);
+	server_.removeLater(id_);
+}
+
+ClientSession::Stats ClientSession::stats() const { return {queuedBytes_, queue_.size(), droppedChanges_, resyncs_}; }
+
+} // namespace qsd

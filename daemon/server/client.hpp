@@ -1,0 +1,134 @@
+#pragma once
+// One client connection: reads NDJSON requests, dispatches them, and writes responses and
+// notifications through a bounded outbound queue. Never blocks on the client.
+
+#include "../event_loop.hpp"
+#include "../tree.hpp"
+#include "subscription.hpp"
+
+#include <qsd/protocol/framing.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <sys/socket.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qsd {
+
+class Server;
+
+struct ClientLimits {
+	size_t maxLineBytes = 1 << 20;            // longer request lines: error reply, line discarded
+	size_t maxQueuedBytes = 4 << 20;          // outbound budget before change streams are dropped
+	size_t maxQueuedMessages = 8192;
+	size_t maxSubscriptions = 64;
+	size_t maxPathsPerSubscription = 256;
+	size_t maxEventTopics = 64;
+	size_t maxReadPerDispatch = 256 << 10;    // fairness between clients
+};
+
+class ClientSession: public std::enable_shared_from_this<ClientSession> {
+public:
+	using json = nlohmann::json;
+
+	ClientSession(Server& server, EventLoop& loop, Tree& tree, uint64_t id, int fd, const ucred& peer,
+	              const ClientLimits& limits);
+	~ClientSession();
+	ClientSession(const ClientSession&) = delete;
+	ClientSession& operator=(const ClientSession&) = delete;
+
+	void start();
+	[[nodiscard]] uint64_t id() const { return id_; }
+	[[nodiscard]] const ucred& peer() const { return peer_; }
+	[[nodiscard]] std::weak_ptr<ClientSession> weak() { return weak_from_this(); }
+	[[nodiscard]] bool closing() const { return closing_; }
+
+	// Responses and other messages that must arrive: always queued. Over budget, the session
+	// stops reading requests until the client catches up.
+	void sendResponse(const json& message);
+	// An event notification: dropped (and counted) when over budget.
+	void sendEvent(const std::string& topic, const json& data, uint64_t revision);
+
+	// tree.subscribe / tree.unsubscribe; throw rpc::RpcException on bad input.
+	json subscribe(std::vector<std::string> paths, uint64_t throttleMs);
+	void unsubscribe(uint64_t subscription);
+	[[nodiscard]] size_t subscriptionCount() const { return subscriptions_.size(); }
+
+	// events.subscribe: topic names, "prefix.*" or "*". Replaces the previous set.
+	void setEventTopics(std::vector<std::string> topics);
+	[[nodiscard]] bool wantsEvent(const std::string& topic) const;
+
+	// Resources whose lifetime is this connection's (a profile hold): destroyed on disconnect.
+	void attach(const std::string& key, std::shared_ptr<void> resource);
+	bool detach(const std::string& key);
+
+	// Closes after the current dispatch; reason is logged.
+	void close(const std::string& reason);
+
+	struct Stats {
+		size_t queuedBytes;
+		size_t queuedMessages;
+		uint64_t droppedChanges;
+		uint64_t resyncs;
+	};
+	[[nodiscard]] Stats stats() const;
+
+private:
+	struct Outgoing {
+		std::string data;
+		uint64_t subscription;   // 0: not part of a change stream
+	};
+	struct Subscription {
+		uint64_t id;
+		PathFilter filter;
+		uint64_t throttleUs;
+		Tree::Subscription observer;
+		json pending = json::array();   // throttled changes not sent yet
+		uint64_t pendingRevision = 0;
+		uint64_t lastSentUs = 0;
+		EventSource timer;
+		bool resync = false;            // changes were dropped; a tree.resync follows the drain
+	};
+
+	void onIo(uint32_t revents);
+	void readSome();
+	void writeSome();
+	void updateIoEvents();
+	bool overBudget(size_t extraBytes) const;
+	void enqueue(std::string data, uint64_t subscription);
+	void onBatch(Subscription& sub, uint64_t revision, const json& patch);
+	void sendChanges(Subscription& sub);
+	void overflow(Subscription& sub);
+	void onDrained();
+
+	Server& server_;
+	EventLoop& loop_;
+	Tree& tree_;
+	uint64_t id_;
+	int fd_;
+	ucred peer_;
+	ClientLimits limits_;
+	LineReader reader_;
+	EventSource io_;
+	std::deque<Outgoing> queue_;
+	size_t headOffset_ = 0;
+	size_t queuedBytes_ = 0;
+	bool closing_ = false;
+	bool readPaused_ = false;
+	bool eof_ = false;
+	uint64_t nextSubscription_ = 1;
+	std::map<uint64_t, std::unique_ptr<Subscription>> subscriptions_;
+	std::vector<std::string> topics_;
+	uint64_t droppedEvents_ = 0;
+	uint64_t droppedChanges_ = 0;
+	uint64_t resyncs_ = 0;
+	std::map<std::string, std::shared_ptr<void>> resources_;
+};
+
+} // namespace qsd

@@ -1,0 +1,150 @@
+#include "server.hpp"
+
+#include "../log.hpp"
+
+#include <qsd/protocol/jsonrpc.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <stdexcept>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace qsd {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what + ": " + std::strerror(errno)); }
+
+sockaddr_un address(const std::string& path) {
+	sockaddr_un addr{};
+	addr.sun_family = AF_UNIX;
+	if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("socket path too long: " + path);
+	std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+	return addr;
+}
+
+// True when a daemon already answers on `path` (then we must not steal its socket).
+bool someoneListens(const std::string& path) {
+	int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) return false;
+	auto addr = address(path);
+	bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+	::close(fd);
+	return live;
+}
+
+} // namespace
+
+Server::Server(EventLoop& loop, Tree& tree, Dispatcher& dispatcher, ServerOptions options)
+    : loop_(loop), tree_(tree), dispatcher_(dispatcher), options_(std::move(options)) {
+	reaper_ = loop_.addDefer([this] { reap(); }, "client-reaper");
+	reaper_.setEnabled(SD_EVENT_OFF);
+}
+
+Server::~Server() {
+	accept_.reset();
+	clients_.clear();
+	if (listenFd_ >= 0) ::close(listenFd_);
+	// Only a socket file we created is ours to remove; an activated one belongs to systemd.
+	if (ownsSocketFile_) ::unlink(options_.socketPath.c_str());
+}
+
+void Server::listen() {
+	if (options_.activatedFd >= 0) {
+		listenFd_ = options_.activatedFd;
+		int flags = fcntl(listenFd_, F_GETFL);
+		fcntl(listenFd_, F_SETFL, flags | O_NONBLOCK);
+		log::info("server", "listening on the socket-activated fd {}", listenFd_);
+	} else {
+		const auto& path = options_.socketPath;
+		auto slash = path.rfind('/');
+		if (slash != std::string::npos && slash > 0) {
+			auto dir = path.substr(0, slash);
+			// The directory is private to the user: 0700, created if missing.
+			if (::mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST) fail("cannot create " + dir);
+		}
+		if (someoneListens(path)) throw std::runtime_error("another qsd is already listening on " + path);
+		::unlink(path.c_str());
+		listenFd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (listenFd_ < 0) fail("socket");
+		auto addr = address(path);
+		// The socket is created 0600 (umask during bind), so no other user can connect at all.
+		mode_t old = ::umask(0177);
+		int r = ::bind(listenFd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+		::umask(old);
+		if (r < 0) fail("cannot bind " + path);
+		ownsSocketFile_ = true;
+		if (::listen(listenFd_, 128) < 0) fail("listen");
+		log::info("server", "listening on {}", path);
+	}
+	accept_ = loop_.addIo(listenFd_, EPOLLIN, [this](uint32_t) { onAccept(); }, "accept");
+}
+
+void Server::onAccept() {
+	for (;;) {
+		int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno == EINTR) continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) log::warning("server", "accept failed: {}", std::strerror(errno));
+			return;
+		}
+		ucred cred{};
+		socklen_t len = sizeof cred;
+		if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+			log::warning("server", "refusing a connection: SO_PEERCRED failed: {}", std::strerror(errno));
+			::close(fd);
+			continue;
+		}
+		if (cred.uid != ::getuid()) {
+			log::warning("server", "refusing a connection from uid {} (pid {}): qsd serves uid {} only", cred.uid, cred.pid, ::getuid());
+			auto line = rpc::toLine(rpc::makeError(nullptr, {rpc::ErrorCode::PermissionDenied, "Permission denied: another user's daemon",
+			                                                 {{"uid", cred.uid}}}));
+			(void)!::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+			::close(fd);
+			continue;
+		}
+		if (clients_.size() >= options_.maxClients) {
+			log::warning("server", "refusing a connection from pid {}: {} clients connected (the limit)", cred.pid, clients_.size());
+			auto line = rpc::toLine(rpc::makeError(nullptr, {rpc::ErrorCode::LimitExceeded, "Too many connections",
+			                                                 {{"limit", "connections"}, {"max", options_.maxClients}}}));
+			(void)!::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+			::close(fd);
+			continue;
+		}
+		auto id = nextClient_++;
+		auto session = std::make_shared<ClientSession>(*this, loop_, tree_, id, fd, cred, options_.client);
+		session->start();
+		clients_.emplace(id, std::move(session));
+		log::debug("server", "client {} connected (pid {})", id, cred.pid);
+		if (onClientCountChanged) onClientCountChanged(clients_.size());
+	}
+}
+
+void Server::emitEvent(const std::string& topic, const nlohmann::json& data) {
+	for (auto& [id, c]: clients_)
+		if (!c->closing() && c->wantsEvent(topic)) c->sendEvent(topic, data, tree_.revision());
+}
+
+void Server::removeLater(uint64_t id) {
+	doomed_.push_back(id);
+	reaper_.setEnabled(SD_EVENT_ONESHOT);
+}
+
+void Server::reap() {
+	auto doomed = std::move(doomed_);
+	doomed_.clear();
+	for (auto id: doomed) clients_.erase(id);
+	if (onClientCountChanged) onClientCountChanged(clients_.size());
+}
+
+std::shared_ptr<ClientSession> Server::client(uint64_t id) const {
+	auto it = clients_.find(id);
+	return it == clients_.end() ? nullptr : it->second;
+}
+
+} // namespace qsd

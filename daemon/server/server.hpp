@@ -1,0 +1,64 @@
+#pragma once
+// The listening socket and the set of client sessions.
+
+#include "../event_loop.hpp"
+#include "../tree.hpp"
+#include "client.hpp"
+#include "dispatcher.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace qsd {
+
+struct ServerOptions {
+	std::string socketPath;      // empty: use the socket-activated fd
+	int activatedFd = -1;        // from sd_listen_fds()
+	size_t maxClients = 1024;
+	ClientLimits client;
+};
+
+class Server {
+public:
+	Server(EventLoop& loop, Tree& tree, Dispatcher& dispatcher, ServerOptions options);
+	~Server();
+	Server(const Server&) = delete;
+	Server& operator=(const Server&) = delete;
+
+	// Binds (or adopts the activated fd) and starts accepting. Throws std::runtime_error.
+	void listen();
+
+	[[nodiscard]] Dispatcher& dispatcher() { return dispatcher_; }
+	[[nodiscard]] size_t clientCount() const { return clients_.size(); }
+	[[nodiscard]] const std::string& socketPath() const { return options_.socketPath; }
+
+	// Delivers an event notification to every client subscribed to its topic.
+	void emitEvent(const std::string& topic, const nlohmann::json& data);
+
+	// Removes a session after the current dispatch.
+	void removeLater(uint64_t id);
+
+	std::function<void(size_t clients)> onClientCountChanged;
+
+	[[nodiscard]] std::shared_ptr<ClientSession> client(uint64_t id) const;
+
+private:
+	void onAccept();
+	void reap();
+
+	EventLoop& loop_;
+	Tree& tree_;
+	Dispatcher& dispatcher_;
+	ServerOptions options_;
+	int listenFd_ = -1;
+	bool ownsSocketFile_ = false;
+	EventSource accept_;
+	EventSource reaper_;
+	uint64_t nextClient_ = 1;
+	std::map<uint64_t, std::shared_ptr<ClientSession>> clients_;
+	std::vector<uint64_t> doomed_;
+};
+
+} // namespace qsd

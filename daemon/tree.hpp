@@ -1,0 +1,79 @@
+#pragma once
+// The normalized object tree: one JSON document addressed by JSON Pointers. Backends write; the
+// writes of one loop dispatch are coalesced and flushed from a post source as one batch with one
+// new revision, delivered to observers as an RFC 6902 patch.
+
+#include "event_loop.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace qsd {
+
+class Tree {
+public:
+	using json = nlohmann::json;
+	// revision, patch (an array of add/replace/remove operations with absolute paths)
+	using Observer = std::function<void(uint64_t revision, const json& patch)>;
+
+	explicit Tree(EventLoop& loop);
+	Tree(const Tree&) = delete;
+	Tree& operator=(const Tree&) = delete;
+
+	// All paths are JSON Pointers (RFC 6901). Writes to "" are refused (std::invalid_argument).
+	// set: no-op when equal; missing parents are created as objects.
+	void set(std::string_view path, json value);
+	// Per-key set of an object's fields; creates the object when missing.
+	void update(std::string_view path, const json& fields);
+	// Removes the value and everything below it; no-op when absent.
+	void remove(std::string_view path);
+
+	[[nodiscard]] const json& root() const { return root_; }
+	[[nodiscard]] const json* find(std::string_view path) const;
+	[[nodiscard]] uint64_t revision() const { return revision_; }
+	[[nodiscard]] const std::string& epoch() const { return epoch_; }
+
+	// Flushes pending writes now (normally done by the post source).
+	void flush();
+
+	class Subscription {
+	public:
+		Subscription() = default;
+		Subscription(Tree* tree, uint64_t id): tree_(tree), id_(id) {}
+		Subscription(Subscription&& o) noexcept: tree_(o.tree_), id_(o.id_) { o.tree_ = nullptr; }
+		Subscription& operator=(Subscription&& o) noexcept;
+		~Subscription();
+		Subscription(const Subscription&) = delete;
+		Subscription& operator=(const Subscription&) = delete;
+
+	private:
+		Tree* tree_ = nullptr;
+		uint64_t id_ = 0;
+	};
+	[[nodiscard]] Subscription observe(Observer observer);
+
+private:
+	struct Dirty {
+		bool existed;       // whether the path held a value when the batch began
+		uint64_t order;     // first touch, so the patch lists changes in the order they happened
+	};
+	void markDirty(const std::string& path, bool existed);
+
+	EventLoop& loop_;
+	json root_ = json::object();
+	uint64_t revision_ = 0;
+	std::string epoch_;
+	std::map<std::string, Dirty, std::less<>> dirty_;
+	uint64_t order_ = 0;
+	std::map<uint64_t, Observer> observers_;
+	uint64_t nextObserver_ = 1;
+	EventSource post_;
+	EventSource defer_;
+};
+
+} // namespace qsd

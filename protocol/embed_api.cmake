@@ -1,0 +1,10 @@
+# Writes OUT: a C++ file holding every API fragment (protocol/api/*.json) as a string literal.
+set(body "// Generated from protocol/api/*.json by embed_api.cmake. Do not edit.\n#include <string_view>\n#include <utility>\n#include <vector>\nnamespace qsd::api::detail {\nconst std::vector<std::pair<std::string_view, std::string_view>>& fragments() {\n  static const std::vector<std::pair<std::string_view, std::string_view>> all = {\n")
+foreach(f ${FRAGMENTS})
+  file(READ ${f} content)
+  get_filename_component(name ${f} NAME)
+  string(APPEND body "    {\"${name}\", R\"qsdapi(${content})qsdapi\"},\n")
+endforeach()
+string(APPEND body "  };\n  return all;\n}\n}\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

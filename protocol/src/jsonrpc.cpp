@@ -1,0 +1,190 @@
+#include "qsd/protocol/jsonrpc.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace qsd::rpc {
+
+const char* defaultMessage(ErrorCode code) {
+	switch (code) {
+	case ErrorCode::ParseError: return "Parse error";
+	case ErrorCode::InvalidRequest: return "Invalid Request";
+	case ErrorCode::MethodNotFound: return "Method not found";
+	case ErrorCode::InvalidParams: return "Invalid params";
+	case ErrorCode::InternalError: return "Internal error";
+	case ErrorCode::BackendUnavailable: return "Backend unavailable";
+	case ErrorCode::NotFound: return "Not found";
+	case ErrorCode::BackendFailed: return "Backend call failed";
+	case ErrorCode::LimitExceeded: return "Limit exceeded";
+	case ErrorCode::PermissionDenied: return "Permission denied";
+	}
+	return "Error";
+}
+
+json Error::toJson() const {
+	json e = {{"code", static_cast<int>(code)}, {"message", message.empty() ? defaultMessage(code) : message}};
+	if (!data.is_null()) e["data"] = data;
+	return e;
+}
+
+std::string dump(const json& value) {
+	return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string toLine(const json& message) {
+	auto line = dump(message);
+	line.push_back('\n');
+	return line;
+}
+
+json makeRequest(const json& id, std::string_view method, json params) {
+	json m = {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
+	if (!params.is_null()) m["params"] = std::move(params);
+	return m;
+}
+
+json makeNotification(std::string_view method, json params) {
+	json m = {{"jsonrpc", "2.0"}, {"method", method}};
+	if (!params.is_null()) m["params"] = std::move(params);
+	return m;
+}
+
+json makeResult(const json& id, json result) {
+	return {{"jsonrpc", "2.0"}, {"result", std::move(result)}, {"id", id}};
+}
+
+json makeError(const json& id, const Error& error) {
+	return {{"jsonrpc", "2.0"}, {"error", error.toJson()}, {"id", id}};
+}
+
+size_t nestingDepth(std::string_view text) {
+	size_t depth = 0, maxDepth = 0;
+	bool inString = false, escaped = false;
+	for (char c: text) {
+		if (inString) {
+			if (escaped) escaped = false;
+			else if (c == '\\') escaped = true;
+			else if (c == '"') inString = false;
+			continue;
+		}
+		switch (c) {
+		case '"': inString = true; break;
+		case '[':
+		case '{':
+			if (++depth > maxDepth) maxDepth = depth;
+			break;
+		case ']':
+		case '}':
+			if (depth > 0) --depth;
+			break;
+		default: break;
+		}
+	}
+	return maxDepth;
+}
+
+std::optional<json> parse(std::string_view text, size_t maxDepth) {
+	// nlohmann's parser and destructor recurse per nesting level; refuse deep input before
+	// parsing so a 100 000-deep line cannot exhaust the stack.
+	if (nestingDepth(text) > maxDepth) return std::nullopt;
+	auto j = json::parse(text.begin(), text.end(), nullptr, false);
+	if (j.is_discarded()) return std::nullopt;
+	return j;
+}
+
+Params::Params(const json& params): params_(params) {}
+
+const json* Params::find(const char* name) const {
+	if (!params_.is_object()) return nullptr;
+	auto it = params_.find(name);
+	if (it == params_.end()) return nullptr;
+	return &*it;
+}
+
+bool Params::has(const char* name) const { return find(name) != nullptr; }
+
+void Params::fail(const char* name, const char* expected) {
+	throw RpcException(ErrorCode::InvalidParams,
+	                   std::string("Invalid params: '") + name + "' must be " + expected,
+	                   json{{"param", name}, {"expected", expected}});
+}
+
+std::string Params::string(const char* name) const {
+	auto v = find(name);
+	if (!v || !v->is_string()) fail(name, "a string");
+	return v->get<std::string>();
+}
+
+std::optional<std::string> Params::optString(const char* name) const {
+	auto v = find(name);
+	if (!v || v->is_null()) return std::nullopt;
+	if (!v->is_string()) fail(name, "a string");
+	return v->get<std::string>();
+}
+
+bool Params::boolean(const char* name) const {
+	auto v = find(name);
+	if (!v || !v->is_boolean()) fail(name, "a boolean");
+	return v->get<bool>();
+}
+
+std::optional<bool> Params::optBoolean(const char* name) const {
+	auto v = find(name);
+	if (!v || v->is_null()) return std::nullopt;
+	if (!v->is_boolean()) fail(name, "a boolean");
+	return v->get<bool>();
+}
+
+double Params::number(const char* name) const {
+	auto v = find(name);
+	if (!v || !v->is_number()) fail(name, "a number");
+	return v->get<double>();
+}
+
+std::optional<double> Params::optNumber(const char* name) const {
+	auto v = find(name);
+	if (!v || v->is_null()) return std::nullopt;
+	if (!v->is_number()) fail(name, "a number");
+	return v->get<double>();
+}
+
+static bool integral(const json& v) {
+	if (v.is_number_integer()) return true;
+	if (!v.is_number_float()) return false;
+	double d = v.get<double>();
+	return std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15;
+}
+
+int64_t Params::integer(const char* name) const {
+	auto v = find(name);
+	if (!v || !integral(*v)) fail(name, "an integer");
+	if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+		fail(name, "an integer");
+	return v->is_number_float() ? int64_t(v->get<double>()) : v->get<int64_t>();
+}
+
+std::optional<int64_t> Params::optInteger(const char* name) const {
+	auto v = find(name);
+	if (!v || v->is_null()) return std::nullopt;
+	return integer(name);
+}
+
+const json& Params::object(const char* name) const {
+	auto v = find(name);
+	if (!v || !v->is_object()) fail(name, "an object");
+	return *v;
+}
+
+const json& Params::array(const char* name) const {
+	auto v = find(name);
+	if (!v || !v->is_array()) fail(name, "an array");
+	return *v;
+}
+
+const json& Params::any(const char* name) const {
+	auto v = find(name);
+	if (!v) fail(name, "present");
+	return *v;
+}
+
+} // namespace qsd::rpc
