@@ -1,0 +1,166 @@
+// The sdbus-c++ adapter on the daemon's sd-event loop, against a real service on a private
+// dbus-daemon: an async property read, a signal, and a NameWatcher seeing the service vanish
+// and return. Everything runs on this one thread; nothing here starts one.
+
+#include "dbus/bus.hpp"
+#include "dbus/name_watcher.hpp"
+#include "dbus/variant.hpp"
+#include "event_loop.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace qsd;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* UPOWER = "org.freedesktop.UPower";
+const char* DISPLAY = "/org/freedesktop/UPower/devices/DisplayDevice";
+
+std::string run(const std::string& cmd) {
+	std::string out;
+	FILE* p = popen(cmd.c_str(), "r");
+	if (!p) return out;
+	char buf[512];
+	while (fgets(buf, sizeof buf, p)) out += buf;
+	pclose(p);
+	return out;
+}
+
+// A private system bus with python-dbusmock's UPower template on it.
+class PrivateBus: public ::testing::Test {
+protected:
+	void SetUp() override {
+		char tmpl[] = "/tmp/qsd-dbus-loop.XXXXXX";
+		dir_ = mkdtemp(tmpl);
+		std::ofstream(dir_ + "/bus.conf")
+		    << "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+		       " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+		       "<busconfig>\n  <type>system</type>\n  <keep_umask/>\n  <listen>unix:path="
+		    << dir_
+		    << "/bus</listen>\n  <auth>EXTERNAL</auth>\n  <policy context=\"default\">\n    <allow user=\"*\"/>\n"
+		       "    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n    <allow eavesdrop=\"true\"/>\n"
+		       "    <allow own=\"*\"/>\n  </policy>\n</busconfig>\n";
+		auto out = run("dbus-daemon --config-file=" + dir_ + "/bus.conf --fork --print-address=1 --print-pid=1");
+		auto nl = out.find('\n');
+		ASSERT_NE(nl, std::string::npos) << "dbus-daemon did not start";
+		address_ = out.substr(0, nl);
+		busPid_ = std::atoi(out.substr(nl + 1).c_str());
+		setenv("DBUS_SYSTEM_BUS_ADDRESS", address_.c_str(), 1);
+		startMock();
+	}
+
+	void startMock() {
+		mockPid_ = fork();
+		if (mockPid_ == 0) {
+			freopen("/dev/null", "w", stdout);
+			execl("/usr/bin/python3", "python3", "-m", "dbusmock", "--system", "-t", "upower", nullptr);
+			_exit(127);
+		}
+		ASSERT_EQ(std::system(("gdbus wait --system --timeout 15 " + std::string(UPOWER)).c_str()), 0);
+		mock("SetupDisplayDevice 2 2 50.0 25.0 50.0 1.0 3600 0 true battery-good-symbolic 1");
+	}
+
+	void stopMock() {
+		if (mockPid_ > 0) {
+			kill(mockPid_, SIGTERM);
+			waitpid(mockPid_, nullptr, 0);
+			mockPid_ = -1;
+		}
+	}
+
+	void mock(const std::string& call) {
+		run("gdbus call --system -d org.freedesktop.UPower -o /org/freedesktop/UPower -m org.freedesktop.DBus.Mock." + call);
+	}
+
+	void TearDown() override {
+		stopMock();
+		if (busPid_ > 0) kill(busPid_, SIGTERM);
+		std::system(("rm -rf " + dir_).c_str());
+	}
+
+	// Runs the loop until done() or the timeout.
+	static bool spin(EventLoop& loop, const std::function<bool()>& done, std::chrono::milliseconds timeout = 10s) {
+		auto deadline = std::chrono::steady_clock::now() + timeout;
+		while (!done()) {
+			if (std::chrono::steady_clock::now() > deadline) return false;
+			sd_event_run(loop.raw(), 50'000);
+		}
+		return true;
+	}
+
+	std::string dir_, address_;
+	pid_t busPid_ = -1, mockPid_ = -1;
+};
+
+} // namespace
+
+TEST_F(PrivateBus, ReadsAPropertyAsynchronouslyAndReceivesItsChangeSignal) {
+	EventLoop loop;
+	BusConnection bus(loop, BusConnection::Kind::System);
+	auto proxy = sdbus::createProxy(bus.connection(), UPOWER, DISPLAY);
+
+	std::optional<double> read;
+	AsyncCall call(proxy->callMethodAsync("Get")
+	                   .onInterface("org.freedesktop.DBus.Properties")
+	                   .withArguments(std::string("org.freedesktop.UPower.Device"), std::string("Percentage"))
+	                   .uponReplyInvoke([&](const sdbus::Error* e, sdbus::Variant v) {
+		                   if (!e) read = dbus::asDouble(v);
+	                   }));
+	ASSERT_TRUE(spin(loop, [&] { return read.has_value(); }));
+	EXPECT_DOUBLE_EQ(*read, 50.0);
+
+	std::optional<double> signalled;
+	auto match = bus.connection().addMatch(
+	    std::string("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='") + DISPLAY + "'",
+	    [&](sdbus::Message& m) {
+		    std::string iface;
+		    std::map<std::string, sdbus::Variant> changed;
+		    m >> iface >> changed;
+		    if (auto it = changed.find("Percentage"); it != changed.end()) signalled = dbus::asDouble(it->second);
+	    });
+	// The mock is poked from another process, so the signal really crosses the bus.
+	mock(std::string("SetDeviceProperties ") + DISPLAY + " \"{'Percentage': <12.5>}\"");
+	ASSERT_TRUE(spin(loop, [&] { return signalled.has_value(); }));
+	EXPECT_DOUBLE_EQ(*signalled, 12.5);
+}
+
+TEST_F(PrivateBus, CancelledCallsNeverReachTheirOwner) {
+	EventLoop loop;
+	BusConnection bus(loop, BusConnection::Kind::System);
+	auto proxy = sdbus::createProxy(bus.connection(), UPOWER, DISPLAY);
+	bool delivered = false;
+	{
+		AsyncCall call(proxy->callMethodAsync("Get")
+		                   .onInterface("org.freedesktop.DBus.Properties")
+		                   .withArguments(std::string("org.freedesktop.UPower.Device"), std::string("Percentage"))
+		                   .uponReplyInvoke([&](const sdbus::Error*, sdbus::Variant) { delivered = true; }));
+	}
+	spin(loop, [] { return false; }, 300ms);
+	EXPECT_FALSE(delivered);
+}
+
+TEST_F(PrivateBus, NameWatcherSeesTheServiceVanishAndReturn) {
+	EventLoop loop;
+	BusConnection bus(loop, BusConnection::Kind::System);
+	int appeared = 0, vanished = 0;
+	NameWatcher watcher(bus.connection(), UPOWER, [&](const std::string&) { ++appeared; }, [&] { ++vanished; });
+	ASSERT_TRUE(spin(loop, [&] { return appeared == 1; }));
+	EXPECT_TRUE(watcher.present());
+
+	stopMock();
+	ASSERT_TRUE(spin(loop, [&] { return vanished == 1; }));
+	EXPECT_FALSE(watcher.present());
+
+	startMock();
+	ASSERT_TRUE(spin(loop, [&] { return appeared == 2; }));
+	EXPECT_TRUE(watcher.present());
+}
