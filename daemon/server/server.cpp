@@ -79,7 +79,9 @@ void Server::listen() {
 		::umask(old);
 		if (r < 0) fail("cannot bind " + path);
 		ownsSocketFile_ = true;
-		if (::listen(listenFd_, 128) < 0) fail("listen");
+		// A full backlog makes a non-blocking connect() fail with EAGAIN: allow the kernel's
+		// maximum, so a burst of clients (every bar of a session starting at once) is served.
+		if (::listen(listenFd_, SOMAXCONN) < 0) fail("listen");
 		log::info("server", "listening on {}", path);
 	}
 	accept_ = loop_.addIo(listenFd_, EPOLLIN, [this](uint32_t) { onAccept(); }, "accept");
