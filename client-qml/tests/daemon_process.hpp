@@ -1,0 +1,102 @@
+#pragma once
+// A real qsd for the QML tests, the example renderer and the benchmark: started on a private
+// socket with the debug API, driven through its own connection (rpc()) when a test must change
+// the tree without going through the client under test.
+
+#include <qdir.h>
+#include <qelapsedtimer.h>
+#include <qjsondocument.h>
+#include <qlocalsocket.h>
+#include <qobject.h>
+#include <qprocess.h>
+#include <qtemporarydir.h>
+#include <qthread.h>
+#include <qvariant.h>
+
+#include <csignal>
+
+class QsdDaemon: public QObject {
+	Q_OBJECT
+	/// The daemon's socket (also exported as QSD_SOCKET by the runners).
+	Q_PROPERTY(QString socketPath READ socketPath CONSTANT)
+	Q_PROPERTY(bool running READ running)
+
+public:
+	explicit QsdDaemon(QStringList extraArgs = {}, QObject* parent = nullptr)
+	    : QObject(parent), mExtraArgs(std::move(extraArgs)) {
+		this->mSocketPath = this->mDir.path() + QStringLiteral("/qsd.sock");
+	}
+	~QsdDaemon() override { this->stop(); }
+
+	[[nodiscard]] QString socketPath() const { return this->mSocketPath; }
+	[[nodiscard]] bool running() const { return this->mProcess && this->mProcess->state() == QProcess::Running; }
+
+	static QString binary() {
+		auto bin = qEnvironmentVariable("QSD_BIN");
+		return bin.isEmpty() ? QStringLiteral("qsd") : bin;
+	}
+
+	/// Starts qsd and waits until its socket accepts connections.
+	Q_INVOKABLE bool start() {
+		if (this->running()) return true;
+		delete this->mProcess;
+		this->mProcess = new QProcess(this);
+		this->mProcess->setProcessChannelMode(QProcess::ForwardedErrorChannel);
+		QStringList args {QStringLiteral("--backends="), QStringLiteral("--debug-api"), QStringLiteral("--socket"), this->mSocketPath};
+		args += this->mExtraArgs;
+		this->mProcess->start(binary(), args);
+		if (!this->mProcess->waitForStarted(5000)) return false;
+		QElapsedTimer timer;
+		timer.start();
+		while (timer.elapsed() < 10000) {
+			QLocalSocket probe;
+			probe.connectToServer(this->mSocketPath);
+			if (probe.waitForConnected(100)) return true;
+			QThread::msleep(10);
+		}
+		return false;
+	}
+
+	/// SIGKILL: the daemon dies without closing anything, as in a crash.
+	Q_INVOKABLE void kill() {
+		if (!this->mProcess) return;
+		this->mProcess->kill();
+		this->mProcess->waitForFinished(5000);
+	}
+
+	/// SIGTERM and wait.
+	Q_INVOKABLE void stop() {
+		if (!this->running()) return;
+		this->mProcess->terminate();
+		if (!this->mProcess->waitForFinished(5000)) this->kill();
+	}
+
+	/// One request on a connection of its own, synchronously: {result} or {error}.
+	Q_INVOKABLE QVariantMap rpc(const QString& method, const QVariantMap& params = {}, int timeoutMs = 30000) {
+		QLocalSocket socket;
+		socket.connectToServer(this->mSocketPath);
+		if (!socket.waitForConnected(2000)) return {{QStringLiteral("error"), QStringLiteral("cannot connect")}};
+		QVariantMap request {{QStringLiteral("jsonrpc"), QStringLiteral("2.0")}, {QStringLiteral("id"), 1},
+		                     {QStringLiteral("method"), method}, {QStringLiteral("params"), params}};
+		socket.write(QJsonDocument::fromVariant(request).toJson(QJsonDocument::Compact) + '\n');
+		socket.flush();
+		QByteArray buffer;
+		QElapsedTimer timer;
+		timer.start();
+		while (!buffer.contains('\n') && timer.elapsed() < timeoutMs) {
+			if (socket.waitForReadyRead(100)) buffer += socket.readAll();
+			if (socket.state() != QLocalSocket::ConnectedState && socket.bytesAvailable() == 0) break;
+		}
+		auto line = buffer.left(buffer.indexOf('\n'));
+		auto reply = QJsonDocument::fromJson(line).toVariant().toMap();
+		reply.remove(QStringLiteral("jsonrpc"));
+		reply.remove(QStringLiteral("id"));
+		return reply;
+	}
+
+private:
+	QTemporaryDir mDir;
+	QString mSocketPath;
+	QStringList mExtraArgs;
+	QProcess* mProcess = nullptr;
+};

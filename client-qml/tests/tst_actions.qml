@@ -1,0 +1,55 @@
+import QtQuick
+import QtTest
+import Qsd
+
+// Actions: the result and every error reach the callback.
+TestCase {
+    name: "Actions"
+
+    function callSync(method, params) {
+        var out = { done: false, calls: 0 }
+        Qsd.call(method, params, function(err, res) { out.err = err; out.res = res; out.done = true; out.calls++ })
+        tryVerify(function() { return out.done }, 10000, method + " answered")
+        return out
+    }
+
+    function initTestCase() {
+        QsdDaemon.start()
+        tryVerify(function() { return Qsd.connected }, 10000, "connected")
+    }
+
+    function test_result() {
+        var r = callSync("debug.set", { path: "/debug/action", value: { n: 1 } })
+        compare(r.err, null)
+        compare(r.res, { path: "/debug/action" })
+        var h = callSync("hello")
+        compare(h.err, null)
+        compare(h.res.protocol, 1)
+        compare(h.res.epoch, Qsd.epoch)
+    }
+
+    function test_invalidParams() {
+        var r = callSync("debug.set", { path: "/elsewhere", value: 1 })
+        compare(r.res, undefined)
+        compare(r.err.code, -32602)
+        compare(r.err.data.param, "path")
+        verify(r.err.message.length > 0)
+    }
+
+    function test_unknownMethod() {
+        var r = callSync("no.such.method", {})
+        compare(r.err.code, -32601)
+    }
+
+    function test_notFound() {
+        var r = callSync("debug.remove", { path: "/debug/never/was" })
+        compare(r.err.code, -32001)
+    }
+
+    function test_callbackCalledOnce() {
+        var r = callSync("tree.get", { path: "/daemon/protocol" })
+        compare(r.res.value, 1)
+        wait(50)
+        compare(r.calls, 1)
+    }
+}

@@ -1,0 +1,99 @@
+import QtQuick
+import QtTest
+import Qsd
+
+// Collections as list models: rows are inserted and removed on patches, never reset.
+TestCase {
+    id: test
+    name: "Model"
+    when: windowShown
+
+    function callSync(method, params) {
+        var out = { done: false }
+        Qsd.call(method, params, function(err, res) { out.err = err; out.res = res; out.done = true })
+        tryVerify(function() { return out.done }, 10000, method + " answered")
+        return out
+    }
+    function set(path, value) { compare(callSync("debug.set", { path: path, value: value }).err, null, "debug.set " + path) }
+    function remove(path) { compare(callSync("debug.remove", { path: path }).err, null, "debug.remove " + path) }
+
+    property var collection: Qsd.model("/debug/coll")
+
+    SignalSpy { id: inserted; target: test.collection; signalName: "rowsInserted" }
+    SignalSpy { id: removed; target: test.collection; signalName: "rowsRemoved" }
+    SignalSpy { id: reset; target: test.collection; signalName: "modelReset" }
+    SignalSpy { id: changedData; target: test.collection; signalName: "dataChanged" }
+
+    Repeater {
+        id: rows
+        model: test.collection
+        // "id" cannot be a required property (it is QML's object id), so the roles are read
+        // through `model`, which is how a shell author would write it too.
+        delegate: Item {
+            property string rid: model.id
+            property var rnode: model.node
+            property var rvalue: model.value
+        }
+    }
+
+    function ids() {
+        var out = []
+        for (var i = 0; i < rows.count; ++i) out.push(rows.itemAt(i).rid)
+        return out
+    }
+
+    function initTestCase() {
+        QsdDaemon.start()
+        tryVerify(function() { return Qsd.connected }, 10000, "connected")
+    }
+
+    function test_1_insertAndRemoveRows() {
+        compare(collection.count, 0)
+        compare(collection.path, "/debug/coll")
+        compare(Qsd.model("/debug/coll"), collection, "one model per path")
+
+        set("/debug/coll/b", { name: "bee" })
+        tryCompare(collection, "count", 1)
+        compare(inserted.count, 1)
+        compare(inserted.signalArguments[0][1], 0)
+
+        set("/debug/coll/a", { name: "ay" })
+        tryCompare(collection, "count", 2)
+        compare(inserted.count, 2)
+        compare(inserted.signalArguments[1][1], 0, "a is inserted before b (rows sorted by id)")
+        set("/debug/coll/c", { name: "sea" })
+        tryCompare(collection, "count", 3)
+        compare(ids(), ["a", "b", "c"])
+        compare(rows.itemAt(1).rnode.name, "bee", "node role")
+        compare(rows.itemAt(1).rvalue, { name: "bee" }, "value role")
+        compare(rows.itemAt(1).rnode, Qsd.node("/debug/coll/b"))
+        compare(collection.idAt(2), "c")
+        compare(collection.indexOf("c"), 2)
+
+        // A change inside an item is a dataChanged, not a row change.
+        var bNode = rows.itemAt(1).rnode
+        set("/debug/coll/b/name", "B")
+        tryCompare(bNode, "name", "B")
+        verify(changedData.count >= 1)
+        compare(rows.itemAt(1).rvalue, { name: "B" })
+        compare(inserted.count, 3)
+
+        remove("/debug/coll/b")
+        tryCompare(collection, "count", 2)
+        compare(removed.count, 1)
+        compare(removed.signalArguments[0][1], 1)
+        compare(ids(), ["a", "c"])
+        compare(reset.count, 0, "no model reset")
+    }
+
+    function test_2_collectionDisappearsAndComesBack() {
+        var insertedBefore = inserted.count
+        remove("/debug/coll")
+        tryCompare(collection, "count", 0)
+        set("/debug/coll", { x: { name: "ex" }, y: { name: "why" } })
+        tryCompare(collection, "count", 2)
+        compare(ids(), ["x", "y"])
+        compare(inserted.count, insertedBefore + 1, "both rows in one insertion")
+        compare(reset.count, 0, "no model reset")
+    }
+}

@@ -1,0 +1,66 @@
+import QtQuick
+import QtTest
+import Qsd
+
+// A daemon restart: the client reconnects, resubscribes, and its mirror equals the new
+// daemon's tree; bindings made before the restart keep working.
+TestCase {
+    id: test
+    name: "Reconnect"
+
+    function callSync(method, params) {
+        var out = { done: false }
+        Qsd.call(method, params, function(err, res) { out.err = err; out.res = res; out.done = true })
+        tryVerify(function() { return out.done }, 10000, method + " answered")
+        return out
+    }
+
+    readonly property var survivor: Qsd.debug?.survivor?.value
+
+    function initTestCase() {
+        QsdDaemon.start()
+        tryVerify(function() { return Qsd.connected }, 10000, "connected")
+    }
+
+    function mirrorEqualsDaemon() {
+        var r = callSync("tree.get", { path: "" })
+        compare(r.err, null)
+        // The answer follows every tree.changed sent before it on the same connection.
+        compare(Qsd.revision, r.res.revision, "mirror revision is the daemon's")
+        compare(JSON.stringify(Qsd.value("")), JSON.stringify(r.res.value), "mirror equals tree.get \"\"")
+    }
+
+    function test_killAndRestart() {
+        compare(callSync("debug.set", { path: "/debug/survivor", value: { value: "before" } }).err, null)
+        tryCompare(test, "survivor", "before")
+        var epoch = Qsd.epoch
+
+        // A request in flight when the daemon dies gets an error, not silence.
+        var inflight = { done: false }
+        Qsd.call("debug.flood", { count: 2000000, keys: 10, batch: 1 }, function(err, res) { inflight.err = err; inflight.done = true })
+        wait(20)
+        QsdDaemon.kill()
+        tryVerify(function() { return !Qsd.connected }, 5000, "disconnect noticed")
+        tryVerify(function() { return inflight.done }, 5000, "in-flight call answered")
+        compare(inflight.err.code, -32099)
+        verify(Qsd.error.length > 0, "error says why")
+
+        // While disconnected, calls fail at once with the client's error.
+        var down = callSync("hello")
+        compare(down.err.code, -32099)
+        compare(down.err.message, "Not connected to qsd")
+
+        verify(QsdDaemon.start())
+        tryVerify(function() { return Qsd.connected }, 15000, "reconnected")
+        verify(Qsd.epoch !== epoch, "a new daemon epoch")
+        compare(Qsd.error, "")
+        // The new daemon has no /debug: the binding follows.
+        tryCompare(test, "survivor", undefined)
+        mirrorEqualsDaemon()
+
+        // Changes made through another connection arrive; the old binding picks them up.
+        compare(QsdDaemon.rpc("debug.set", { path: "/debug/survivor", value: { value: "after" } }).error, undefined)
+        tryCompare(test, "survivor", "after")
+        mirrorEqualsDaemon()
+    }
+}

@@ -1,0 +1,45 @@
+import QtQuick
+import QtTest
+import Qsd
+
+// A client that reads too slowly: the daemon drops its queued changes and sends tree.resync;
+// afterwards the mirror equals the daemon's tree exactly.
+TestCase {
+    id: test
+    name: "Resync"
+
+    SignalSpy { id: resyncs; target: Qsd; signalName: "resynced" }
+
+    function callSync(method, params) {
+        var out = { done: false }
+        Qsd.call(method, params, function(err, res) { out.err = err; out.res = res; out.done = true })
+        tryVerify(function() { return out.done }, 30000, method + " answered")
+        return out
+    }
+
+    function initTestCase() {
+        QsdDaemon.start()
+        tryVerify(function() { return Qsd.connected }, 10000, "connected")
+    }
+
+    function test_overflowResync() {
+        compare(callSync("debug.set", { path: "/debug/flood", value: {} }).err, null)
+        var flood = Qsd.node("/debug")
+        resyncs.clear()
+        Qsd.pauseReading()
+        // 20 000 batches while the client reads nothing: more than the daemon queues per client.
+        var r = QsdDaemon.rpc("debug.flood", { count: 20000, keys: 50, batch: 1 })
+        compare(r.error, undefined)
+        compare(r.result.writes, 20000)
+        Qsd.resumeReading()
+        tryVerify(function() { return resyncs.count >= 1 }, 20000, "a tree.resync arrived")
+
+        var got = callSync("tree.get", { path: "" })
+        compare(Qsd.revision, got.res.revision)
+        compare(JSON.stringify(Qsd.value("")), JSON.stringify(got.res.value), "mirror exact after resync")
+        compare(Qsd.debug.flood.k49, 19999)
+        compare(Qsd.debug.flood.k0, 19950)
+        compare(Qsd.node("/debug"), flood, "nodes survive a resync")
+        verify(Qsd.connected)
+    }
+}
