@@ -138,9 +138,18 @@ void ClientSession::updateIoEvents() {
 	if (closing_ || !io_) return;
 	uint32_t events = 0;
 	if (!readPaused_ && !eof_) events |= EPOLLIN;
-	if (!queue_.empty()) events |= EPOLLOUT;
+	// Dropped changes are resent as a snapshot once the client has read what it was sent:
+	// wait for the socket to become writable even when nothing else is queued.
+	if (!queue_.empty() || catchUpDue()) events |= EPOLLOUT;
 	io_.setIoEvents(events);
 	io_.setEnabled(events ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
+bool ClientSession::catchUpDue() const {
+	if (droppedEvents_ > 0) return true;
+	for (const auto& [id, sub]: subscriptions_)
+		if (sub->resync) return true;
+	return false;
 }
 
 void ClientSession::onDrained() {
@@ -153,6 +162,7 @@ void ClientSession::onDrained() {
 		sub->resync = false;
 		sub->pending = json::array();
 		sub->filter.resetPresence(tree_.root());
+		sub->syncedRevision = tree_.revision();
 		++resyncs_;
 		auto line = rpc::toLine(rpc::makeNotification(
 		    "tree.resync", {{"subscription", id}, {"revision", tree_.revision()}, {"snapshot", sub->filter.snapshot(tree_.root())}}));
@@ -206,7 +216,9 @@ void ClientSession::unsubscribe(uint64_t subscription) {
 }
 
 void ClientSession::onBatch(Subscription& sub, uint64_t revision, const json& patch) {
-	if (closing_ || sub.resync) return;
+	// A resync sent while this batch was being delivered (to another of this client's
+	// subscriptions) already holds it: sending it again would repeat a revision.
+	if (closing_ || sub.resync || revision <= sub.syncedRevision) return;
 	json ops = json::array();
 	sub.filter.filter(patch, tree_.root(), ops);
 	if (ops.empty()) return;
@@ -265,7 +277,10 @@ void ClientSession::overflow(Subscription& sub) {
 			++q;
 		}
 	}
-	if (queue_.empty()) onDrained();
+	// The resync is sent once the client has read what is already in its socket, not now:
+	// the socket is full, and a snapshot queued now would be dropped by the next overflow
+	// (one snapshot per overflow instead of one per drain).
+	updateIoEvents();
 }
 
 void ClientSession::setEventTopics(std::vector<std::string> topics) {

@@ -94,6 +94,7 @@ private:
 		uint64_t lastSentUs = 0;
 		EventSource timer;
 		bool resync = false;            // changes were dropped; a tree.resync follows the drain
+		uint64_t syncedRevision = 0;    // the last resync's revision: batches up to it are in it
 	};
 
 	void onIo(uint32_t revents);
@@ -106,6 +107,8 @@ private:
 	void sendChanges(Subscription& sub);
 	void overflow(Subscription& sub);
 	void onDrained();
+	// A tree.resync or an eventsDropped notice waits for the socket to drain.
+	[[nodiscard]] bool catchUpDue() const;
 
 	Server& server_;
 	EventLoop& loop_;
