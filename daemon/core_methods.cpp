@@ -161,20 +161,23 @@ std::vector<MethodRegistration> registerDebugMethods(Daemon& d) {
 			EventSource step;
 		};
 		auto flood = std::make_shared<Flood>(Flood{tree, path, count, keys, batch, 0, tree.revision(), std::move(responder), {}});
-		// A defer source runs once per loop iteration, so each step is flushed as its own batch.
-		flood->step = d.loop().addDefer([flood] {
+		// One step per loop iteration, each flushed as its own batch. A timer that is already due,
+		// not a defer source: sd-event does not poll for I/O while a defer source is pending, so
+		// a re-armed defer would starve every client until the flood ends.
+		flood->step = d.loop().addIdleTimer([flood, &loop = d.loop()] {
 			auto& f = *flood;
 			for (int64_t i = 0; i < f.batch && f.done < f.count; ++i, ++f.done)
 				f.tree.set(f.path + "/k" + std::to_string(f.done % f.keys), f.done);
 			// Each step is one batch, whatever else the loop dispatches in between.
 			f.tree.flush();
 			if (f.done < f.count) {
-				f.step.setEnabled(SD_EVENT_ONESHOT);
+				f.step.setTime(loop.now());
 				return;
 			}
 			f.responder.result({{"writes", f.count}, {"revision", f.tree.revision()}, {"batches", f.tree.revision() - f.startRevision}});
 			f.step.reset();   // breaks the cycle flood -> step -> handler -> flood
 		}, "debug-flood");
+		flood->step.setTime(d.loop().now());
 	});
 	regs.emplace_back(disp, "debug.flood");
 
