@@ -1,0 +1,208 @@
+"""Slow clients never block anyone and never see a wrong state (DESIGN.md, "The protocol").
+
+A client subscribed to the whole tree stops reading while 100 000 separate batches happen: the
+daemon's memory stays bounded, another subscriber keeps receiving, and when the slow client reads
+again it receives a tree.resync and ends with exactly the daemon's tree. The figures (RSS, the
+other subscriber's latency) are printed, not asserted against a clock."""
+
+import json
+import os
+import select
+import socket
+import statistics
+import time
+
+import pytest
+
+from qsdtest import Env
+from rpcutil import sync_mirror
+
+FLOOD = 100_000
+
+
+@pytest.fixture
+def env():
+    e = Env(buses=False)
+    e.start_qsd(backends=[])
+    yield e
+    e.close()
+
+
+def drain(client):
+    """One read of what the socket holds now, without waiting; yields every complete message."""
+    try:
+        chunk = client.sock.recv(1 << 20, socket.MSG_DONTWAIT)
+        if not chunk:
+            raise ConnectionError("qsd closed the connection")
+        client.buf += chunk
+    except (BlockingIOError, TimeoutError):   # a socket with a timeout raises the latter
+        pass
+    # Split once: Client.read_line re-copies the buffer per line, too slow for a flood.
+    *lines, client.buf = client.buf.split(b"\n")
+    for line in lines:
+        msg = json.loads(line)
+        client._handle(msg)
+        yield msg
+
+
+def send(client, rid, method, params):
+    client.send_raw(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n")
+
+
+def test_slow_subscriber_is_resynced_and_nobody_waits(env):
+    slow = env.client()
+    slow_sub = slow.subscribe([""])
+    # A subscriber of the flooded subtree, reading as fast as Python can (it may fall behind and
+    # be resynced too), and one that watches another path: its latency is the figure.
+    fast = env.client()
+    fast_sub = fast.subscribe(["/debug/flood"])
+    prober = env.client()
+    probe_sub = prober.subscribe(["/debug/probe"])
+    driver = env.client()
+    driver.call("debug.set", {"path": "/debug/probe", "value": -1})
+    prober.wait_value(probe_sub, "/debug/probe", -1)
+
+    rss0 = env.rss_kib()
+    rss_peak = rss0
+    send(driver, "flood", "debug.flood", {"path": "/debug/flood", "count": FLOOD, "batch": 1, "keys": 1000})
+
+    latencies = []
+    probe, probe_sent = 0, None
+    flood_result = None
+    fast_changes = 0
+    last_sample = 0.0
+    deadline = time.monotonic() + 300
+    while flood_result is None or probe_sent is not None:
+        assert time.monotonic() < deadline, "the flood did not finish"
+        now = time.monotonic()
+        if now - last_sample > 0.02:
+            rss_peak = max(rss_peak, env.rss_kib())
+            last_sample = now
+        if probe_sent is None and flood_result is None:
+            probe += 1
+            probe_sent = time.monotonic()
+            send(driver, f"probe{probe}", "debug.set", {"path": "/debug/probe", "value": probe})
+        r, _, _ = select.select([fast.sock, driver.sock, prober.sock], [], [], 1.0)
+        if prober.sock in r:
+            for _ in drain(prober):
+                pass
+        if fast.sock in r:
+            # Everything that is there: the mirror applies every notification.
+            for _ in drain(fast):
+                pass
+        if driver.sock in r:
+            for msg in drain(driver):
+                if msg.get("id") == "flood":
+                    flood_result = msg["result"]
+        if probe_sent is not None and prober.mirror(probe_sub).get("debug", {}).get("probe") == probe:
+            latencies.append((time.monotonic() - probe_sent) * 1000)
+            probe_sent = None
+
+    rss_peak = max(rss_peak, env.rss_kib())
+    fast_changes = sum(1 for n in fast.notifications if n["method"] == "tree.changed")
+    fast_resyncs = sum(1 for n in fast.notifications if n["method"] == "tree.resync")
+    assert flood_result["writes"] == FLOOD
+    assert flood_result["batches"] >= FLOOD
+    print(f"\nslow client: {FLOOD} changes in {flood_result['batches']} batches; qsd RSS before {rss0} KiB, "
+          f"peak {rss_peak} KiB (+{rss_peak - rss0} KiB)")
+    latencies.sort()
+    print(f"subscriber of another path during the flood: {len(latencies)} probes (debug.set -> tree.changed), "
+          f"latency p50 {statistics.median(latencies):.2f} ms, p99 {latencies[max(0, int(len(latencies) * 0.99) - 1)]:.2f} ms, "
+          f"max {latencies[-1]:.2f} ms")
+    print(f"subscriber of the flooded path (Python, reading all it can): {fast_changes} tree.changed, "
+          f"{fast_resyncs} tree.resync")
+    assert not any(n["method"] == "tree.resync" for n in prober.notifications)
+    assert rss_peak - rss0 < 64 * 1024, "qsd memory grew without bound"
+    # The other subscriber kept receiving: every probe arrived while the slow client was stuck,
+    # and its mirror is exact.
+    assert len(latencies) >= 1
+    assert fast_changes >= 1
+    got = driver.call("tree.get", {"path": "/debug/flood"})
+    fast.wait_for(lambda: fast.mirrors[fast_sub]["revision"] >= got["revision"], timeout=30)
+    assert fast.mirror(fast_sub)["debug"]["flood"] == got["value"]
+    assert len(got["value"]) == 1000
+
+    # The slow client never read a byte since its subscription; now it does.
+    slow_changes_before = len(slow.notifications)
+    assert slow_changes_before == 0
+    slow.wait_for(lambda: any(n["method"] == "tree.resync" for n in slow.notifications), timeout=60,
+                  what="tree.resync")
+    sync_mirror(slow, slow_sub, driver)
+    resync = [n for n in slow.notifications if n["method"] == "tree.resync"]
+    changed = [n for n in slow.notifications if n["method"] == "tree.changed"]
+    print(f"slow client: read {len(changed)} tree.changed and {len(resync)} tree.resync after the flood")
+    assert resync[0]["params"]["subscription"] == slow_sub
+    assert slow.mirror(slow_sub)["debug"]["flood"] == got["value"]
+    # It keeps working normally after the resync.
+    driver.call("debug.set", {"path": "/debug/after", "value": "resynced"})
+    slow.wait_value(slow_sub, "/debug/after", "resynced")
+    sync_mirror(slow, slow_sub, driver)
+    assert env.daemon.poll() is None
+
+
+def test_one_overflow_one_resync(env):
+    # While the client reads nothing, its stream overflows once: one logged drop, and, once it
+    # reads, one tree.resync — not a snapshot per refill of its queue.
+    slow = env.client()
+    sub = slow.subscribe([""])
+    driver = env.client()
+    driver.call("debug.flood", {"path": "/debug/f", "count": 50000, "batch": 1, "keys": 100}, timeout=120)
+    log = env.qsd_log()
+    assert log.count("reads too slowly") == 1, log[-3000:]
+    slow.wait_for(lambda: any(n["method"] == "tree.resync" for n in slow.notifications), timeout=60)
+    sync_mirror(slow, sub, driver)
+    assert sum(1 for n in slow.notifications if n["method"] == "tree.resync") == 1
+    revs = [n["params"]["revision"] for n in slow.notifications]
+    assert revs == sorted(revs) and len(set(revs)) == len(revs)
+
+
+def test_unsubscribing_a_stuck_stream_frees_its_queue(env):
+    # A slow client whose subscription overflowed unsubscribes: its queued changes are dropped,
+    # the answer arrives, and nothing of that subscription follows it.
+    slow = env.client()
+    sub = slow.subscribe(["/debug"])
+    driver = env.client()
+    driver.call("debug.flood", {"path": "/debug/f", "count": 20000, "batch": 1, "keys": 50}, timeout=120)
+    slow.send_raw(json.dumps({"jsonrpc": "2.0", "id": "u", "method": "tree.unsubscribe",
+                              "params": {"subscription": sub}}) + "\n")
+    while True:
+        msg = slow.read_message(30)
+        if msg.get("id") == "u":
+            break
+    assert msg["result"] == {"subscription": sub}
+    driver.call("debug.set", {"path": "/debug/f/k0", "value": "late"})
+    slow.send_raw('{"jsonrpc":"2.0","id":"h","method":"hello"}\n')
+    after = []
+    while True:
+        msg = slow.read_message(10)
+        if msg.get("id") == "h":
+            break
+        after.append(msg)
+    assert after == []
+
+
+def test_throttle_coalesces_and_ends_exact(env):
+    c = env.client()
+    throttled = c.subscribe(["/debug/thr"], throttle_ms=100)
+    every = c.subscribe(["/debug/thr"])
+    driver = env.client()
+    batches = 3000
+    res = driver.call("debug.flood", {"path": "/debug/thr", "count": batches, "batch": 1, "keys": 7}, timeout=120)
+    assert res["batches"] == batches
+    got = driver.call("tree.get", {"path": "/debug/thr"})
+    # The last changes arrive without any further write (the throttle timer sends the tail).
+    c.wait_for(lambda: c.mirrors[throttled]["revision"] >= res["revision"]
+               and c.mirrors[every]["revision"] >= res["revision"], timeout=30)
+    assert c.mirror(throttled)["debug"]["thr"] == got["value"]
+    assert c.mirror(every)["debug"]["thr"] == got["value"]
+    n_throttled = sum(1 for n in c.notifications if n["method"] == "tree.changed" and n["params"]["subscription"] == throttled)
+    n_every = sum(1 for n in c.notifications if n["method"] == "tree.changed" and n["params"]["subscription"] == every)
+    resyncs = sum(1 for n in c.notifications if n["method"] == "tree.resync")
+    print(f"\nthrottleMs=100: {batches} batches -> {n_throttled} notifications (unthrottled: {n_every}, resyncs: {resyncs})")
+    assert resyncs == 0
+    assert n_every == batches
+    assert 1 <= n_throttled < batches / 4
+    # Revisions of the throttled stream strictly increase and the last one is the flood's last.
+    revs = [n["params"]["revision"] for n in c.notifications
+            if n["method"] == "tree.changed" and n["params"]["subscription"] == throttled]
+    assert revs == sorted(set(revs)) and revs[-1] == res["revision"]
