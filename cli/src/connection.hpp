@@ -1,0 +1,80 @@
+#pragma once
+// A blocking JSON-RPC connection to qsd: one Unix stream socket, NDJSON framing. qsctl is a
+// short-lived process with one job at a time, so blocking I/O with poll() timeouts keeps it
+// small; the daemon never waits on us either way.
+
+#include <qsd/protocol/framing.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+
+namespace qsctl {
+
+using json = nlohmann::json;
+
+// The socket qsctl talks to: --socket, else $QSD_SOCKET, else $XDG_RUNTIME_DIR/qsd/qsd.sock
+// (the daemon's own rules). Empty when none can be determined.
+[[nodiscard]] std::string resolveSocketPath(const std::string& option);
+
+class Connection {
+public:
+	enum class Status { Message, Eof, Timeout, Error };
+
+	Connection() = default;
+	~Connection();
+	Connection(const Connection&) = delete;
+	Connection& operator=(const Connection&) = delete;
+
+	// Connects; on failure returns false and sets error() (errno text).
+	bool open(const std::string& path);
+	void close();
+	[[nodiscard]] bool isOpen() const { return fd_ >= 0; }
+	[[nodiscard]] int fd() const { return fd_; }
+	[[nodiscard]] const std::string& error() const { return error_; }
+
+	// Sends one message as a line. False when the daemon went away.
+	bool send(const json& message);
+
+	// Sends a request with a fresh id; returns the id.
+	int64_t request(std::string_view method, json params = nullptr);
+
+	// The next message from the daemon. timeoutMs < 0 waits forever.
+	Status next(json& out, int timeoutMs);
+
+	// Waits for the response to request `id`; notifications received meanwhile are passed to
+	// `onOther` when given, else dropped.
+	template<class F>
+	Status response(int64_t id, json& out, int timeoutMs, F&& onOther);
+	Status response(int64_t id, json& out, int timeoutMs) {
+		return response(id, out, timeoutMs, [](const json&) {});
+	}
+
+private:
+	int fd_ = -1;
+	int64_t nextId_ = 1;
+	std::string error_;
+	// Snapshots of a large tree are long lines; the daemon bounds what it sends, we only
+	// bound memory against a broken peer.
+	qsd::LineReader reader_{size_t(1) << 30};
+	std::deque<std::string> lines_;
+};
+
+template<class F>
+Connection::Status Connection::response(int64_t id, json& out, int timeoutMs, F&& onOther) {
+	for (;;) {
+		json msg;
+		auto s = next(msg, timeoutMs);
+		if (s != Status::Message) return s;
+		if (msg.is_object() && !msg.contains("method") && msg.contains("id") && msg["id"] == id) {
+			out = std::move(msg);
+			return Status::Message;
+		}
+		onOther(msg);
+	}
+}
+
+} // namespace qsctl

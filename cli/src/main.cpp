@@ -1,0 +1,478 @@
+// qsctl: the command-line client of qsd. One socket round trip per command (watch: one
+// subscription), blocking I/O, no polling; exit codes are part of the interface (see usage()).
+
+#include "connection.hpp"
+#include "params.hpp"
+#include "render.hpp"
+
+#include <qsd/protocol/jsonrpc.hpp>
+#include <qsd/protocol/mirror.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <poll.h>
+#include <string>
+#include <sys/inotify.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using qsctl::Connection;
+using qsctl::json;
+using qsctl::Style;
+
+enum Exit : int { Ok = 0, RpcFailed = 1, Usage = 2, NoConnection = 3 };
+
+const char* const USAGE =
+    "Usage: qsctl [OPTIONS] COMMAND [ARGS..]\n"
+    "\n"
+    "Reads and watches the desktop state served by qsd, and calls its methods.\n"
+    "\n"
+    "Commands:\n"
+    "  get [PATH]                 print the value at PATH (default: the whole tree)\n"
+    "  watch [PATH..]             print the current value, then one line per change\n"
+    "  call METHOD [KEY=VALUE..]  call a method and print its result\n"
+    "  describe [METHOD]          list the methods, or show one method's params, result, errors\n"
+    "  status                     show the daemon's version, uptime, clients and backends\n"
+    "\n"
+    "PATH is a JSON Pointer such as /network/wifiEnabled; the leading '/' may be left out,\n"
+    "and \"\" or \"/\" is the whole tree. watch with several paths prints {PATH: value} objects.\n"
+    "\n"
+    "Arguments of call:\n"
+    "  KEY=VALUE    VALUE as JSON when it parses as JSON (true, 0.5, [1,2], \"x\"), else a string\n"
+    "  KEY:=JSON    VALUE must be valid JSON\n"
+    "  KEY==TEXT    VALUE is always the string TEXT (e.g. a network named 1234)\n"
+    "\n"
+    "Options:\n"
+    "  -s, --socket PATH   qsd's socket (default: $QSD_SOCKET, else $XDG_RUNTIME_DIR/qsd/qsd.sock)\n"
+    "  -r, --raw           strings without quotes, objects and arrays on one line (get, watch, call)\n"
+    "  -c, --compact       JSON on one line (get, call)\n"
+    "  -j, --json          JSON instead of text for people (describe, status)\n"
+    "  -p, --patch         watch: print the raw change batches instead of values\n"
+    "  -R, --reconnect     watch: wait for qsd to start or restart instead of exiting\n"
+    "  -n, --count N       watch: exit after printing N lines\n"
+    "      --throttle MS   watch: at most one update per MS milliseconds\n"
+    "      --params JSON   call: params as a JSON object or array ('-' reads stdin)\n"
+    "  -t, --timeout SEC   wait at most SEC seconds for an answer (default 30)\n"
+    "  -h, --help          print this help and exit\n"
+    "      --version       print the version and exit\n"
+    "\n"
+    "Exit status: 0 success; 1 qsd answered with an error (printed on stderr);\n"
+    "2 usage error; 3 cannot connect to qsd, connection lost, or no answer in time.\n";
+
+[[noreturn]] void die(int code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void die(int code, const char* fmt, ...) {
+	std::fflush(stdout);
+	std::fputs("qsctl: ", stderr);
+	va_list ap;
+	va_start(ap, fmt);
+	std::vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	std::fputc('\n', stderr);
+	if (code == Usage) std::fputs("Try 'qsctl --help'.\n", stderr);
+	std::exit(code);
+}
+
+// Writes and flushes at once: watch feeds pipes (bars, jq) that must see each line now.
+void emit(const std::string& text) {
+	if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+		// A closed pipe ends us quietly, like any filter (SIGPIPE when not ignored).
+		std::exit(errno == EPIPE ? Ok : NoConnection);
+	}
+}
+
+struct Options {
+	std::string socket;
+	bool raw = false, compact = false, json = false, patch = false, reconnect = false;
+	long long count = 0;   // 0: unlimited
+	long long throttleMs = -1;
+	bool haveParams = false;
+	std::string params;
+	int timeoutMs = 30000;
+	std::string verb;
+	std::vector<std::string> args;
+	std::vector<std::string> given;   // long names of the options used, for per-verb checks
+};
+
+Options parseArgs(int argc, char** argv) {
+	Options o;
+	bool endOfOptions = false;
+	for (int i = 1; i < argc; ++i) {
+		std::string arg = argv[i];
+		if (endOfOptions || arg.size() < 2 || arg[0] != '-') {
+			(o.verb.empty() ? o.verb : o.args.emplace_back()) = arg;
+			continue;
+		}
+		if (arg == "--") {
+			endOfOptions = true;
+			continue;
+		}
+		std::string name = arg, inlineValue;
+		bool hasInline = false;
+		if (arg.rfind("--", 0) == 0) {
+			if (auto eq = arg.find('='); eq != std::string::npos) {
+				name = arg.substr(0, eq);
+				inlineValue = arg.substr(eq + 1);
+				hasInline = true;
+			}
+		}
+		auto is = [&](const char* shortName, const char* longName) {
+			return (shortName && name == shortName) || name == longName;
+		};
+		auto value = [&]() -> std::string {
+			if (hasInline) return inlineValue;
+			if (i + 1 >= argc) die(Usage, "option %s needs a value", name.c_str());
+			return argv[++i];
+		};
+		auto flag = [&](bool& target) {
+			if (hasInline) die(Usage, "option %s takes no value", name.c_str());
+			target = true;
+		};
+		if (is("-h", "--help")) {
+			std::fputs(USAGE, stdout);
+			std::exit(Ok);
+		} else if (is(nullptr, "--version")) {
+			std::printf("qsctl %s (protocol %d)\n", QSD_VERSION, qsd::rpc::PROTOCOL_VERSION);
+			std::exit(Ok);
+		} else if (is("-s", "--socket")) {
+			o.socket = value();
+			if (o.socket.empty()) die(Usage, "--socket needs a path");
+		} else if (is("-r", "--raw")) {
+			flag(o.raw);
+		} else if (is("-c", "--compact")) {
+			flag(o.compact);
+		} else if (is("-j", "--json")) {
+			flag(o.json);
+		} else if (is("-p", "--patch")) {
+			flag(o.patch);
+		} else if (is("-R", "--reconnect")) {
+			flag(o.reconnect);
+		} else if (is("-n", "--count")) {
+			auto v = qsctl::parseCount(value());
+			if (!v || *v == 0) die(Usage, "--count needs a positive integer");
+			o.count = *v;
+		} else if (is(nullptr, "--throttle")) {
+			auto v = qsctl::parseCount(value());
+			if (!v || *v > 60000) die(Usage, "--throttle needs milliseconds from 0 to 60000");
+			o.throttleMs = *v;
+		} else if (is(nullptr, "--params")) {
+			o.params = value();
+			o.haveParams = true;
+		} else if (is("-t", "--timeout")) {
+			auto v = value();
+			char* end = nullptr;
+			double s = std::strtod(v.c_str(), &end);
+			if (v.empty() || *end || !(s > 0) || s > 86400) die(Usage, "--timeout needs seconds (> 0)");
+			o.timeoutMs = std::max(1, int(s * 1000));
+		} else {
+			die(Usage, "unknown option %s", arg.c_str());
+		}
+		// Stored by long name, e.g. "--raw", for the per-command checks.
+		static const char* const longNames[][2] = {{"-s", "--socket"}, {"-r", "--raw"}, {"-c", "--compact"},
+		                                           {"-j", "--json"},   {"-p", "--patch"}, {"-R", "--reconnect"},
+		                                           {"-n", "--count"},  {"-t", "--timeout"}};
+		std::string longName = name;
+		for (const auto& pair: longNames)
+			if (name == pair[0]) longName = pair[1];
+		o.given.push_back(longName);
+	}
+	return o;
+}
+
+// Options that only make sense for some commands are refused elsewhere, so a typo'd script
+// fails loudly instead of silently ignoring what it asked for.
+void checkOptions(const Options& o, std::initializer_list<const char*> allowed) {
+	static const char* const global[] = {"--socket", "--timeout"};
+	for (const auto& g: o.given) {
+		bool ok = std::find_if(std::begin(global), std::end(global), [&](const char* n) { return g == n; }) != std::end(global) ||
+		          std::find_if(allowed.begin(), allowed.end(), [&](const char* n) { return g == n; }) != allowed.end();
+		if (!ok) die(Usage, "option %s does not apply to '%s'", g.c_str(), o.verb.c_str());
+	}
+	if (o.raw && o.compact) die(Usage, "--raw and --compact cannot be combined");
+	if (o.raw && o.patch) die(Usage, "--raw and --patch cannot be combined");
+}
+
+Style style(const Options& o) { return o.raw ? Style::Raw : o.compact ? Style::Compact : Style::Pretty; }
+
+std::string socketPathOrDie(const Options& o) {
+	auto path = qsctl::resolveSocketPath(o.socket);
+	if (path.empty()) die(NoConnection, "cannot find qsd's socket: XDG_RUNTIME_DIR is not set (use --socket or QSD_SOCKET)");
+	return path;
+}
+
+void connectOrDie(Connection& conn, const Options& o) {
+	auto path = socketPathOrDie(o);
+	if (!conn.open(path)) die(NoConnection, "cannot connect to %s: %s (is qsd running?)", path.c_str(), conn.error().c_str());
+}
+
+// One request, one answer: the result, or an exit with the right code.
+json roundTrip(Connection& conn, const Options& o, const std::string& method, json params) {
+	auto id = conn.request(method, std::move(params));
+	if (id < 0) die(NoConnection, "cannot send to qsd: %s", conn.error().c_str());
+	json response;
+	switch (conn.response(id, response, o.timeoutMs)) {
+	case Connection::Status::Message: break;
+	case Connection::Status::Timeout: die(NoConnection, "no answer from qsd within %g s", o.timeoutMs / 1000.0);
+	case Connection::Status::Eof:
+	case Connection::Status::Error: die(NoConnection, "connection to qsd lost: %s", conn.error().c_str());
+	}
+	if (auto e = response.find("error"); e != response.end())
+		die(RpcFailed, "%s: %s", method.c_str(), qsctl::describeError(*e).c_str());
+	return response.value("result", json());
+}
+
+int cmdGet(const Options& o) {
+	checkOptions(o, {"--raw", "--compact"});
+	if (o.args.size() > 1) die(Usage, "get takes at most one PATH");
+	auto path = qsctl::normalizePath(o.args.empty() ? "" : o.args[0]);
+	Connection conn;
+	connectOrDie(conn, o);
+	auto result = roundTrip(conn, o, "tree.get", {{"path", path}});
+	emit(qsctl::formatValue(result.value("value", json()), style(o)));
+	return Ok;
+}
+
+int cmdCall(const Options& o) {
+	checkOptions(o, {"--raw", "--compact", "--params"});
+	if (o.args.empty()) die(Usage, "call needs a METHOD");
+	std::string paramsText = o.params;
+	if (o.haveParams && paramsText == "-") {
+		paramsText.clear();
+		char buf[4096];
+		size_t n;
+		while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) paramsText.append(buf, n);
+	}
+	std::string error;
+	auto params = qsctl::buildParams(paramsText, o.haveParams, {o.args.begin() + 1, o.args.end()}, error);
+	if (!params) die(Usage, "%s", error.c_str());
+	Connection conn;
+	connectOrDie(conn, o);
+	auto result = roundTrip(conn, o, o.args[0], std::move(*params));
+	emit(qsctl::formatValue(result, style(o)));
+	return Ok;
+}
+
+int cmdDescribe(const Options& o) {
+	checkOptions(o, {"--json"});
+	if (o.args.size() > 1) die(Usage, "describe takes at most one METHOD");
+	Connection conn;
+	connectOrDie(conn, o);
+	auto doc = roundTrip(conn, o, "rpc.discover", nullptr);
+	if (o.args.empty()) {
+		emit(o.json ? qsctl::formatValue(doc, Style::Pretty) : qsctl::describeAll(doc));
+		return Ok;
+	}
+	const auto& name = o.args[0];
+	if (const json* m = qsctl::findMethod(doc, name)) {
+		emit(o.json ? qsctl::formatValue(*m, Style::Pretty) : *qsctl::describeMethod(doc, name));
+		return Ok;
+	}
+	// "network" or "network." lists that domain's methods.
+	auto prefix = name.empty() || name.back() == '.' ? name : name + ".";
+	auto listing = qsctl::describePrefix(doc, prefix);
+	if (listing.empty()) die(RpcFailed, "no method '%s' (qsctl describe lists them)", name.c_str());
+	if (o.json) {
+		json methods = json::array();
+		for (const auto& m: doc["methods"])
+			if (m.value("name", "").rfind(prefix, 0) == 0) methods.push_back(m);
+		emit(qsctl::formatValue(methods, Style::Pretty));
+	} else {
+		emit(listing);
+	}
+	return Ok;
+}
+
+int cmdStatus(const Options& o) {
+	checkOptions(o, {"--json"});
+	if (!o.args.empty()) die(Usage, "status takes no arguments");
+	Connection conn;
+	connectOrDie(conn, o);
+	auto result = roundTrip(conn, o, "tree.get", {{"path", "/daemon"}});
+	const auto& daemon = result.value("value", json::object());
+	if (o.json) {
+		emit(qsctl::formatValue(daemon, Style::Pretty));
+	} else {
+		timespec now{};
+		clock_gettime(CLOCK_REALTIME, &now);
+		emit(qsctl::renderStatus(daemon, result.value("revision", json()), double(now.tv_sec) + now.tv_nsec / 1e9));
+	}
+	return Ok;
+}
+
+// Wakes a reconnecting watch as soon as something happens in the socket's directory (qsd
+// binding its socket), with a timeout as the backstop for what inotify cannot see (a stale
+// socket file, a directory that does not exist yet). Armed before each connect attempt, so a
+// socket created between a failed attempt and the wait is never missed.
+class SocketWatch {
+public:
+	explicit SocketWatch(const std::string& socketPath) {
+		auto slash = socketPath.rfind('/');
+		std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : socketPath.substr(0, slash);
+		fd_ = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+		if (fd_ >= 0 && inotify_add_watch(fd_, dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_ATTRIB) < 0) {
+			::close(fd_);
+			fd_ = -1;
+		}
+	}
+	~SocketWatch() {
+		if (fd_ >= 0) ::close(fd_);
+	}
+	SocketWatch(const SocketWatch&) = delete;
+	SocketWatch& operator=(const SocketWatch&) = delete;
+
+	// True when woken by a change in the directory rather than by the timeout.
+	bool wait(int timeoutMs) {
+		pollfd p{fd_, POLLIN, 0};
+		if (::poll(&p, fd_ >= 0 ? 1 : 0, timeoutMs) <= 0) return false;
+		char buf[4096];
+		while (::read(fd_, buf, sizeof buf) > 0) {
+		}
+		return true;
+	}
+
+private:
+	int fd_ = -1;
+};
+
+int cmdWatch(const Options& o) {
+	checkOptions(o, {"--raw", "--patch", "--reconnect", "--count", "--throttle"});
+	std::vector<std::string> paths;
+	for (const auto& a: o.args) paths.push_back(qsctl::normalizePath(a));
+	if (paths.empty()) paths.emplace_back();
+	auto socketPath = socketPathOrDie(o);
+	const Style lineStyle = o.raw ? Style::Raw : Style::Compact;
+
+	Connection conn;
+	qsd::Mirror mirror;
+	int64_t subscription = -1;
+	long long printed = 0;
+	std::optional<json> last;
+
+	auto line = [&](const json& value) {
+		emit(qsctl::formatValue(value, lineStyle));
+		if (o.count && ++printed >= o.count) std::exit(Ok);
+	};
+	auto current = [&] {
+		if (paths.size() == 1) {
+			const json* v = mirror.find(paths[0]);
+			return v ? *v : json();
+		}
+		json out = json::object();
+		for (const auto& p: paths) {
+			const json* v = mirror.find(p);
+			out[p] = v ? *v : json();
+		}
+		return out;
+	};
+	auto printIfChanged = [&] {
+		auto value = current();
+		if (last && *last == value) return;
+		line(value);
+		last = std::move(value);
+	};
+
+	// Subscribes on the open connection. False when the connection failed.
+	auto subscribe = [&]() -> bool {
+		json params = {{"paths", paths}};
+		if (o.throttleMs >= 0) params["throttleMs"] = o.throttleMs;
+		auto id = conn.request("tree.subscribe", params);
+		json response;
+		if (id < 0 || conn.response(id, response, o.timeoutMs) != Connection::Status::Message) return false;
+		if (auto e = response.find("error"); e != response.end())
+			die(RpcFailed, "tree.subscribe: %s", qsctl::describeError(*e).c_str());
+		const auto& r = response["result"];
+		subscription = r.value("subscription", int64_t(-1));
+		mirror.reset(paths, r.value("snapshot", json::object()), r.value("revision", uint64_t(0)), r.value("epoch", ""));
+		if (o.patch) line({{"epoch", mirror.epoch()}, {"revision", mirror.revision()}, {"snapshot", r.value("snapshot", json::object())}});
+		else printIfChanged();
+		return true;
+	};
+
+	int backoffMs = 50;
+	bool announced = false;
+	std::unique_ptr<SocketWatch> watch;
+	for (;;) {
+		if (!conn.isOpen()) {
+			if (o.reconnect && !watch) watch = std::make_unique<SocketWatch>(socketPath);
+			if (!conn.open(socketPath)) {
+				if (!o.reconnect)
+					die(NoConnection, "cannot connect to %s: %s (is qsd running?)", socketPath.c_str(), conn.error().c_str());
+				if (!announced)
+					std::fprintf(stderr, "qsctl: cannot connect to %s: %s; waiting for qsd\n", socketPath.c_str(), conn.error().c_str());
+				announced = true;
+				// The socket file appears at bind(), a moment before listen(): after a wake-up
+				// retry soon, then back off again.
+				backoffMs = watch->wait(backoffMs) ? 10 : std::min(backoffMs * 2, 2000);
+				continue;
+			}
+			if (!subscribe()) {
+				conn.close();
+				if (!o.reconnect) die(NoConnection, "connection to qsd lost: %s", conn.error().c_str());
+				continue;
+			}
+			watch.reset();
+			backoffMs = 50;
+			announced = false;
+			continue;
+		}
+
+		json msg;
+		if (conn.next(msg, -1) != Connection::Status::Message) {
+			conn.close();
+			if (!o.reconnect) die(NoConnection, "connection to qsd lost: %s", conn.error().c_str());
+			std::fprintf(stderr, "qsctl: connection to qsd lost; reconnecting\n");
+			announced = true;
+			continue;
+		}
+		if (!msg.is_object() || !msg.contains("method") || !msg["params"].is_object()) continue;
+		const auto& method = msg["method"];
+		const auto& params = msg["params"];
+		if (params.value("subscription", int64_t(-2)) != subscription) continue;
+		auto revision = params.value("revision", uint64_t(0));
+		if (method == "tree.changed") {
+			const auto& changes = params.value("changes", json::array());
+			if (o.patch) {
+				line({{"revision", revision}, {"changes", changes}});
+				continue;
+			}
+			if (mirror.apply(revision, changes) == qsd::Mirror::Result::Gap) {
+				// Never expected (the daemon resyncs rather than skip); start over cleanly.
+				(void)conn.request("tree.unsubscribe", {{"subscription", subscription}});
+				if (!subscribe()) conn.close();
+				continue;
+			}
+			printIfChanged();
+		} else if (method == "tree.resync") {
+			const auto& snapshot = params.value("snapshot", json::object());
+			if (o.patch) {
+				line({{"revision", revision}, {"resync", true}, {"snapshot", snapshot}});
+				continue;
+			}
+			mirror.reset(paths, snapshot, revision);
+			printIfChanged();
+		}
+	}
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+	auto o = parseArgs(argc, argv);
+	if (o.verb.empty()) die(Usage, "missing COMMAND (get, watch, call, describe, status)");
+	if (o.verb == "help") {
+		std::fputs(USAGE, stdout);
+		return Ok;
+	}
+	if (o.verb == "get") return cmdGet(o);
+	if (o.verb == "watch") return cmdWatch(o);
+	if (o.verb == "call") return cmdCall(o);
+	if (o.verb == "describe") return cmdDescribe(o);
+	if (o.verb == "status") return cmdStatus(o);
+	die(Usage, "unknown command '%s' (get, watch, call, describe, status)", o.verb.c_str());
+}

@@ -1,0 +1,187 @@
+// qsctl's pure parts: PATH normalisation, `call` argument parsing, value formatting and the
+// describe/status renderers (the socket side is covered by tests/integration/test_qsctl.py).
+
+#include "params.hpp"
+#include "render.hpp"
+
+#include <gtest/gtest.h>
+
+using qsctl::json;
+
+namespace {
+
+json params(std::vector<std::string> args, const char* option = nullptr) {
+	std::string error;
+	auto p = qsctl::buildParams(option ? option : "", option != nullptr, args, error);
+	EXPECT_TRUE(p.has_value()) << error;
+	return p ? *p : json("error");
+}
+
+std::string paramsError(std::vector<std::string> args, const char* option = nullptr) {
+	std::string error;
+	auto p = qsctl::buildParams(option ? option : "", option != nullptr, args, error);
+	EXPECT_FALSE(p.has_value());
+	return error;
+}
+
+} // namespace
+
+TEST(QsctlParams, NormalizePath) {
+	EXPECT_EQ(qsctl::normalizePath(""), "");
+	EXPECT_EQ(qsctl::normalizePath("/"), "");
+	EXPECT_EQ(qsctl::normalizePath("/network/wifiEnabled"), "/network/wifiEnabled");
+	EXPECT_EQ(qsctl::normalizePath("network/wifiEnabled"), "/network/wifiEnabled");
+	EXPECT_EQ(qsctl::normalizePath("a~1b"), "/a~1b");
+}
+
+TEST(QsctlParams, ValuesAreJsonWhenTheyParse) {
+	EXPECT_EQ(params({"enabled=true"}), (json{{"enabled", true}}));
+	EXPECT_EQ(params({"volume=0.5"}), (json{{"volume", 0.5}}));
+	EXPECT_EQ(params({"list=[1,\"a\"]"}), (json{{"list", {1, "a"}}}));
+	EXPECT_EQ(params({"name=Home Wifi"}), (json{{"name", "Home Wifi"}}));
+	EXPECT_EQ(params({"name=\"Home\""}), (json{{"name", "Home"}}));
+	EXPECT_EQ(params({"empty="}), (json{{"empty", ""}}));
+	EXPECT_EQ(params({"eq=a=b"}), (json{{"eq", "a=b"}}));
+	EXPECT_EQ(params({"x=nul"}), (json{{"x", "nul"}}));
+	EXPECT_EQ(params({"x=null"}), (json{{"x", nullptr}}));
+}
+
+TEST(QsctlParams, ForcedForms) {
+	EXPECT_EQ(params({"ssid==1234"}), (json{{"ssid", "1234"}}));
+	EXPECT_EQ(params({"ssid==true"}), (json{{"ssid", "true"}}));
+	EXPECT_EQ(params({"ssid==="}), (json{{"ssid", "="}}));
+	EXPECT_EQ(params({"n:=12"}), (json{{"n", 12}}));
+	EXPECT_EQ(params({"o:={\"a\":1}"}), (json{{"o", {{"a", 1}}}}));
+	EXPECT_NE(paramsError({"o:={"}).find("not valid JSON"), std::string::npos);
+	EXPECT_NE(paramsError({"o:=word"}).find("'o'"), std::string::npos);
+}
+
+TEST(QsctlParams, ParamsOptionAndOverrides) {
+	EXPECT_EQ(params({}), json());   // no params member at all
+	EXPECT_EQ(params({}, "{\"a\":1}"), (json{{"a", 1}}));
+	EXPECT_EQ(params({"a=2", "b=x"}, "{\"a\":1}"), (json{{"a", 2}, {"b", "x"}}));
+	EXPECT_EQ(params({"a=1", "a=2"}), (json{{"a", 2}}));
+	EXPECT_EQ(params({}, "[1,2]"), (json{1, 2}));
+	paramsError({"a=1"}, "[1]");
+	paramsError({}, "1");
+	paramsError({}, "{");
+	paramsError({"novalue"});
+	paramsError({"=1"});
+	paramsError({":=1"});
+}
+
+TEST(QsctlParams, Count) {
+	EXPECT_EQ(qsctl::parseCount("10"), 10);
+	EXPECT_EQ(qsctl::parseCount("0"), 0);
+	EXPECT_FALSE(qsctl::parseCount("-1"));
+	EXPECT_FALSE(qsctl::parseCount("1x"));
+	EXPECT_FALSE(qsctl::parseCount(""));
+}
+
+TEST(QsctlRender, FormatValue) {
+	using qsctl::Style;
+	EXPECT_EQ(qsctl::formatValue("a \"b\"", Style::Raw), "a \"b\"\n");
+	EXPECT_EQ(qsctl::formatValue("a", Style::Compact), "\"a\"\n");
+	EXPECT_EQ(qsctl::formatValue(42, Style::Raw), "42\n");
+	EXPECT_EQ(qsctl::formatValue(0.5, Style::Raw), "0.5\n");
+	EXPECT_EQ(qsctl::formatValue(true, Style::Raw), "true\n");
+	EXPECT_EQ(qsctl::formatValue(nullptr, Style::Raw), "null\n");
+	EXPECT_EQ(qsctl::formatValue(json{{"b", 1}, {"a", {1, 2}}}, Style::Raw), "{\"a\":[1,2],\"b\":1}\n");
+	EXPECT_EQ(qsctl::formatValue(json{{"a", 1}}, Style::Pretty), "{\n  \"a\": 1\n}\n");
+	// Bytes that are not UTF-8 (an SSID) never make qsctl throw.
+	EXPECT_EQ(qsctl::formatValue(std::string("x\xff"), Style::Compact), "\"x\xEF\xBF\xBD\"\n");
+}
+
+TEST(QsctlRender, TimesAndDurations) {
+	EXPECT_EQ(qsctl::parseRfc3339("1970-01-01T00:00:10Z"), 10.0);
+	EXPECT_DOUBLE_EQ(*qsctl::parseRfc3339("2026-12-03T08:24:01.507Z"), 1796286241.507);
+	EXPECT_FALSE(qsctl::parseRfc3339("2026-12-03 08:24:01"));
+	EXPECT_FALSE(qsctl::parseRfc3339("garbage"));
+	EXPECT_EQ(qsctl::formatDuration(0), "0s");
+	EXPECT_EQ(qsctl::formatDuration(59.9), "59s");
+	EXPECT_EQ(qsctl::formatDuration(3725), "1h 2m 5s");
+	EXPECT_EQ(qsctl::formatDuration(90061), "1d 1h 1m");
+	EXPECT_EQ(qsctl::formatDuration(-5), "0s");
+}
+
+namespace {
+
+const json DOC = json::parse(R"({
+  "openrpc": "1.2.6",
+  "methods": [
+    {"name": "hello", "summary": "Greets"},
+    {"name": "audio.setVolume", "summary": "Sets a node's volume",
+     "description": "Changes the volume.\nThe new state arrives through the tree.",
+     "params": [
+       {"name": "node", "required": true, "schema": {"type": "string"}, "description": "A node id"},
+       {"name": "volume", "required": true, "schema": {"type": "number", "minimum": 0, "maximum": 1.5}},
+       {"name": "mode", "schema": {"enum": ["linear", "cubic"]}}
+     ],
+     "result": {"name": "result", "schema": {"$ref": "#/components/schemas/Ack"}},
+     "errors": [{"$ref": "#/components/errors/NotFound"}, {"code": -32000, "message": "Backend unavailable"}]},
+    {"name": "audio.setMuted", "summary": "Mutes"}
+  ],
+  "components": {
+    "schemas": {"Ack": {"type": "object", "required": ["node"],
+                        "properties": {"node": {"type": "string"}, "revision": {"type": "integer"}}}},
+    "errors": {"NotFound": {"code": -32001, "message": "Not found"}}
+  },
+  "x-events": [{"name": "network.connectionFailed", "summary": "A connection attempt failed"}]
+})");
+
+} // namespace
+
+TEST(QsctlRender, DescribeAll) {
+	auto out = qsctl::describeAll(DOC);
+	EXPECT_NE(out.find("  hello            Greets\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("  audio.setVolume  Sets a node's volume\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("network.connectionFailed  A connection attempt failed"), std::string::npos) << out;
+	EXPECT_EQ(qsctl::describePrefix(DOC, "audio."), "audio.setVolume  Sets a node's volume\naudio.setMuted   Mutes\n");
+	EXPECT_EQ(qsctl::describePrefix(DOC, "nothing."), "");
+}
+
+TEST(QsctlRender, DescribeMethod) {
+	EXPECT_FALSE(qsctl::describeMethod(DOC, "nope"));
+	auto out = *qsctl::describeMethod(DOC, "audio.setVolume");
+	EXPECT_EQ(out.rfind("audio.setVolume - Sets a node's volume\n", 0), 0u) << out;
+	EXPECT_NE(out.find("  Changes the volume.\n  The new state arrives through the tree.\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("  node    string            A node id\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("  volume  number (0..1.5)\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("  mode    \"linear\"|\"cubic\"  (optional)\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("Result: Ack\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("  revision  integer  (optional)\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("  -32001  Not found\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("  -32000  Backend unavailable\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("Usage: qsctl call audio.setVolume node=VALUE volume=VALUE [mode=VALUE]\n"), std::string::npos) << out;
+	auto hello = *qsctl::describeMethod(DOC, "hello");
+	EXPECT_NE(hello.find("Params:\n  (none)\n"), std::string::npos) << hello;
+}
+
+TEST(QsctlRender, Status) {
+	json daemon = {{"version", "0.1.0"},
+	               {"protocol", 1},
+	               {"pid", 42},
+	               {"epoch", "abc"},
+	               {"startedAt", "1970-01-01T00:00:00Z"},
+	               {"clients", 3},
+	               {"backends",
+	                {{"nm", {{"state", "running"}, {"since", "1970-01-01T00:00:01Z"}, {"error", nullptr}}},
+	                 {"upower", {{"state", "failed"}, {"since", "1970-01-01T00:01:00Z"}, {"error", "no bus"}}}}}};
+	auto out = qsctl::renderStatus(daemon, 7, 3661);
+	EXPECT_EQ(out,
+	          "qsd 0.1.0, protocol 1, pid 42\n"
+	          "epoch     abc (revision 7)\n"
+	          "started   1970-01-01T00:00:00Z (up 1h 1m 1s)\n"
+	          "clients   3\n"
+	          "backends\n"
+	          "  nm      running  since 1970-01-01T00:00:01Z (1h 1m 0s)\n"
+	          "  upower  failed   since 1970-01-01T00:01:00Z (1h 0m 1s): no bus\n");
+	daemon["backends"] = json::object();
+	EXPECT_NE(qsctl::renderStatus(daemon, nullptr, 0).find("backends  none\n"), std::string::npos);
+}
+
+TEST(QsctlRender, DescribeError) {
+	EXPECT_EQ(qsctl::describeError({{"code", -32001}, {"message", "No value at /x"}, {"data", {{"path", "/x"}}}}),
+	          "No value at /x (code -32001): {\"path\":\"/x\"}");
+	EXPECT_EQ(qsctl::describeError({{"code", -32601}, {"message", "Method not found"}}), "Method not found (code -32601)");
+}
