@@ -1,0 +1,280 @@
+"""tree.subscribe / tree.changed / tree.unsubscribe / events.subscribe as DESIGN.md specifies them:
+snapshots, path filters, ancestor changes restated at the subscribed path, one notification per
+batch in revision order, and a randomized check that every mirror equals the daemon's tree."""
+
+import json
+import random
+
+import pytest
+
+from qsdtest import Env, pointer_get
+
+
+@pytest.fixture
+def env():
+    e = Env(buses=False)
+    e.start_qsd(backends=[])
+    yield e
+    e.close()
+
+
+def changes_of(client, sub):
+    return [n["params"] for n in client.notifications if n["method"] == "tree.changed" and n["params"]["subscription"] == sub]
+
+
+def settle(client, driver):
+    """Everything caused so far has reached `client`: a hello answered after a final write."""
+    driver.call("debug.set", {"path": "/debug/zz-settle", "value": random.random()})
+    client.call("hello")
+
+
+def test_subscribe_result_and_snapshot(env):
+    c = env.client()
+    c.call("debug.set", {"path": "/debug/a", "value": {"x": 1, "y": [1, 2]}})
+    res = c.call("tree.subscribe", {"paths": ["/debug/a", "/debug/missing", "/daemon/protocol", ""]})
+    assert set(res) == {"subscription", "epoch", "revision", "snapshot"}
+    hello = c.call("hello")
+    assert res["epoch"] == hello["epoch"]
+    assert res["revision"] <= hello["revision"]
+    snap = res["snapshot"]
+    assert snap["/debug/a"] == {"x": 1, "y": [1, 2]}
+    assert "/debug/missing" not in snap   # absent paths are left out, not null
+    assert snap["/daemon/protocol"] == 1
+    assert snap[""]["debug"]["a"]["x"] == 1
+    assert c.call("tree.get", {"path": ""})["value"] == snap[""]
+
+
+def test_only_changes_under_the_subscribed_paths(env):
+    c = env.client()
+    d = env.client()
+    sub = c.subscribe(["/debug/a"])
+    d.call("debug.set", {"path": "/debug/b", "value": 1})
+    d.call("debug.set", {"path": "/debug/ab", "value": 1})   # a prefix of the string, not a child
+    d.call("debug.set", {"path": "/debug/a/x", "value": 2})
+    c.wait_value(sub, "/debug/a/x", 2)
+    settle(c, d)
+    for ch in changes_of(c, sub):
+        for op in ch["changes"]:
+            assert op["path"] == "/debug/a" or op["path"].startswith("/debug/a/"), op
+    assert c.mirror(sub) == {"debug": {"a": {"x": 2}}}
+
+
+def test_ancestor_changes_are_restated_at_the_subscribed_path(env):
+    c = env.client()
+    d = env.client()
+    d.call("debug.set", {"path": "/debug/p/q", "value": {"v": 1}})
+    sub = c.subscribe(["/debug/p/q/v"])
+    # The whole ancestor is replaced: the subscriber sees its own path replaced.
+    d.call("debug.set", {"path": "/debug/p", "value": {"q": {"v": 2, "w": 0}}})
+    c.wait_value(sub, "/debug/p/q/v", 2)
+    last = changes_of(c, sub)[-1]["changes"]
+    assert last == [{"op": "replace", "path": "/debug/p/q/v", "value": 2}]
+    # The ancestor disappears: the subscribed path is removed.
+    d.call("debug.remove", {"path": "/debug/p"})
+    c.wait_for(lambda: pointer_get(c.mirror(sub), "/debug/p/q/v", None) is None)
+    assert changes_of(c, sub)[-1]["changes"] == [{"op": "remove", "path": "/debug/p/q/v"}]
+    # The ancestor comes back with the path: an add.
+    d.call("debug.set", {"path": "/debug/p", "value": {"q": {"v": 3}}})
+    c.wait_value(sub, "/debug/p/q/v", 3)
+    assert changes_of(c, sub)[-1]["changes"] == [{"op": "add", "path": "/debug/p/q/v", "value": 3}]
+    # An ancestor replaced by something without the path: nothing to remove twice.
+    d.call("debug.set", {"path": "/debug/p", "value": 5})
+    c.wait_for(lambda: pointer_get(c.mirror(sub), "/debug/p/q/v", None) is None)
+    n = len(changes_of(c, sub))
+    d.call("debug.set", {"path": "/debug/p", "value": 6})
+    settle(c, d)
+    assert len(changes_of(c, sub)) == n
+
+
+def test_nested_paths_are_delivered_once(env):
+    c = env.client()
+    d = env.client()
+    sub = c.subscribe(["/debug/n", "/debug/n/m", "/debug/n", "/debug/n/m/k"])
+    d.call("debug.set", {"path": "/debug/n/m/k", "value": 1})
+    c.wait_value(sub, "/debug/n/m/k", 1)
+    ops = [op for ch in changes_of(c, sub) for op in ch["changes"]]
+    assert len(ops) == 1, ops
+    whole = c.subscribe(["", "/debug", "/daemon/clients"])
+    d.call("debug.set", {"path": "/debug/n/m/k", "value": 2})
+    c.wait_value(whole, "/debug/n/m/k", 2)
+    ops = [op for ch in changes_of(c, whole) for op in ch["changes"] if op["path"].startswith("/debug/n")]
+    assert ops == [{"op": "replace", "path": "/debug/n/m/k", "value": 2}]
+
+
+def test_one_notification_per_batch_in_revision_order(env):
+    c = env.client()
+    d = env.client()
+    sub = c.subscribe(["/debug/flood"])
+    res = d.call("debug.flood", {"path": "/debug/flood", "count": 1000, "batch": 10, "keys": 25}, timeout=60)
+    c.wait_for(lambda: c.mirrors[sub]["revision"] >= res["revision"], timeout=30)
+    notes = changes_of(c, sub)
+    revs = [n["revision"] for n in notes]
+    assert revs == sorted(set(revs))
+    # 100 batches of 10 writes each; every batch touches the path: 100 notifications.
+    assert len(notes) == 100 == res["batches"]
+    # Writes of one batch are coalesced: the first batch creates /debug/flood (one "add" of the
+    # new object holding its 10 keys), each later one replaces 10 distinct keys.
+    # (Only op and path: the harness's mirror shares value objects with recorded notifications.)
+    assert [(op["op"], op["path"]) for op in notes[0]["changes"]] == [("add", "/debug/flood")]
+    assert all(len(n["changes"]) == 10 for n in notes[1:])
+    assert c.mirror(sub)["debug"]["flood"] == d.call("tree.get", {"path": "/debug/flood"})["value"]
+
+
+def test_writes_of_one_request_are_one_batch(env):
+    c = env.client()
+    sub = c.subscribe(["/debug"])
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "debug.set", "params": {"path": f"/debug/k{i % 3}", "value": i}}
+             for i in range(30)]
+    c.send_raw(json.dumps(batch) + "\n")
+    while not isinstance(c.read_message(10), list):
+        pass
+    c.call("hello")
+    notes = changes_of(c, sub)
+    assert len(notes) == 1, notes
+    assert c.mirror(sub)["debug"] == {"k0": 27, "k1": 28, "k2": 29}
+
+
+def test_unsubscribe_stops_the_stream(env):
+    c = env.client()
+    d = env.client()
+    sub = c.subscribe(["/debug"])
+    keep = c.subscribe(["/debug/keep"])
+    assert c.call("tree.unsubscribe", {"subscription": sub}) == {"subscription": sub}
+    n = len(changes_of(c, sub))
+    d.call("debug.set", {"path": "/debug/x", "value": 1})
+    d.call("debug.set", {"path": "/debug/keep", "value": 1})
+    c.wait_value(keep, "/debug/keep", 1)
+    c.call("hello")
+    assert len(changes_of(c, sub)) == n
+    # Subscription ids are not reused on a connection.
+    assert c.subscribe(["/debug"]) not in (sub, keep)
+
+
+def test_path_that_appears_later_and_escaped_keys(env):
+    c = env.client()
+    d = env.client()
+    sub = c.subscribe(["/debug/later/a~1b~0c"])
+    assert c.mirror(sub) == {"debug": {"later": {}}}
+    d.call("debug.set", {"path": "/debug/later/a~1b~0c", "value": "v"})
+    c.wait_value(sub, "/debug/later/a~1b~0c", "v")
+    assert c.mirror(sub)["debug"]["later"]["a/b~c"] == "v"
+    assert changes_of(c, sub)[-1]["changes"][0]["path"] == "/debug/later/a~1b~0c"
+
+
+def test_subscription_registered_before_the_snapshot(env):
+    # Subscribing while a flood runs: snapshot plus stream equal the tree, with no gap.
+    d = env.client()
+    d.send_raw(json.dumps({"jsonrpc": "2.0", "id": "f", "method": "debug.flood",
+                           "params": {"path": "/debug/race", "count": 20000, "batch": 3, "keys": 40}}) + "\n")
+    subs = []
+    for _ in range(10):
+        c = env.client()
+        subs.append((c, c.subscribe(["/debug/race", "/debug/race/k3"])))
+    while True:
+        msg = d.read_message(120)
+        if msg.get("id") == "f":
+            break
+    final = d.call("tree.get", {"path": "/debug/race"})
+    for c, sub in subs:
+        c.wait_for(lambda: c.mirrors[sub]["revision"] >= final["revision"], timeout=30)
+        assert c.mirror(sub)["debug"]["race"] == final["value"]
+
+
+def test_events(env):
+    a = env.client()
+    b = env.client()
+    d = env.client()
+    assert a.call("events.subscribe", {"topics": ["network.*", "tray.itemActivated"]}) == {
+        "topics": ["network.*", "tray.itemActivated"]}
+    b.call("events.subscribe", {"topics": ["*"]})
+    for topic in ["network.connectionFailed", "tray.itemActivated", "tray.other", "networkX.y", "network"]:
+        d.call("debug.emit", {"topic": topic, "data": {"t": topic}})
+    a.call("hello")
+    b.call("hello")
+    got_a = [n["params"]["topic"] for n in a.notifications if n["method"] == "event"]
+    got_b = [n["params"]["topic"] for n in b.notifications if n["method"] == "event"]
+    assert got_a == ["network.connectionFailed", "tray.itemActivated"]
+    assert got_b == ["network.connectionFailed", "tray.itemActivated", "tray.other", "networkX.y", "network"]
+    ev = [n for n in a.notifications if n["method"] == "event"][0]["params"]
+    assert ev["data"] == {"t": "network.connectionFailed"} and isinstance(ev["revision"], int)
+    # Replacing the set; an empty set stops events.
+    a.call("events.subscribe", {"topics": []})
+    d.call("debug.emit", {"topic": "network.x"})
+    a.call("hello")
+    assert [n["params"]["topic"] for n in a.notifications if n["method"] == "event"] == got_a
+
+
+def test_closed_clients_subscriptions_go_away(env):
+    d = env.client()
+    for _ in range(20):
+        c = env.client()
+        c.subscribe([""])
+        c.subscribe(["/debug"], throttle_ms=50)
+        d.call("debug.set", {"path": "/debug/c", "value": random.random()})
+        c.close()
+    w = env.client()
+    sub = w.subscribe(["/daemon/clients"])
+    w.wait_value(sub, "/daemon/clients", 2)
+    d.call("debug.flood", {"count": 200, "batch": 1})
+    assert env.daemon.poll() is None
+
+
+def test_random_writes_every_mirror_equals_the_tree(env):
+    rng = random.Random(20261203)
+    d = env.client()
+    path_sets = [[""], ["/debug"], ["/debug/r/a"], ["/debug/r/a/b", "/debug/r/c"], ["/debug/r/a", "/debug/r/a/b"],
+                 ["/debug/r/zz"], ["/debug/r/c/d/e"]]
+    watchers = []
+    for i, paths in enumerate(path_sets):
+        c = env.client()
+        watchers.append((c, c.subscribe(paths, throttle_ms=(20 if i % 3 == 2 else None)), paths))
+    keys = ["a", "b", "c", "d", "e", "a~1x"]
+
+    def rand_path():
+        return "/debug/r/" + "/".join(rng.choice(keys) for _ in range(rng.randint(1, 4)))
+
+    def rand_value():
+        k = rng.random()
+        if k < 0.4:
+            return rng.randint(0, 5)
+        if k < 0.6:
+            return {rng.choice(keys): rng.randint(0, 3) for _ in range(rng.randint(0, 3))}
+        if k < 0.7:
+            return [1, "x", None]
+        return rng.choice(["s", True, None, 1.5])
+
+    for round_ in range(60):
+        batch = []
+        for i in range(rng.randint(1, 12)):
+            if rng.random() < 0.3:
+                batch.append({"jsonrpc": "2.0", "method": "debug.remove", "params": {"path": rand_path()}})
+            else:
+                batch.append({"jsonrpc": "2.0", "method": "debug.set", "params": {"path": rand_path(), "value": rand_value()}})
+        d.send_raw(json.dumps(batch) + "\n")
+        if round_ % 7 == 0:
+            d.call("hello")
+    tree = d.call("tree.get", {"path": ""})
+
+    def matches(c, sub, paths):
+        for p in paths:
+            if p == "":
+                if c.mirror(sub) != tree["value"]:
+                    return False
+            elif _has(tree["value"], p):
+                if pointer_get(c.mirror(sub), p, None) != pointer_get(tree["value"], p):
+                    return False
+            elif _has(c.mirror(sub), p):
+                return False
+        return True
+
+    for c, sub, paths in watchers:
+        # Reads until the mirror equals the tree (throttled streams arrive a little later).
+        c.wait_for(lambda: matches(c, sub, paths), timeout=10, what=f"mirror of {paths}")
+        assert not any(n["method"] == "tree.resync" for n in c.notifications)
+    # Something happened at all.
+    assert pointer_get(tree["value"], "/debug/r", None) is not None
+
+
+def _has(doc, path):
+    sentinel = object()
+    return pointer_get(doc, path, sentinel) is not sentinel
