@@ -53,6 +53,7 @@ const char* const USAGE =
     "  -s, --socket PATH   qsd's socket (default: $QSD_SOCKET, else $XDG_RUNTIME_DIR/qsd/qsd.sock)\n"
     "  -r, --raw           strings without quotes, objects and arrays on one line (get, watch, call)\n"
     "  -c, --compact       JSON on one line (get, call)\n"
+    "  -k, --keys          get: the names of an object's members, one per line\n"
     "  -j, --json          JSON instead of text for people (describe, status)\n"
     "  -p, --patch         watch: print the raw change batches instead of values\n"
     "  -R, --reconnect     watch: wait for qsd to start or restart instead of exiting\n"
@@ -89,7 +90,7 @@ void emit(const std::string& text) {
 
 struct Options {
 	std::string socket;
-	bool raw = false, compact = false, json = false, patch = false, reconnect = false;
+	bool raw = false, compact = false, json = false, patch = false, reconnect = false, keys = false;
 	long long count = 0;   // 0: unlimited
 	long long throttleMs = -1;
 	bool haveParams = false;
@@ -147,6 +148,8 @@ Options parseArgs(int argc, char** argv) {
 			flag(o.raw);
 		} else if (is("-c", "--compact")) {
 			flag(o.compact);
+		} else if (is("-k", "--keys")) {
+			flag(o.keys);
 		} else if (is("-j", "--json")) {
 			flag(o.json);
 		} else if (is("-p", "--patch")) {
@@ -174,7 +177,7 @@ Options parseArgs(int argc, char** argv) {
 			die(Usage, "unknown option %s", arg.c_str());
 		}
 		// Stored by long name, e.g. "--raw", for the per-command checks.
-		static const char* const longNames[][2] = {{"-s", "--socket"}, {"-r", "--raw"}, {"-c", "--compact"},
+		static const char* const longNames[][2] = {{"-s", "--socket"}, {"-r", "--raw"}, {"-c", "--compact"}, {"-k", "--keys"},
 		                                           {"-j", "--json"},   {"-p", "--patch"}, {"-R", "--reconnect"},
 		                                           {"-n", "--count"},  {"-t", "--timeout"}};
 		std::string longName = name;
@@ -228,13 +231,25 @@ json roundTrip(Connection& conn, const Options& o, const std::string& method, js
 }
 
 int cmdGet(const Options& o) {
-	checkOptions(o, {"--raw", "--compact"});
+	checkOptions(o, {"--raw", "--compact", "--keys"});
 	if (o.args.size() > 1) die(Usage, "get takes at most one PATH");
+	if (o.keys && (o.raw || o.compact)) die(Usage, "--keys cannot be combined with --raw or --compact");
 	auto path = qsctl::normalizePath(o.args.empty() ? "" : o.args[0]);
 	Connection conn;
 	connectOrDie(conn, o);
 	auto result = roundTrip(conn, o, "tree.get", {{"path", path}});
-	emit(qsctl::formatValue(result.value("value", json()), style(o)));
+	const auto& value = result.value("value", json());
+	if (!o.keys) {
+		emit(qsctl::formatValue(value, style(o)));
+		return Ok;
+	}
+	// Listing a collection ("qsctl get -k /network/devices") and shell completion.
+	std::string out;
+	if (value.is_object())
+		for (const auto& [key, member]: value.items()) out += key + '\n';
+	else if (value.is_array())
+		for (size_t i = 0; i < value.size(); ++i) out += std::to_string(i) + '\n';
+	emit(out);
 	return Ok;
 }
 

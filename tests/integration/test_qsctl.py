@@ -153,6 +153,21 @@ def test_get_compact_is_one_line(qenv):
     assert pretty.count("\n") > 1 and json.loads(pretty) == json.loads(r.stdout)
 
 
+def test_get_keys_lists_a_collection(qenv):
+    c = qenv.client()
+    dset(c, "/debug/devices", {"wlan0": {"up": True}, "a/b~c": {}, "eth0": 1})
+    r = qenv.qsctl("get", "--keys", "/debug/devices")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["a/b~c", "eth0", "wlan0"]   # raw names, sorted
+    assert qenv.qsctl("get", "-k", "/debug/devices/wlan0").stdout == "up\n"
+    assert qenv.qsctl("get", "-k", "/debug/devices/eth0").stdout == ""
+    dset(c, "/debug/list", ["x", "y"])
+    assert qenv.qsctl("get", "-k", "/debug/list").stdout == "0\n1\n"
+    assert set(qenv.qsctl("get", "-k").stdout.split()) == {"daemon", "debug"}
+    # A name containing '/' or '~' is addressed with the escapes.
+    assert qenv.qsctl("get", "-c", "/debug/devices/a~1b~0c").stdout == "{}\n"
+
+
 def test_get_missing_path_is_an_rpc_error(qenv):
     r = qenv.qsctl("get", "/debug/absent")
     assert r.returncode == 1
@@ -240,6 +255,8 @@ def test_connection_lost_without_reconnect_exits_3(qenv, streams):
     ["watch", "--compact"],
     ["get", "--socket"],
     ["get", "--timeout", "0"],
+    ["get", "--keys", "--raw"],
+    ["watch", "--keys"],
 ])
 def test_usage_errors_exit_2(bare_env, args):
     # No daemon runs: a usage error is reported as such, not as "cannot connect".
@@ -528,3 +545,21 @@ def test_status(qenv):
     assert r.returncode == 0
     j = json.loads(r.stdout)
     assert j["epoch"] == daemon["epoch"] and j["pid"] == daemon["pid"] and j["backends"] == {}
+
+
+def test_status_lists_backends(env):
+    """With a real backend whose service is absent, status shows its state from /daemon."""
+    env.start_qsd(backends=["upower"], debug_api=False)
+    c = env.client()
+    sub = c.subscribe(["/daemon/backends"])
+    c.wait_value(sub, "/daemon/backends/upower/state", predicate=lambda v: v is not None)
+    backend = c.call("tree.get", {"path": "/daemon/backends/upower"})["value"]
+    r = env.qsctl("status")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "backends" in lines
+    line = next(x for x in lines if x.startswith("  upower"))
+    assert line.split()[1] == backend["state"]
+    assert f"since {backend['since']}" in line
+    if backend.get("error"):
+        assert backend["error"] in line
