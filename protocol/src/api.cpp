@@ -32,7 +32,9 @@ static json build() {
 			for (auto& [section, entries]: fragment["components"].items())
 				for (auto& [key, value]: entries.items()) doc["components"][section][key] = std::move(value);
 		}
-		for (auto& [domain, schema]: fragment.value("x-tree", json::object()).items()) treeProps[domain] = schema;
+		// A named copy: items() of the temporary from value() would outlive it (use after scope).
+		const json tree = fragment.value("x-tree", json::object());
+		for (const auto& [domain, schema]: tree.items()) treeProps[domain] = schema;
 	}
 	return doc;
 }
