@@ -248,6 +248,7 @@ private:
 	std::unique_ptr<NameWatcher> watcher_;
 	std::unique_ptr<sdbus::IProxy> busProxy_;
 	bool resolved_ = false;
+	AsyncCall resolve_;
 	std::string owner_;
 	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
 	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
@@ -297,13 +298,12 @@ void NmBackend::start() {
 	// The bus answers in order: this reply comes after the watcher's GetNameOwner answer, so an
 	// absent NetworkManager is known to be absent then.
 	busProxy_ = sdbus::createProxy(*conn_, "org.freedesktop.DBus", "/org/freedesktop/DBus");
-	auto id = calls_.next();
-	calls_.track(id, busProxy_->callMethodAsync("GetId").onInterface("org.freedesktop.DBus").uponReplyInvoke(
-	                     [this, id](const sdbus::Error*, std::string) {
-		                     calls_.done(id);
-		                     resolved_ = true;
-		                     updateState();
-	                     }));
+	// Not in calls_: an appearing NetworkManager cancels those, and this one must still land.
+	resolve_ = AsyncCall(busProxy_->callMethodAsync("GetId").onInterface("org.freedesktop.DBus").uponReplyInvoke(
+	    [this](const sdbus::Error*, std::string) {
+		    resolved_ = true;
+		    updateState();
+	    }));
 }
 
 void NmBackend::stop() {
@@ -314,6 +314,7 @@ void NmBackend::stop() {
 	calls_.cancelAll();
 	matches_.clear();
 	watcher_.reset();
+	resolve_.cancel();
 	busProxy_.reset();
 	scanners_.clear();
 	objects_.clear();
@@ -365,6 +366,7 @@ void NmBackend::reset() {
 void NmBackend::appeared(const std::string& owner) {
 	reset();
 	owner_ = owner;
+	resolved_ = true;
 	log::info("nm", "NetworkManager is on the system bus ({})", owner);
 	updateState();
 	call(kOmPath, kOmIface, "GetManagedObjects", {}, [this](sdbus::MethodReply* reply, const sdbus::Error* e) {
