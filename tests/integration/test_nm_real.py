@@ -1,0 +1,176 @@
+"""/network against a REAL NetworkManager, run by the test in its own network namespace where it
+manages a veth pair, talking to qsd over the test's private system bus. Real property types,
+real signal batching, and the properties the mock lacks (InterfacesFlags, Speed, IP config).
+Skipped only when a network namespace cannot be created (not root)."""
+
+import os
+import shutil
+import signal
+import subprocess
+import uuid as uuidlib
+
+import pytest
+
+from qsdtest import RpcError, pointer_get, wait_until
+
+NM_CONF = """[main]
+plugins=keyfile
+no-auto-default=*
+dhcp=internal
+dns=none
+rc-manager=unmanaged
+[keyfile]
+path={keyfiles}
+[connectivity]
+enabled=false
+[logging]
+level=INFO
+"""
+
+
+def _netns_possible(name):
+    if shutil.which("NetworkManager") is None and not os.path.exists("/usr/sbin/NetworkManager"):
+        return False
+    r = subprocess.run(["ip", "netns", "add", name], capture_output=True)
+    return r.returncode == 0
+
+
+class RealNm:
+    def __init__(self, env):
+        self.env = env
+        self.ns = f"qsdnm-{os.getpid()}-{uuidlib.uuid4().hex[:6]}"
+        if not _netns_possible(self.ns):
+            pytest.skip("cannot create a network namespace (needs root and NetworkManager)")
+        self.proc = None
+        d = env.dir
+        self.keyfiles = os.path.join(d, "keyfiles")
+        os.makedirs(self.keyfiles)
+        os.makedirs(os.path.join(d, "nm-none"))
+        self.conf = os.path.join(d, "nm.conf")
+        with open(self.conf, "w") as f:
+            f.write(NM_CONF.format(keyfiles=self.keyfiles))
+        self.ip("link", "set", "lo", "up")
+        self.ip("link", "add", "veth-a", "type", "veth", "peer", "name", "veth-b")
+
+    def ip(self, *args):
+        subprocess.run(["ip", "-n", self.ns, *args], check=True, capture_output=True)
+
+    def start(self):
+        d = self.env.dir
+        # A read-only /sys makes NetworkManager treat links as initialised without udev; tmpfs
+        # keeps its state off the host.
+        script = (
+            "mount -o remount,ro /sys && "
+            "mount -t tmpfs tmpfs /var/lib/NetworkManager && "
+            "mkdir -p /run/NetworkManager && mount -t tmpfs tmpfs /run/NetworkManager && "
+            f"exec NetworkManager --no-daemon --config={self.conf} --config-dir={d}/nm-none "
+            "--state-file=/run/NetworkManager/state --pid-file=/run/NetworkManager/pid"
+        )
+        self.proc = self.env.spawn(["ip", "netns", "exec", self.ns, "unshare", "--mount", "sh", "-c", script],
+                                   f"nm-{len(self.env.procs)}")
+        self.env.wait_bus_name("org.freedesktop.NetworkManager", timeout=20)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def nmcli(self, *args):
+        return subprocess.run(["nmcli", *args], check=True, capture_output=True, text=True, env=self.env.env,
+                              timeout=30).stdout
+
+    def close(self):
+        self.stop()
+        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+
+
+@pytest.fixture
+def real(env):
+    nm = RealNm(env)
+    try:
+        nm.start()
+        yield nm
+    finally:
+        nm.close()
+
+
+def test_real_networkmanager_wired(env, real):
+    env.start_qsd(backends=["nm"])
+    c = env.client()
+    sub = c.subscribe(["/network"])
+    get = lambda p: pointer_get(c.mirror(sub), p, None)  # noqa: E731
+    wait = lambda p, v=None, predicate=None, timeout=20: c.wait_value(sub, p, v, predicate, timeout)  # noqa: E731
+
+    wait("/network/available", True)
+    wait("/network/devices/veth-a/nmManaged", True)
+    dev = get("/network/devices/veth-a")
+    assert dev["type"] == "wired" and dev["name"] == "veth-a"
+    assert len(dev["address"]) == 17
+    assert dev["linkSpeed"] == 10000  # veth reports 10 Gb/s
+    assert "lo" not in get("/network/devices")
+    assert get("/network/version")
+
+    # Carrier: veth-a has a link only while its peer is up.
+    real.ip("link", "set", "veth-b", "up")
+    real.ip("link", "set", "veth-a", "up")
+    wait("/network/devices/veth-a/hasLink", True)
+    wait("/network/devices/veth-a/networks/veth-a/known", False)
+
+    # A profile written by another client appears as a saved profile of the wired network.
+    real.nmcli("connection", "add", "type", "ethernet", "ifname", "veth-a", "con-name", "wired-a",
+               "ipv4.method", "disabled", "ipv6.method", "disabled", "connection.autoconnect", "no")
+    wait("/network/devices/veth-a/networks/veth-a/known", True)
+    (uuid, prof), = get("/network/devices/veth-a/networks/veth-a/profiles").items()
+    assert prof == {"id": "wired-a", "uuid": uuid}
+
+    # Connect through qsd: ActivateConnection with that profile.
+    c.call("network.connect", {"device": "veth-a", "network": "veth-a"})
+    wait("/network/devices/veth-a/state", "connected")
+    wait("/network/devices/veth-a/networks/veth-a/connected", True)
+    assert get("/network/devices/veth-a/connected") is True
+
+    # Profile read and write through qsd; NetworkManager persists it (keyfile) and signals.
+    p = c.call("network.getProfile", {"profile": uuid})
+    assert p["id"] == "wired-a" and p["type"] == "802-3-ethernet"
+    assert p["settings"]["connection"]["interface-name"] == "veth-a"
+    c.call("network.updateProfile", {"profile": uuid, "settings": {"connection": {"id": "wired-renamed"}}})
+    wait(f"/network/devices/veth-a/networks/veth-a/profiles/{uuid}/id", "wired-renamed")
+    assert "wired-renamed" in real.nmcli("-g", "connection.id", "connection", "show", uuid)
+    with pytest.raises(RpcError) as err:
+        c.call("network.updateProfile", {"profile": uuid, "settings": {"ipv4": {"method": "no-such-method"}}})
+    assert err.value.code == -32002 and err.value.data["name"].startswith("org.freedesktop.NetworkManager")
+
+    # Disconnect through qsd (Device.Disconnect).
+    c.call("network.disconnect", {"device": "veth-a", "network": "veth-a"})
+    wait("/network/devices/veth-a/networks/veth-a/connected", False)
+    wait("/network/devices/veth-a/state", "disconnected")
+
+    # Carrier loss removes the wired network (NetworkManager notices with some delay).
+    real.ip("link", "set", "veth-b", "down")
+    wait("/network/devices/veth-a/hasLink", False, timeout=30)
+    wait("/network/devices/veth-a/networks", {})
+    real.ip("link", "set", "veth-b", "up")
+    wait("/network/devices/veth-a/hasLink", True, timeout=30)
+
+    # Delete through qsd.
+    c.call("network.deleteProfile", {"profile": uuid})
+    wait("/network/devices/veth-a/networks/veth-a/known", False)
+    assert uuid not in real.nmcli("-g", "UUID", "connection", "show")
+
+    # NetworkManager restarted: unavailable and empty meanwhile, complete again after.
+    real.stop()
+    wait("/network", {"available": False})
+    with pytest.raises(RpcError) as err:
+        c.call("network.disconnectDevice", {"device": "veth-a"})
+    assert err.value.code == -32000
+    real.start()
+    wait("/network/available", True)
+    wait("/network/devices/veth-a/linkSpeed", 10000)
+    wait("/network/devices/veth-a/hasLink", True)
+    assert env.daemon.poll() is None
+    assert c.call("tree.get", {"path": "/daemon/backends/nm/state"})["value"] == "running"
