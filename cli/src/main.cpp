@@ -288,6 +288,15 @@ int cmdDescribe(const Options& o) {
 		emit(o.json ? qsctl::formatValue(*m, Style::Pretty) : *qsctl::describeMethod(doc, name));
 		return Ok;
 	}
+	if (auto event = qsctl::describeEvent(doc, name)) {
+		if (o.json) {
+			for (const auto& e: doc["x-events"])
+				if (e.value("name", "") == name) emit(qsctl::formatValue(e, Style::Pretty));
+		} else {
+			emit(*event);
+		}
+		return Ok;
+	}
 	// "network" or "network." lists that domain's methods.
 	auto prefix = name.empty() || name.back() == '.' ? name : name + ".";
 	auto listing = qsctl::describePrefix(doc, prefix);

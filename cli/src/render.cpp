@@ -91,14 +91,47 @@ std::string text(const json& obj, const char* key) {
 	return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// Multi-line text indented by `indent` spaces.
+// Descriptions in the API document are long single lines: fill them to this width, which
+// reads well in a terminal and in a pager.
+constexpr size_t WIDTH = 100;
+
+// Fills one paragraph (no newlines) into lines of at most `width` columns where words allow;
+// the first line continues after `used` columns, the others start with `indent` spaces.
+std::string fill(const std::string& text, size_t used, size_t indent, size_t width = WIDTH) {
+	std::string out;
+	size_t column = used;
+	size_t i = 0;
+	bool first = true;
+	while (i < text.size()) {
+		while (i < text.size() && text[i] == ' ') ++i;
+		auto end = text.find(' ', i);
+		if (end == std::string::npos) end = text.size();
+		if (end == i) break;
+		auto word = std::string_view(text).substr(i, end - i);
+		if (!first && column + 1 + word.size() > width) {
+			out += '\n';
+			out.append(indent, ' ');
+			column = indent;
+		} else if (!first) {
+			out += ' ';
+			++column;
+		}
+		out += word;
+		column += word.size();
+		first = false;
+		i = end;
+	}
+	return out;
+}
+
+// Multi-line text, each paragraph filled and indented by `indent` spaces.
 std::string indented(const std::string& body, size_t indent) {
 	std::string out, prefix(indent, ' ');
 	size_t start = 0;
 	while (start < body.size()) {
 		auto nl = body.find('\n', start);
 		auto line = body.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-		out += line.empty() ? "" : prefix + line;
+		out += line.empty() ? "" : prefix + fill(line, indent, indent);
 		out += '\n';
 		if (nl == std::string::npos) break;
 		start = nl + 1;
@@ -120,7 +153,13 @@ std::string table(const std::vector<Row>& rows, size_t indent) {
 	std::string out;
 	for (const auto& r: rows) {
 		std::string line = std::string(indent, ' ') + pad(r.name, w1 + 2);
-		line += r.notes.empty() ? r.type : pad(r.type, w2 + 2) + r.notes;
+		if (r.notes.empty()) {
+			// Two columns: the second is the text that may need filling (a summary).
+			line += fill(r.type, line.size(), indent + w1 + 2);
+		} else {
+			line = pad(line + r.type, indent + w1 + 2 + w2 + 2);
+			line += fill(r.notes, line.size(), indent + w1 + 2 + w2 + 2);
+		}
 		while (!line.empty() && line.back() == ' ') line.pop_back();
 		out += line + '\n';
 	}
@@ -247,7 +286,7 @@ std::optional<std::string> describeMethod(const json& doc, const std::string& na
 	if (!m) return std::nullopt;
 	std::string out = name;
 	if (auto summary = text(*m, "summary"); !summary.empty()) out += " - " + summary;
-	out += '\n';
+	out = fill(out, 0, 2) + '\n';
 	if (auto description = text(*m, "description"); !description.empty()) out += '\n' + indented(description, 2);
 
 	std::vector<Row> params;
@@ -288,6 +327,24 @@ std::optional<std::string> describeMethod(const json& doc, const std::string& na
 	}
 	out += "\nUsage: " + usage + '\n';
 	return out;
+}
+
+std::optional<std::string> describeEvent(const json& doc, const std::string& name) {
+	auto events = doc.find("x-events");
+	if (events == doc.end() || !events->is_array()) return std::nullopt;
+	for (const auto& e: *events) {
+		if (text(e, "name") != name) continue;
+		std::string out = name + " (event)";
+		if (auto summary = text(e, "summary"); !summary.empty()) out += " - " + summary;
+		out = fill(out, 0, 2) + '\n';
+		if (auto description = text(e, "description"); !description.empty()) out += '\n' + indented(description, 2);
+		if (e.contains("data")) {
+			out += "\nData: " + typeOf(e["data"]) + '\n';
+			out += table(propertyRows(doc, e["data"]), 2);
+		}
+		return out;
+	}
+	return std::nullopt;
 }
 
 std::string renderStatus(const json& daemon, const json& revision, double now) {

@@ -30,6 +30,8 @@ enum class Style {
 [[nodiscard]] std::string describePrefix(const json& doc, const std::string& prefix);
 // `qsctl describe METHOD`: params, result and errors of one method; nullopt if unknown.
 [[nodiscard]] std::optional<std::string> describeMethod(const json& doc, const std::string& name);
+// `qsctl describe EVENT`: an event of x-events and its data; nullopt if unknown.
+[[nodiscard]] std::optional<std::string> describeEvent(const json& doc, const std::string& name);
 // The OpenRPC object of one method, or nullptr.
 [[nodiscard]] const json* findMethod(const json& doc, const std::string& name);
 

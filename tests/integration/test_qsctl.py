@@ -521,6 +521,13 @@ def test_describe_lists_methods_and_shows_one(qenv):
     assert r.returncode == 0
     assert {line.split()[0] for line in r.stdout.splitlines()} == {n for n in names if n.startswith("tree.")}
 
+    # Events are described too (their data).
+    for event in doc.get("x-events", []):
+        r = qenv.qsctl("describe", event["name"])
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith(f"{event['name']} (event)")
+        assert json.loads(qenv.qsctl("describe", "--json", event["name"]).stdout) == event
+
     r = qenv.qsctl("describe", "no.such")
     assert r.returncode == 1 and "no method" in r.stderr
 

@@ -126,7 +126,9 @@ const json DOC = json::parse(R"({
                         "properties": {"node": {"type": "string"}, "revision": {"type": "integer"}}}},
     "errors": {"NotFound": {"code": -32001, "message": "Not found"}}
   },
-  "x-events": [{"name": "network.connectionFailed", "summary": "A connection attempt failed"}]
+  "x-events": [{"name": "network.connectionFailed", "summary": "A connection attempt failed",
+                "data": {"type": "object", "required": ["device"],
+                         "properties": {"device": {"type": "string", "description": "The device id"}}}}]
 })");
 
 } // namespace
@@ -184,4 +186,34 @@ TEST(QsctlRender, DescribeError) {
 	EXPECT_EQ(qsctl::describeError({{"code", -32001}, {"message", "No value at /x"}, {"data", {{"path", "/x"}}}}),
 	          "No value at /x (code -32001): {\"path\":\"/x\"}");
 	EXPECT_EQ(qsctl::describeError({{"code", -32601}, {"message", "Method not found"}}), "Method not found (code -32601)");
+}
+
+TEST(QsctlRender, DescribeEvent) {
+	EXPECT_FALSE(qsctl::describeEvent(DOC, "audio.setVolume"));
+	auto out = *qsctl::describeEvent(DOC, "network.connectionFailed");
+	EXPECT_EQ(out,
+	          "network.connectionFailed (event) - A connection attempt failed\n"
+	          "\n"
+	          "Data: object\n"
+	          "  device  string  The device id\n");
+}
+
+TEST(QsctlRender, LongTextIsFilled) {
+	std::string words;
+	for (int i = 0; i < 60; ++i) words += "word" + std::to_string(i) + " ";
+	json doc = {{"methods", {{{"name", "m"}, {"summary", words}, {"description", words},
+	                          {"params", {{{"name", "p"}, {"schema", {{"type", "string"}}}, {"description", words}}}}}}}};
+	for (const auto& text: {qsctl::describeAll(doc), *qsctl::describeMethod(doc, "m")}) {
+		size_t start = 0, lines = 0;
+		while (start < text.size()) {
+			auto nl = text.find('\n', start);
+			EXPECT_LE(nl - start, 100u) << text.substr(start, nl - start);
+			start = nl + 1;
+			++lines;
+		}
+		EXPECT_GT(lines, 6u) << text;
+	}
+	// Continuation lines line up under their column.
+	auto all = qsctl::describeAll(doc);
+	EXPECT_NE(all.find("\n     word"), std::string::npos) << all;
 }
