@@ -14,6 +14,7 @@
 #include <qvariant.h>
 
 #include <csignal>
+#include <sys/prctl.h>
 
 class QsdDaemon: public QObject {
 	Q_OBJECT
@@ -42,6 +43,8 @@ public:
 		delete this->mProcess;
 		this->mProcess = new QProcess(this);
 		this->mProcess->setProcessChannelMode(QProcess::ForwardedErrorChannel);
+		// The daemon dies with the test, even when the test crashes or is killed by a timeout.
+		this->mProcess->setChildProcessModifier([] { prctl(PR_SET_PDEATHSIG, SIGTERM); });
 		QStringList args {QStringLiteral("--backends="), QStringLiteral("--debug-api"), QStringLiteral("--socket"), this->mSocketPath};
 		args += this->mExtraArgs;
 		this->mProcess->start(binary(), args);

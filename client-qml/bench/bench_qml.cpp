@@ -1,0 +1,229 @@
+// Benchmark of the QML client against a real qsd; prints figures, asserts nothing.
+//   latency: debug.set sent (through Qsd.call) -> the QML property's change signal, p50/p99
+//            over N changes; the same change seen by a raw NDJSON subscriber for comparison.
+//   memory:  RSS growth of a process whose mirror (JSON + nodes) holds a 10 000-leaf tree,
+//            flat (one object) and nested (100 objects of 100), each in a fresh process.
+//   qsd-qml-bench [--changes N]
+
+#include "../tests/daemon_process.hpp"
+
+#include <qcoreapplication.h>
+#include <qelapsedtimer.h>
+#include <qguiapplication.h>
+#include <qjsengine.h>
+#include <qmetaobject.h>
+#include <qqmlcomponent.h>
+#include <qqmlengine.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class Probe: public QObject {
+	Q_OBJECT
+
+public:
+	bool hit = false;
+	Clock::time_point at;
+
+public slots:
+	void onChanged() {
+		this->at = Clock::now();
+		this->hit = true;
+	}
+};
+
+bool waitFor(const std::function<bool()>& condition, int timeoutMs) {
+	QElapsedTimer timer;
+	timer.start();
+	while (!condition()) {
+		if (timer.elapsed() > timeoutMs) return false;
+		QCoreApplication::processEvents(QEventLoop::AllEvents | QEventLoop::WaitForMoreEvents, 5);
+	}
+	return true;
+}
+
+long rssKiB() {
+	std::ifstream status("/proc/self/status");
+	std::string line;
+	while (std::getline(status, line))
+		if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+	return -1;
+}
+
+double percentile(std::vector<double> v, double p) {
+	std::sort(v.begin(), v.end());
+	auto index = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+	return v[std::min(index, v.size() - 1)];
+}
+
+void report(const char* what, const std::vector<double>& us) {
+	std::printf("%-48s n=%zu  p50 %.0f us  p90 %.0f us  p99 %.0f us  max %.0f us\n", what, us.size(), percentile(us, 0.5),
+	            percentile(us, 0.9), percentile(us, 0.99), *std::max_element(us.begin(), us.end()));
+}
+
+struct Client {
+	QQmlEngine engine;
+	QObject* holder = nullptr;
+	QObject* qsd = nullptr;
+
+	Client() {
+		this->engine.addImportPath(QStringLiteral(QSD_QML_IMPORT_DIR));
+		// The singleton as QML code gets it (this also loads the module's plugin).
+		QQmlComponent component(&this->engine);
+		component.setData("import QtQml\nimport Qsd\nQtObject { property QtObject qsd: Qsd }", QUrl());
+		this->holder = component.create();
+		if (!this->holder) qFatal("cannot import Qsd: %s", qPrintable(component.errorString()));
+		this->qsd = this->holder->property("qsd").value<QObject*>();
+	}
+	void call(const QString& method, const QVariantMap& params) {
+		QMetaObject::invokeMethod(this->qsd, "call", Q_ARG(QString, method), Q_ARG(QJSValue, this->engine.toScriptValue(params)),
+		                          Q_ARG(QJSValue, QJSValue()));
+	}
+};
+
+QObject* nodeOf(QObject* qsd, const QString& path) {
+	// node() returns a QsdNode*; read it through the meta-object as a QObject*.
+	auto method = qsd->metaObject()->method(qsd->metaObject()->indexOfMethod("node(QString)"));
+	QObject* out = nullptr;
+	method.invoke(qsd, Qt::DirectConnection, QGenericReturnArgument(method.typeName(), &out), Q_ARG(QString, path));
+	return out;
+}
+
+int latency(QsdDaemon& daemon, int changes) {
+	Client client;
+	if (!waitFor([&] { return client.qsd->property("connected").toBool(); }, 10000)) return 1;
+	daemon.rpc(QStringLiteral("debug.set"), {{QStringLiteral("path"), QStringLiteral("/debug/lat")},
+	                                          {QStringLiteral("value"), QVariantMap {{QStringLiteral("v"), 0}, {QStringLiteral("other"), 0}}}});
+	QObject* node = nullptr;
+	if (!waitFor([&] { return (node = nodeOf(client.qsd, QStringLiteral("/debug/lat"))) != nullptr; }, 5000)) return 1;
+	auto property = node->metaObject()->property(node->metaObject()->indexOfProperty("v"));
+	Probe probe;
+	QObject::connect(node, property.notifySignal(), &probe,
+	                 probe.metaObject()->method(probe.metaObject()->indexOfSlot("onChanged()")));
+
+	std::vector<double> us;
+	us.reserve(static_cast<size_t>(changes));
+	for (int i = 1; i <= changes; ++i) {
+		probe.hit = false;
+		auto t0 = Clock::now();
+		client.call(QStringLiteral("debug.set"), {{QStringLiteral("path"), QStringLiteral("/debug/lat/v")}, {QStringLiteral("value"), i}});
+		if (!waitFor([&] { return probe.hit; }, 5000)) {
+			std::fprintf(stderr, "change %d never arrived\n", i);
+			return 1;
+		}
+		us.push_back(std::chrono::duration<double, std::micro>(probe.at - t0).count());
+	}
+	report("debug.set -> QML property change signal", us);
+
+	// The same round trip without QML: a raw subscriber on its own connection.
+	QLocalSocket raw;
+	raw.connectToServer(daemon.socketPath());
+	if (!raw.waitForConnected(2000)) return 1;
+	raw.write(R"({"jsonrpc":"2.0","id":1,"method":"tree.subscribe","params":{"paths":["/debug/raw"]}})" "\n");
+	QByteArray buffer;
+	auto readLine = [&](int timeoutMs) -> QByteArray {
+		QElapsedTimer timer;
+		timer.start();
+		while (!buffer.contains('\n') && timer.elapsed() < timeoutMs) raw.waitForReadyRead(50), buffer += raw.readAll();
+		auto n = buffer.indexOf('\n');
+		if (n < 0) return {};
+		auto line = buffer.left(n);
+		buffer.remove(0, n + 1);
+		return line;
+	};
+	readLine(2000);   // the subscribe result
+	std::vector<double> rawUs;
+	for (int i = 1; i <= changes; ++i) {
+		auto t0 = Clock::now();
+		raw.write(QStringLiteral(R"({"jsonrpc":"2.0","id":%1,"method":"debug.set","params":{"path":"/debug/raw","value":%1}})"
+		                         "\n").arg(i + 1).toUtf8());
+		raw.flush();
+		for (;;) {
+			auto line = readLine(5000);
+			if (line.isEmpty()) return 1;
+			if (line.contains("\"tree.changed\"")) break;
+		}
+		rawUs.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+	}
+	report("debug.set -> tree.changed line (raw socket)", rawUs);
+	return 0;
+}
+
+// One shape in this process: RSS before and after the mirror holds 10 000 leaves.
+int memory(QsdDaemon& daemon, const QString& shape) {
+	Client client;
+	if (!waitFor([&] { return client.qsd->property("connected").toBool(); }, 10000)) return 1;
+	waitFor([] { return false; }, 100);
+	auto before = rssKiB();
+	QElapsedTimer timer;
+	if (shape == QStringLiteral("flat")) {
+		// One batch of 10 000 adds under one object.
+		timer.start();
+		daemon.rpc(QStringLiteral("debug.flood"), {{QStringLiteral("path"), QStringLiteral("/debug/big")}, {QStringLiteral("count"), 10000},
+		                                            {QStringLiteral("keys"), 10000}, {QStringLiteral("batch"), 10000}});
+	} else {
+		QVariantMap outer;
+		for (int o = 0; o < 100; ++o) {
+			QVariantMap inner;
+			for (int k = 0; k < 100; ++k) inner.insert(QStringLiteral("k%1").arg(k), o * 100 + k);
+			outer.insert(QStringLiteral("o%1").arg(o), inner);
+		}
+		timer.start();
+		daemon.rpc(QStringLiteral("debug.set"), {{QStringLiteral("path"), QStringLiteral("/debug/big")}, {QStringLiteral("value"), outer}});
+	}
+	auto last = shape == QStringLiteral("flat") ? QStringLiteral("/debug/big") : QStringLiteral("/debug/big/o99");
+	auto lastKey = shape == QStringLiteral("flat") ? "k9999" : "k99";
+	auto ok = waitFor([&] {
+		auto* node = nodeOf(client.qsd, last);
+		return node && node->property(lastKey).isValid();
+	}, 30000);
+	if (!ok) return 1;
+	auto applyMs = timer.elapsed();
+	waitFor([] { return false; }, 100);
+	auto after = rssKiB();
+	std::printf("mirror of 10 000 leaves (%s): RSS +%ld KiB (%.0f bytes/leaf), delivered and applied in %lld ms\n",
+	            qPrintable(shape), after - before, (after - before) * 1024.0 / 10000.0, static_cast<long long>(applyMs));
+	return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+	QGuiApplication app(argc, argv);
+	int changes = 2000;
+	QString memoryShape;
+	for (int i = 1; i < argc; ++i) {
+		QString arg = QString::fromLocal8Bit(argv[i]);
+		if (arg == QStringLiteral("--changes") && i + 1 < argc) changes = QString::fromLocal8Bit(argv[++i]).toInt();
+		else if (arg == QStringLiteral("--memory") && i + 1 < argc) memoryShape = QString::fromLocal8Bit(argv[++i]);
+	}
+
+	QsdDaemon daemon;
+	qputenv("QSD_SOCKET", daemon.socketPath().toUtf8());
+	if (!daemon.start()) {
+		std::fprintf(stderr, "cannot start %s\n", qPrintable(QsdDaemon::binary()));
+		return 1;
+	}
+	if (!memoryShape.isEmpty()) return memory(daemon, memoryShape);
+
+	std::printf("qsd QML client benchmark (qsd %s, Qt %s)\n", QSD_VERSION, qVersion());
+	if (latency(daemon, changes) != 0) return 1;
+	// Each memory figure in a fresh process, so nothing measured earlier is counted.
+	for (const char* shape: {"flat", "nested"}) {
+		QProcess child;
+		child.setProcessChannelMode(QProcess::ForwardedChannels);
+		child.start(QCoreApplication::applicationFilePath(), {QStringLiteral("--memory"), QString::fromLatin1(shape)});
+		if (!child.waitForFinished(120000) || child.exitCode() != 0) return 1;
+	}
+	return 0;
+}
+
+#include "bench_qml.moc"
