@@ -34,7 +34,7 @@ Window {
         }
     }
     component Label: Text {
-        color: bar.fg
+        color: "#e6e6e6"
         font.pixelSize: 13
         anchors.verticalCenter: parent ? parent.verticalCenter : undefined
     }
@@ -80,18 +80,21 @@ Window {
         Repeater {
             model: Qsd.model("/daemon/backends")
             delegate: Chip {
-                Dot { color: bar.stateColor(model.node?.state) }
-                Label { text: model.id }
+                id: backend
+                required property var model
+                Dot { color: bar.stateColor(backend.model.node?.state) }
+                Label { text: backend.model.id }
                 Label {
-                    visible: model.node?.state !== "running"
+                    visible: backend.model.node?.state !== "running"
                     color: bar.dim
-                    text: model.node?.state ?? ""
+                    text: backend.model.node?.state ?? ""
                 }
             }
         }
 
         // Battery, when the daemon has /power with a battery.
         Chip {
+            id: battery
             readonly property var device: Qsd.power?.displayDevice
             readonly property real level: device?.percentage ?? 0
             visible: Qsd.power?.available === true && device !== undefined && device !== null
@@ -102,14 +105,14 @@ Window {
                 border.color: bar.fg
                 Rectangle {
                     x: 2; y: 2; height: parent.height - 4
-                    width: (parent.width - 4) * Math.max(0, Math.min(1, parent.parent.level))
-                    color: parent.parent.level < 0.15 ? bar.bad : parent.parent.level < 0.3 ? bar.warn : bar.good
+                    width: (parent.width - 4) * Math.max(0, Math.min(1, battery.level))
+                    color: battery.level < 0.15 ? bar.bad : battery.level < 0.3 ? bar.warn : bar.good
                 }
             }
-            Label { text: Math.round(parent.level * 100) + "%" }
+            Label { text: Math.round(battery.level * 100) + "%" }
             Label {
                 color: bar.dim
-                text: parent.device?.state === "charging" ? "charging" : (Qsd.power?.onBattery ? "on battery" : "")
+                text: battery.device?.state === "charging" ? "charging" : (Qsd.power?.onBattery ? "on battery" : "")
             }
         }
 
@@ -120,8 +123,10 @@ Window {
             Repeater {
                 model: Qsd.model("/network/devices")
                 delegate: Label {
-                    color: model.node?.connected ? bar.accent : bar.dim
-                    text: model.id
+                    id: netdev
+                    required property var model
+                    color: netdev.model.node?.connected ? bar.accent : bar.dim
+                    text: netdev.model.id
                 }
             }
         }
@@ -130,10 +135,12 @@ Window {
         Repeater {
             model: Qsd.model("/debug")
             delegate: Chip {
-                Label { color: bar.dim; text: model.id }
+                id: entry
+                required property var model
+                Label { color: bar.dim; text: entry.model.id }
                 Label {
                     color: bar.accent
-                    text: model.node ? "{" + Object.keys(model.value).length + "}" : JSON.stringify(model.value)
+                    text: entry.model.node ? "{" + Object.keys(entry.model.value).length + "}" : JSON.stringify(entry.model.value)
                 }
             }
         }
