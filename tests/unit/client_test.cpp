@@ -1,0 +1,194 @@
+// ClientSession: the bounded outbound queue, resync after overflow once the socket drains,
+// subscription and topic limits, resources attached to a connection, the line limit.
+
+#include "session_fixture.hpp"
+
+#include <qsd/protocol/mirror.hpp>
+
+using namespace qsd;
+using namespace qsd::testing;
+using json = nlohmann::json;
+
+namespace {
+
+class ClientTest: public ServerFixture {
+protected:
+	void SetUp() override {
+		dispatcher.add("sub", [](const json& p, ClientSession& c) {
+			return c.subscribe(p.at("paths").get<std::vector<std::string>>(), p.value("throttleMs", 0));
+		});
+		dispatcher.add("unsub", [](const json& p, ClientSession& c) {
+			c.unsubscribe(p.at("id").get<uint64_t>());
+			return json(true);
+		});
+		dispatcher.add("ping", [](const json&, ClientSession&) { return json("pong"); });
+	}
+};
+
+json changesOf(const std::vector<json>& msgs, const char* method) {
+	json out = json::array();
+	for (const auto& m: msgs)
+		if (m.is_object() && m.value("method", "") == method) out.push_back(m["params"]);
+	return out;
+}
+
+} // namespace
+
+TEST_F(ClientTest, LineTooLongIsAnsweredAndTheConnectionContinues) {
+	ClientLimits limits;
+	limits.maxLineBytes = 64;
+	auto c = connect(limits);
+	auto r = exchange(c, std::string(200, 'x'));
+	ASSERT_EQ(r.size(), 1u);
+	EXPECT_EQ(r[0]["error"]["code"], -32600);
+	EXPECT_EQ(r[0]["error"]["data"], (json{{"limit", "lineBytes"}, {"max", 64}}));
+	r = exchange(c, R"({"jsonrpc":"2.0","id":1,"method":"ping"})");
+	EXPECT_EQ(r.at(0)["result"], "pong");
+}
+
+TEST_F(ClientTest, SlowSubscriberIsResyncedOnceItDrains) {
+	ClientLimits limits;
+	limits.maxQueuedBytes = 16 << 10;
+	limits.maxQueuedMessages = 64;
+	auto c = connect(limits, 4096);
+	tree.set("/d/k", 0);
+	tree.flush();
+	auto r = exchange(c, R"({"jsonrpc":"2.0","id":1,"method":"sub","params":{"paths":["/d"]}})");
+	ASSERT_EQ(r.size(), 1u);
+	Mirror mirror;
+	mirror.reset({"/d"}, r[0]["result"]["snapshot"], r[0]["result"]["revision"]);
+	// The peer reads nothing while many batches happen.
+	for (int i = 1; i <= 2000; ++i) {
+		tree.set("/d/k", i);
+		tree.set("/d/s" + std::to_string(i % 10), std::string(100, 'x'));
+		tree.flush();
+	}
+	settle();
+	auto st = c.session->stats();
+	EXPECT_LE(st.queuedBytes, limits.maxQueuedBytes);
+	EXPECT_LE(st.queuedMessages, limits.maxQueuedMessages);
+	EXPECT_GE(st.droppedChanges, 1u);
+	EXPECT_EQ(st.resyncs, 0u);   // not while the socket is full
+	// Now it reads until nothing more comes.
+	std::vector<json> all;
+	for (int round = 0; round < 1000; ++round) {
+		auto got = c.peer->read();
+		settle();
+		if (got.empty()) {
+			got = c.peer->read();
+			if (got.empty()) break;
+		}
+		all.insert(all.end(), got.begin(), got.end());
+	}
+	auto resyncs = changesOf(all, "tree.resync");
+	ASSERT_EQ(resyncs.size(), 1u);
+	EXPECT_EQ(c.session->stats().resyncs, 1u);
+	for (const auto& m: all) {
+		if (!m.is_object() || !m.contains("method")) continue;
+		const auto& p = m["params"];
+		if (m["method"] == "tree.resync") mirror.reset({"/d"}, p["snapshot"], p["revision"]);
+		else EXPECT_NE(mirror.apply(p["revision"], p["changes"]), Mirror::Result::Gap);
+	}
+	EXPECT_EQ(mirror.document()["d"], tree.root()["d"]);
+	EXPECT_EQ(mirror.revision(), tree.revision());
+	// Back to a normal stream.
+	tree.set("/d/k", -1);
+	tree.flush();
+	settle();
+	auto more = changesOf(c.peer->read(), "tree.changed");
+	ASSERT_EQ(more.size(), 1u);
+	EXPECT_EQ(mirror.apply(more[0]["revision"], more[0]["changes"]), Mirror::Result::Applied);
+	EXPECT_EQ(mirror.document()["d"], tree.root()["d"]);
+}
+
+TEST_F(ClientTest, ResponsesAreNeverDroppedAndReadingPausesOverBudget) {
+	ClientLimits limits;
+	limits.maxQueuedBytes = 8 << 10;
+	limits.maxQueuedMessages = 16;
+	auto c = connect(limits, 4096);
+	std::string many;
+	for (int i = 0; i < 500; ++i) many += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"ping"})" + "\n";
+	c.peer->send(many);
+	std::vector<json> got;
+	for (int round = 0; round < 1000 && got.size() < 500; ++round) {
+		settle();
+		auto r = c.peer->read();
+		got.insert(got.end(), r.begin(), r.end());
+	}
+	ASSERT_EQ(got.size(), 500u);
+	for (int i = 0; i < 500; ++i) EXPECT_EQ(got[size_t(i)]["id"], i);
+}
+
+TEST_F(ClientTest, SubscriptionLimitsAndUnknownIds) {
+	ClientLimits limits;
+	limits.maxSubscriptions = 2;
+	limits.maxPathsPerSubscription = 3;
+	auto c = connect(limits);
+	auto& s = *c.session;
+	auto a = s.subscribe({"/a"}, 0);
+	s.subscribe({"/b"}, 0);
+	try {
+		s.subscribe({"/c"}, 0);
+		FAIL();
+	} catch (const rpc::RpcException& e) {
+		EXPECT_EQ(e.error.code, rpc::ErrorCode::LimitExceeded);
+		EXPECT_EQ(e.error.data["limit"], "subscriptions");
+	}
+	s.unsubscribe(a["subscription"]);
+	EXPECT_THROW(s.subscribe({"/a", "/b", "/c", "/d"}, 0), rpc::RpcException);
+	EXPECT_EQ(s.subscriptionCount(), 1u);
+	try {
+		s.unsubscribe(12345);
+		FAIL();
+	} catch (const rpc::RpcException& e) {
+		EXPECT_EQ(e.error.code, rpc::ErrorCode::NotFound);
+	}
+}
+
+TEST_F(ClientTest, EventTopics) {
+	auto c = connect();
+	auto& s = *c.session;
+	EXPECT_FALSE(s.wantsEvent("network.x"));
+	s.setEventTopics({"network.*", "tray.itemActivated"});
+	EXPECT_TRUE(s.wantsEvent("network.connectionFailed"));
+	EXPECT_TRUE(s.wantsEvent("tray.itemActivated"));
+	EXPECT_FALSE(s.wantsEvent("network"));
+	EXPECT_FALSE(s.wantsEvent("networkx.y"));
+	EXPECT_FALSE(s.wantsEvent("tray.other"));
+	s.setEventTopics({"*"});
+	EXPECT_TRUE(s.wantsEvent("anything"));
+	ClientLimits limits;
+	limits.maxEventTopics = 1;
+	auto d = connect(limits);
+	EXPECT_THROW(d.session->setEventTopics({"a", "b"}), rpc::RpcException);
+}
+
+TEST_F(ClientTest, AttachedResourcesGoAwayWithTheConnection) {
+	auto c = connect();
+	auto res = std::make_shared<int>(1);
+	std::weak_ptr<int> watch = res;
+	c.session->attach("hold", std::move(res));
+	EXPECT_TRUE(c.session->detach("hold"));
+	EXPECT_FALSE(c.session->detach("hold"));
+	EXPECT_TRUE(watch.expired());
+	auto res2 = std::make_shared<int>(2);
+	watch = res2;
+	c.session->attach("hold", std::move(res2));
+	c.session.reset();   // disconnect
+	EXPECT_TRUE(watch.expired());
+}
+
+TEST_F(ClientTest, UnsubscribeDropsQueuedChangesOfThatStream) {
+	ClientLimits limits;
+	auto c = connect(limits, 4096);
+	auto r = exchange(c, R"({"jsonrpc":"2.0","id":1,"method":"sub","params":{"paths":["/q"]}})");
+	uint64_t id = r.at(0)["result"]["subscription"];
+	for (int i = 0; i < 200; ++i) {
+		tree.set("/q/v", std::string(200, char('a' + i % 26)));
+		tree.flush();
+	}
+	settle();
+	EXPECT_GT(c.session->stats().queuedMessages, 0u);
+	c.session->unsubscribe(id);
+	EXPECT_LE(c.session->stats().queuedMessages, 1u);   // at most a half-written one
+}
