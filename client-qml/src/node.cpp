@@ -14,13 +14,20 @@ void QsdNode::storeSilently(const QVariantHash& values) {
 }
 
 void QsdNode::notify(const QString& key) {
-	const auto* meta = this->metaObject();
-	auto index = meta->indexOfProperty(key.toUtf8().constData());
-	if (index < 0) return;   // a key QQmlPropertyMap refused (it clashes with a QObject member)
-	auto signal = meta->property(index).notifySignalIndex();
+	auto it = this->mNotifySignals.constFind(key);
+	if (it == this->mNotifySignals.cend()) {
+		this->mNotifySignals.clear();
+		const auto* meta = this->metaObject();
+		for (auto i = meta->propertyOffset(); i < meta->propertyCount(); ++i) {
+			auto property = meta->property(i);
+			this->mNotifySignals.insert(QString::fromUtf8(property.name()), property.notifySignalIndex());
+		}
+		it = this->mNotifySignals.constFind(key);
+		if (it == this->mNotifySignals.cend()) return;   // a key QQmlPropertyMap refused (clashes with a QObject member)
+	}
 	// QQmlPropertyMap's own properties notify through these dynamic signals; emitting one is
 	// exactly what an ordinary insert() would have done, just later.
-	if (signal >= 0) QMetaObject::activate(this, signal, nullptr);
+	if (*it >= 0) QMetaObject::activate(this, *it, nullptr);
 }
 
 void QsdNode::setChild(const QString& key, QsdNode* child) { this->mChildren.insert(key, child); }

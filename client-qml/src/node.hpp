@@ -41,6 +41,9 @@ protected:
 private:
 	std::string mPath;
 	QHash<QString, QsdNode*> mChildren;
+	// Property name -> notify signal index. QMetaObject::indexOfProperty is a linear scan, which
+	// made notifying every key of a large object quadratic; rebuilt whenever a key is missing.
+	QHash<QString, int> mNotifySignals;
 };
 
 } // namespace qsd::qml
