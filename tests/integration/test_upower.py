@@ -1,0 +1,496 @@
+"""The upower backend against python-dbusmock's upower and power_profiles_daemon templates on a
+private system bus. Every assertion goes through the socket (the test client's mirror of its
+subscription, or a call), the mocks are driven through org.freedesktop.DBus.Mock, and what qsd
+asked the mocks is read from their call logs."""
+
+import json
+import os
+import signal
+
+import pytest
+
+from qsdtest import RpcError, pointer_get, wait_until
+
+UP = "org.freedesktop.UPower"
+UP_PATH = "/org/freedesktop/UPower"
+DEV_IFACE = "org.freedesktop.UPower.Device"
+DISPLAY = UP_PATH + "/devices/DisplayDevice"
+MOCK = "org.freedesktop.DBus.Mock"
+HADESS = ("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles", "net.hadess.PowerProfiles")
+NEW_PPD = ("org.freedesktop.UPower.PowerProfiles", "/org/freedesktop/UPower/PowerProfiles",
+           "org.freedesktop.UPower.PowerProfiles")
+
+
+def dbus_mod():
+    import dbus  # noqa: only under /usr/bin/python3
+    return dbus
+
+
+def up_mock(env):
+    bus = env.dbus()
+    return dbus_mod().Interface(bus.get_object(UP, UP_PATH), MOCK)
+
+
+def ppd_obj(env, svc=HADESS):
+    return env.dbus().get_object(svc[0], svc[1])
+
+
+def start_upower(env, **params):
+    p = {"OnBattery": True, "DaemonVersion": "0.99.20", "GetCriticalAction": "PowerOff"}
+    p.update(params)
+    return env.start_mock("upower", p, name=UP)
+
+
+def start_hadess(env, **params):
+    return env.start_mock("power_profiles_daemon", params or None, name=HADESS[0])
+
+
+NEW_PPD_TEMPLATE = """
+# power-profiles-daemon 0.20+ on its newer bus name. python-dbusmock's own template only knows
+# net.hadess.PowerProfiles; a template (rather than calls after start-up) makes the object
+# complete before the mock answers its first call.
+import dbus
+BUS_NAME = "org.freedesktop.UPower.PowerProfiles"
+MAIN_OBJ = "/org/freedesktop/UPower/PowerProfiles"
+MAIN_IFACE = "org.freedesktop.UPower.PowerProfiles"
+SYSTEM_BUS = True
+
+def load(mock, parameters):
+    profiles = parameters.get("Profiles", ["power-saver", "balanced", "performance"])
+    mock.AddProperties(MAIN_IFACE, dbus.Dictionary({
+        "ActiveProfile": parameters.get("ActiveProfile", "balanced"),
+        "PerformanceDegraded": "",
+        "Profiles": dbus.Array([dbus.Dictionary({"Profile": p, "Driver": "dbusmock"}, signature="sv")
+                                for p in profiles], signature="a{sv}"),
+        "Actions": dbus.Array([], signature="s"),
+        "ActiveProfileHolds": dbus.Array([], signature="a{sv}"),
+        "Version": "0.21",
+    }, signature="sv"))
+    mock.AddMethods(MAIN_IFACE, [
+        ("HoldProfile", "sss", "u", "ret = 7"),
+        ("ReleaseProfile", "u", "", ""),
+    ])
+"""
+
+
+def start_new_ppd(env, active="balanced"):
+    path = os.path.join(env.dir, "new_ppd_template.py")
+    with open(path, "w") as f:
+        f.write(NEW_PPD_TEMPLATE)
+    from qsdtest import PY
+    p = env.spawn([PY, "-m", "dbusmock", "--system", "-t", path, "-p", json.dumps({"ActiveProfile": active})],
+                  "mock-new-ppd-%d" % len(env.procs))
+    env.wait_bus_name(NEW_PPD[0])
+    return p
+
+
+def add_battery(env, name="BAT0", pct=73.5, seconds=7200):
+    return up_mock(env).AddDischargingBattery(name, "Mock Battery", pct, seconds)
+
+
+def add_mouse(env, name="mouse_hidpp"):
+    """A peripheral: a mouse battery, not a power supply (UPower Type 5)."""
+    dbus = dbus_mod()
+    path = UP_PATH + "/devices/" + name
+    mock = up_mock(env)
+    mock.AddObject(path, DEV_IFACE, {
+        "Type": dbus.UInt32(5), "PowerSupply": False, "IsPresent": True, "Model": "MX Master 3",
+        "Vendor": "Logitech", "Percentage": dbus.Double(55.0), "State": dbus.UInt32(2),
+        "BatteryLevel": dbus.UInt32(1), "NativePath": "hidpp_battery_0", "Serial": "4c-a1-2f",
+    }, dbus.Array([], signature="(ssss)"))
+    mock.EmitSignal(UP, "DeviceAdded", "o", [dbus.ObjectPath(path)])
+    return path
+
+
+def setup_display(env, pct=73.5, state=2):
+    up_mock(env).SetupDisplayDevice(2, state, pct, 36.7, 50.0, 12.3, 7200, 0, True, "battery-good-symbolic", 3)
+
+
+def watch(env, *paths):
+    c = env.client()
+    sub = c.subscribe(list(paths) or ["/power"])
+    return c, sub
+
+
+def power(c, sub):
+    return c.mirror(sub)["power"]
+
+
+def method_calls(obj, method):
+    return [list(args) for _, args in dbus_mod().Interface(obj, MOCK).GetMethodCalls(method)]
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    p.wait(10)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def test_enumeration_at_start(env):
+    start_upower(env)
+    start_hadess(env)
+    add_battery(env)
+    up_mock(env).AddAC("line_power_AC", "Mock AC")
+    add_mouse(env)
+    setup_display(env)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env, "/power", "/daemon/backends/upower")
+    c.wait_value(sub, "/power/available", True)
+    c.wait_value(sub, "/power/profiles/available", True)
+    c.wait_value(sub, "/daemon/backends/upower/state", "running")
+    p = power(c, sub)
+    assert p["onBattery"] is True
+    assert p["lidIsPresent"] is True and p["lidIsClosed"] is False
+    assert p["criticalAction"] == "powerOff"
+    assert p["daemonVersion"] == "0.99.20"
+    assert set(p["devices"]) == {"BAT0", "line_power_AC", "mouse_hidpp"}
+    bat = p["devices"]["BAT0"]
+    assert bat["type"] == "battery" and bat["state"] == "discharging"
+    assert bat["percentage"] == pytest.approx(0.735)
+    assert bat["timeToEmpty"] == 7200 and bat["timeToFull"] == 0
+    assert bat["isLaptopBattery"] is True and bat["powerSupply"] is True
+    assert bat["model"] == "Mock Battery"
+    mouse = p["devices"]["mouse_hidpp"]
+    assert mouse["type"] == "mouse" and mouse["isLaptopBattery"] is False and mouse["vendor"] == "Logitech"
+    assert mouse["batteryLevel"] == "none" and mouse["serial"] == "4c-a1-2f"
+    assert p["devices"]["line_power_AC"]["online"] is True
+    # The display device is not a device, and it is on the 0..1 scale too.
+    assert "DisplayDevice" not in p["devices"]
+    d = p["displayDevice"]
+    assert d["percentage"] == pytest.approx(0.735) and d["warningLevel"] == "low"
+    assert d["iconName"] == "battery-good-symbolic" and d["changeRate"] == pytest.approx(12.3)
+    # Every device carries every field of the schema.
+    schema = c.call("rpc.discover")["components"]["schemas"]
+    fields = set(schema["PowerDevice"]["required"])
+    for dev in list(p["devices"].values()) + [d]:
+        assert set(dev) == fields
+    prof = p["profiles"]
+    assert prof["profile"] == "balanced"
+    assert prof["profiles"] == ["powerSaver", "balanced", "performance"]
+    assert prof["hasPerformanceProfile"] is True
+    assert prof["degradationReason"] == "none"
+    assert prof["holds"] == {}
+    assert prof["busName"] == HADESS[0]
+    # The API description knows the domain and its actions.
+    doc = c.call("rpc.discover")
+    names = {m["name"] for m in doc["methods"]}
+    assert {"power.setProfile", "power.holdProfile", "power.releaseProfile"} <= names
+    assert "power" in doc["components"]["schemas"]["Tree"]["properties"]
+
+
+def test_devices_added_and_removed_at_runtime(env):
+    start_upower(env)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/available", True)
+    assert power(c, sub)["devices"] == {}
+    bat = add_battery(env, "battery_BAT1", 40.0, 3600)
+    c.wait_value(sub, "/power/devices/battery_BAT1/percentage", 0.4)
+    mouse = add_mouse(env)
+    c.wait_value(sub, "/power/devices/mouse_hidpp/type", "mouse")
+    # A device appears complete: its first patch carries every field.
+    adds = [ch for n in c.notifications if n["method"] == "tree.changed" for ch in n["params"]["changes"]
+            if ch["path"] == "/power/devices/mouse_hidpp"]
+    assert adds and adds[0]["op"] == "add" and adds[0]["value"]["percentage"] == pytest.approx(0.55)
+    up_mock(env).RemoveDevice(mouse)
+    c.wait_for(lambda: "mouse_hidpp" not in power(c, sub)["devices"], what="mouse removed")
+    up_mock(env).RemoveDevice(bat)
+    c.wait_for(lambda: power(c, sub)["devices"] == {}, what="battery removed")
+    # Removing what is not there, or adding twice, is harmless.
+    dbus = dbus_mod()
+    up_mock(env).EmitSignal(UP, "DeviceRemoved", "o", [dbus.ObjectPath(UP_PATH + "/devices/nothing")])
+    add_battery(env, "battery_BAT1", 41.0, 3600)
+    up_mock(env).EmitSignal(UP, "DeviceAdded", "o", [dbus.ObjectPath(UP_PATH + "/devices/battery_BAT1")])
+    c.wait_value(sub, "/power/devices/battery_BAT1/percentage", 0.41)
+    c.pump(0.2)
+    assert list(power(c, sub)["devices"]) == ["battery_BAT1"]
+
+
+def test_property_changes(env):
+    start_upower(env)
+    add_battery(env)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/devices/BAT0/percentage", 0.735)
+    dbus = dbus_mod()
+    c.notifications.clear()
+    up_mock(env).SetDeviceProperties(UP_PATH + "/devices/BAT0",
+                                     {"Percentage": dbus.Double(42.0), "State": dbus.UInt32(1, variant_level=1)})
+    c.wait_value(sub, "/power/devices/BAT0/percentage", 0.42)
+    c.wait_value(sub, "/power/devices/BAT0/state", "charging")
+    # Changes address single fields, not the whole device.
+    paths = {ch["path"] for n in c.notifications if n["method"] == "tree.changed" for ch in n["params"]["changes"]}
+    assert paths == {"/power/devices/BAT0/percentage", "/power/devices/BAT0/state"}
+    env.gdbus("-d", UP, "-o", UP_PATH, "-m", "org.freedesktop.DBus.Properties.Set", UP, "OnBattery", "<false>")
+    c.wait_value(sub, "/power/onBattery", False)
+    env.gdbus("-d", UP, "-o", UP_PATH, "-m", "org.freedesktop.DBus.Mock.UpdateProperties", UP,
+              "{'LidIsClosed': <true>}")
+    c.wait_value(sub, "/power/lidIsClosed", True)
+    # A property the device did not have before, and an enum outside UPower's table.
+    env.gdbus("-d", UP, "-o", UP_PATH + "/devices/BAT0", "-m", MOCK + ".AddProperty", DEV_IFACE, "Capacity", "<0.0>")
+    env.gdbus("-d", UP, "-o", UP_PATH + "/devices/BAT0", "-m", MOCK + ".AddProperty", DEV_IFACE, "Technology",
+              "<uint32 1>")
+    env.gdbus("-d", UP, "-o", UP_PATH + "/devices/BAT0", "-m", MOCK + ".UpdateProperties", DEV_IFACE,
+              "{'Capacity': <87.5>, 'Technology': <uint32 99>}")
+    c.wait_value(sub, "/power/devices/BAT0/healthPercentage", 0.875)
+    assert power(c, sub)["devices"]["BAT0"]["healthSupported"] is True
+    assert power(c, sub)["devices"]["BAT0"]["technology"] == "unknown"
+
+
+def test_display_device(env):
+    start_upower(env)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/available", True)
+    d = power(c, sub)["displayDevice"]
+    assert d["type"] == "unknown" and d["isPresent"] is False and d["percentage"] == 0
+    setup_display(env, 61.0, 1)
+    c.wait_value(sub, "/power/displayDevice/percentage", 0.61)
+    c.wait_value(sub, "/power/displayDevice/state", "charging")
+    c.wait_value(sub, "/power/displayDevice/isPresent", True)
+    assert power(c, sub)["devices"] == {}
+    r = c.call("tree.get", {"path": "/power/displayDevice/percentage"})
+    assert r["value"] == pytest.approx(0.61)
+
+
+def test_set_profile(env):
+    start_hadess(env)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/profiles/available", True)
+    assert power(c, sub)["available"] is False  # no UPower: its part is unavailable, profiles are not
+    assert c.call("power.setProfile", {"profile": "powerSaver"}) == {"profile": "powerSaver"}
+    c.wait_value(sub, "/power/profiles/profile", "powerSaver")
+    props = dbus_mod().Interface(ppd_obj(env), "org.freedesktop.DBus.Properties")
+    assert props.Get(HADESS[2], "ActiveProfile") == "power-saver"
+    # The daemon's spelling is accepted too.
+    c.call("power.setProfile", {"profile": "performance"})
+    c.wait_value(sub, "/power/profiles/profile", "performance")
+    assert props.Get(HADESS[2], "ActiveProfile") == "performance"
+    # A change made by someone else arrives.
+    props.Set(HADESS[2], "ActiveProfile", "balanced")
+    c.wait_value(sub, "/power/profiles/profile", "balanced")
+    dbus_mod().Interface(ppd_obj(env), MOCK).UpdateProperties(HADESS[2], {"PerformanceDegraded": "lap-detected"})
+    c.wait_value(sub, "/power/profiles/degradationReason", "lapDetected")
+
+    with pytest.raises(RpcError) as e:
+        c.call("power.setProfile", {"profile": "turbo"})
+    assert e.value.code == -32602 and e.value.data["param"] == "profile"
+    with pytest.raises(RpcError) as e:
+        c.call("power.setProfile", {})
+    assert e.value.code == -32602 and e.value.data["param"] == "profile"
+
+    # A machine without the performance profile refuses it clearly.
+    dbus = dbus_mod()
+    dbus.Interface(ppd_obj(env), MOCK).UpdateProperties(HADESS[2], {"Profiles": dbus.Array(
+        [dbus.Dictionary({"Profile": x, "Driver": "placeholder"}, signature="sv") for x in ("power-saver", "balanced")],
+        signature="a{sv}")})
+    c.wait_value(sub, "/power/profiles/hasPerformanceProfile", False)
+    assert power(c, sub)["profiles"]["profiles"] == ["powerSaver", "balanced"]
+    before = len(method_calls(ppd_obj(env), "Set"))
+    for method, params in (("power.setProfile", {"profile": "performance"}),
+                           ("power.holdProfile", {"profile": "performance", "reason": "x"})):
+        with pytest.raises(RpcError) as e:
+            c.call(method, params)
+        assert e.value.code == -32602
+        assert e.value.data["param"] == "profile"
+        assert "not available" in e.value.message
+        assert e.value.data["available"] == ["powerSaver", "balanced"]
+    assert len(method_calls(ppd_obj(env), "Set")) == before
+
+
+def test_holds_belong_to_the_client_connection(env):
+    start_hadess(env)
+    env.start_qsd(backends=["upower"])
+    watcher, sub = watch(env)
+    watcher.wait_value(sub, "/power/profiles/available", True)
+    holder = env.client()
+    r = holder.call("power.holdProfile", {"profile": "performance", "reason": "game running",
+                                          "applicationId": "org.example.Game"})
+    cookie = r["cookie"]
+    assert isinstance(cookie, int) and cookie > 0
+    obj = ppd_obj(env)
+    assert method_calls(obj, "HoldProfile") == [["performance", "game running", "org.example.Game"]]
+    watcher.wait_value(sub, "/power/profiles/holds", {"org.example.Game:performance": {
+        "profile": "performance", "applicationId": "org.example.Game", "reason": "game running"}})
+
+    # Another connection cannot release it.
+    with pytest.raises(RpcError) as e:
+        watcher.call("power.releaseProfile", {"cookie": cookie})
+    assert e.value.code == -32001 and e.value.data["param"] == "cookie"
+
+    # Explicit release.
+    holder.call("power.releaseProfile", {"cookie": cookie})
+    wait_until(lambda: len(method_calls(obj, "ReleaseProfile")) == 1, what="ReleaseProfile")
+    watcher.wait_value(sub, "/power/profiles/holds", {})
+    with pytest.raises(RpcError) as e:
+        holder.call("power.releaseProfile", {"cookie": cookie})
+    assert e.value.code == -32001
+
+    # A client that goes away releases what it held, and only that.
+    r1 = holder.call("power.holdProfile", {"profile": "power-saver", "reason": "battery", "applicationId": "a"})
+    keeper = env.client()
+    keeper.call("power.holdProfile", {"profile": "performance", "reason": "render", "applicationId": "b"})
+    watcher.wait_for(lambda: len(power(watcher, sub)["profiles"]["holds"] or {}) == 2, what="two holds")
+    holder.close()
+    wait_until(lambda: len(method_calls(obj, "ReleaseProfile")) == 2, what="ReleaseProfile on disconnect")
+    watcher.wait_value(sub, "/power/profiles/holds", {"b:performance": {
+        "profile": "performance", "applicationId": "b", "reason": "render"}})
+    assert r1["cookie"] != cookie
+    # The mock numbers its cookies 1, 2, 3 in order: the disconnect released the second.
+    assert [c[0] for c in method_calls(obj, "ReleaseProfile")] == [1, 2]
+    keeper.close()
+    wait_until(lambda: len(method_calls(obj, "ReleaseProfile")) == 3, what="ReleaseProfile of the keeper")
+
+
+def test_upower_restart(env):
+    up = start_upower(env)
+    start_hadess(env)
+    add_battery(env)
+    setup_display(env)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env, "/power", "/daemon/backends/upower")
+    c.wait_value(sub, "/power/devices/BAT0/percentage", 0.735)
+    for _ in range(2):
+        stop(up)
+        c.wait_value(sub, "/power/available", False)
+        p = power(c, sub)
+        assert set(p) == {"available", "profiles"}  # content removed, profiles untouched
+        assert p["profiles"]["available"] is True
+        assert c.call("power.setProfile", {"profile": "balanced"}) == {"profile": "balanced"}
+        up = start_upower(env, OnBattery=False)
+        add_battery(env, "BAT0", 50.0, 100)
+        setup_display(env, 50.0)
+        c.wait_value(sub, "/power/available", True)
+        c.wait_value(sub, "/power/devices/BAT0/percentage", 0.5)
+        c.wait_value(sub, "/power/displayDevice/percentage", 0.5)
+        p = power(c, sub)
+        assert p["onBattery"] is False and p["criticalAction"] == "powerOff"
+        assert c.mirror(sub)["daemon"]["backends"]["upower"]["state"] == "running"
+    assert env.daemon.poll() is None
+
+
+def test_ppd_restart_keeps_client_holds(env):
+    start_upower(env)
+    ppd = start_hadess(env)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/profiles/available", True)
+    cookie = c.call("power.holdProfile", {"profile": "performance", "reason": "game", "applicationId": "g"})["cookie"]
+    c.wait_for(lambda: power(c, sub)["profiles"].get("holds"), what="hold shown")
+    stop(ppd)
+    c.wait_value(sub, "/power/profiles", {"available": False})
+    assert power(c, sub)["available"] is True  # UPower's part is untouched
+    with pytest.raises(RpcError) as e:
+        c.call("power.setProfile", {"profile": "balanced"})
+    assert e.value.code == -32000
+    with pytest.raises(RpcError) as e:
+        c.call("power.holdProfile", {"profile": "balanced"})
+    assert e.value.code == -32000
+    start_hadess(env, ActiveProfile="power-saver")
+    c.wait_value(sub, "/power/profiles/available", True)
+    c.wait_value(sub, "/power/profiles/profile", "powerSaver")
+    # The hold was made again with the new instance, and the client's cookie still works.
+    wait_until(lambda: method_calls(ppd_obj(env), "HoldProfile") == [["performance", "game", "g"]], what="re-hold")
+    c.wait_value(sub, "/power/profiles/holds/g:performance/profile", "performance")
+    c.call("power.releaseProfile", {"cookie": cookie})
+    wait_until(lambda: len(method_calls(ppd_obj(env), "ReleaseProfile")) == 1, what="release")
+    c.wait_value(sub, "/power/profiles/holds", {})
+
+
+def test_no_services(env):
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env, "/power", "/daemon/backends/upower")
+    c.wait_value(sub, "/daemon/backends/upower/state", "unavailable")
+    assert power(c, sub) == {"available": False, "profiles": {"available": False}}
+    with pytest.raises(RpcError) as e:
+        c.call("power.setProfile", {"profile": "balanced"})
+    assert e.value.code == -32000
+    with pytest.raises(RpcError) as e:
+        c.call("power.releaseProfile", {"cookie": 5})
+    assert e.value.code == -32001
+    # Services that come later are picked up.
+    start_upower(env)
+    start_hadess(env)
+    c.wait_value(sub, "/power/available", True)
+    c.wait_value(sub, "/power/profiles/available", True)
+    c.wait_value(sub, "/daemon/backends/upower/state", "running")
+
+
+def test_wrong_types_degrade_and_log_once(env):
+    start_upower(env)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/available", True)
+    dbus = dbus_mod()
+    path = UP_PATH + "/devices/battery_odd"
+    mock = up_mock(env)
+    mock.AddObject(path, DEV_IFACE, {
+        "Type": dbus.UInt32(2), "PowerSupply": True, "Percentage": "73%",  # s instead of d
+        "State": dbus.UInt32(2), "Model": "Odd", "TimeToEmpty": dbus.Int64(60),
+    }, dbus.Array([], signature="(ssss)"))
+    mock.EmitSignal(UP, "DeviceAdded", "o", [dbus.ObjectPath(path)])
+    c.wait_value(sub, "/power/devices/battery_odd/model", "Odd")
+    dev = power(c, sub)["devices"]["battery_odd"]
+    assert dev["percentage"] is None
+    assert dev["state"] == "discharging" and dev["isLaptopBattery"] is True
+    # More changes to it: still one log line, and the good fields keep updating.
+    for i in range(3):
+        env.gdbus("-d", UP, "-o", path, "-m", MOCK + ".UpdateProperties", DEV_IFACE,
+                  "{'Percentage': <'%d%%'>, 'TimeToEmpty': <int64 %d>}" % (70 - i, 100 + i))
+    c.wait_value(sub, "/power/devices/battery_odd/timeToEmpty", 102)
+    # And the wrong type on the daemon object and on power-profiles-daemon's.
+    env.gdbus("-d", UP, "-o", UP_PATH, "-m", MOCK + ".UpdateProperties", UP, "{'OnBattery': <'yes'>}")
+    c.wait_value(sub, "/power/onBattery", None)
+    start_hadess(env)
+    c.wait_value(sub, "/power/profiles/available", True)
+    dbus.Interface(ppd_obj(env), MOCK).UpdateProperties(HADESS[2], {"ActiveProfile": dbus.UInt32(3)})
+    c.wait_value(sub, "/power/profiles/profile", None)
+    # Fixed by the peer: the field comes back.
+    env.gdbus("-d", UP, "-o", path, "-m", MOCK + ".UpdateProperties", DEV_IFACE, "{'Percentage': <64.0>}")
+    c.wait_value(sub, "/power/devices/battery_odd/percentage", 0.64)
+    assert c.call("hello")["protocol"] == 1
+    log = env.qsd_log()
+    assert log.count("property Percentage has the unexpected D-Bus type 's'") == 1, log
+    assert log.count("property OnBattery") == 1, log
+    assert log.count("property ActiveProfile") == 1, log
+    assert env.daemon.poll() is None
+
+
+def test_new_ppd_name_preferred(env):
+    start_hadess(env, ActiveProfile="power-saver")
+    start_new_ppd(env, active="performance")
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/profiles/busName", NEW_PPD[0])
+    p = power(c, sub)["profiles"]
+    assert p["profile"] == "performance" and p["daemonVersion"] == "0.21"
+    c.call("power.setProfile", {"profile": "balanced"})
+    props = dbus_mod().Interface(env.dbus().get_object(NEW_PPD[0], NEW_PPD[1]), "org.freedesktop.DBus.Properties")
+    assert props.Get(NEW_PPD[2], "ActiveProfile") == "balanced"
+    c.wait_value(sub, "/power/profiles/profile", "balanced")
+    # The hadess instance was not touched.
+    hadess = dbus_mod().Interface(ppd_obj(env), "org.freedesktop.DBus.Properties")
+    assert hadess.Get(HADESS[2], "ActiveProfile") == "power-saver"
+    cookie = c.call("power.holdProfile", {"profile": "performance", "applicationId": "x"})["cookie"]
+    assert method_calls(env.dbus().get_object(NEW_PPD[0], NEW_PPD[1]), "HoldProfile") == [["performance", "", "x"]]
+    c.call("power.releaseProfile", {"cookie": cookie})
+    wait_until(lambda: method_calls(env.dbus().get_object(NEW_PPD[0], NEW_PPD[1]), "ReleaseProfile") == [[7]],
+               what="release with the daemon's cookie")
+
+
+def test_falls_back_to_the_hadess_name(env):
+    new = start_new_ppd(env, active="performance")
+    start_hadess(env, ActiveProfile="power-saver")
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/profiles/busName", NEW_PPD[0])
+    stop(new)
+    c.wait_value(sub, "/power/profiles/busName", HADESS[0])
+    c.wait_value(sub, "/power/profiles/profile", "powerSaver")
+    assert power(c, sub)["profiles"]["available"] is True
+    start_new_ppd(env, active="balanced")
+    c.wait_value(sub, "/power/profiles/busName", NEW_PPD[0])
+    c.wait_value(sub, "/power/profiles/profile", "balanced")
