@@ -26,7 +26,12 @@ public:
 	explicit QsdDaemon(QStringList extraArgs = {}, QObject* parent = nullptr)
 	    : QObject(parent), mExtraArgs(std::move(extraArgs)) {
 		this->mSocketPath = this->mDir.path() + QStringLiteral("/qsd.sock");
+		// A daemon started by the caller (with its backends, on its private buses):
+		// QSD_QML_EXTERNAL_DAEMON=1 and QSD_SOCKET. start() then only checks it is there.
+		if (external()) this->mSocketPath = qEnvironmentVariable("QSD_SOCKET");
 	}
+
+	static bool external() { return qEnvironmentVariable("QSD_QML_EXTERNAL_DAEMON") == QStringLiteral("1"); }
 	~QsdDaemon() override { this->stop(); }
 
 	[[nodiscard]] QString socketPath() const { return this->mSocketPath; }
@@ -39,6 +44,11 @@ public:
 
 	/// Starts qsd and waits until its socket accepts connections.
 	Q_INVOKABLE bool start() {
+		if (external()) {
+			QLocalSocket probe;
+			probe.connectToServer(this->mSocketPath);
+			return probe.waitForConnected(2000);
+		}
 		if (this->running()) return true;
 		delete this->mProcess;
 		this->mProcess = new QProcess(this);
