@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""UPower: whole-process time of reading the display device's charge, three ways, in one run
+against python-dbusmock's upower template on a private system bus:
+
+  qsctl get /power/displayDevice/percentage --raw        (qsd answers from its tree)
+  busctl --system get-property org.freedesktop.UPower \\
+      /org/freedesktop/UPower/devices/DisplayDevice org.freedesktop.UPower.Device Percentage
+  upower -i /org/freedesktop/UPower/devices/DisplayDevice
+
+Each sample is fork + exec + exit of the command, measured around posix_spawn/waitpid with
+CLOCK_MONOTONIC; the three commands are run round-robin so background load falls on all of them
+alike. Prints median and p90 per command and the ratios to busctl (DESIGN.md target: qsctl get
+faster than busctl get-property for the same value).
+
+Note that busctl and upower ask the UPower service itself, here a Python mock, so part of their
+time is the mock's answer; qsctl never reaches UPower. That is the point of the daemon, and the
+reason to read the figures as "what a status bar pays per poll", not as a D-Bus benchmark.
+
+Usage: bench_upower.py [RUNS]   (default 200, 10 with QSD_BENCH_QUICK=1; QSD_BIN and QSCTL_BIN select the binaries,
+                                 default build/daemon/qsd and build/cli/qsctl)
+"""
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+BUILD = os.path.join(HERE, "..", "..", "build")
+os.environ.setdefault("QSD_BIN", os.path.join(BUILD, "daemon", "qsd"))
+os.environ.setdefault("QSCTL_BIN", os.path.join(BUILD, "cli", "qsctl"))
+
+import qsdtest  # noqa: E402
+from qsdtest import Env  # noqa: E402
+
+qsdtest.QSD = os.environ["QSD_BIN"]
+qsdtest.QSCTL = os.environ["QSCTL_BIN"]
+
+UP = "org.freedesktop.UPower"
+DISPLAY = "/org/freedesktop/UPower/devices/DisplayDevice"
+
+
+def percentile(values, p):
+    s = sorted(values)
+    k = (len(s) - 1) * p
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def run_once(argv, env):
+    """Wall time of one whole process, in ms (stdout/stderr to /dev/null)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        fa = [(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
+        t0 = time.monotonic_ns()
+        pid = os.posix_spawn(argv[0], argv, env, file_actions=fa)
+        _, status = os.waitpid(pid, 0)
+        t1 = time.monotonic_ns()
+    finally:
+        os.close(devnull)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{argv} failed with {status}")
+    return (t1 - t0) / 1e6
+
+
+def main():
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else (10 if os.environ.get("QSD_BENCH_QUICK") else 200)
+    e = Env(buses=True)
+    try:
+        e.start_mock("upower", {"OnBattery": True}, name=UP)
+        e.gdbus("-d", UP, "-o", "/org/freedesktop/UPower", "-m", "org.freedesktop.DBus.Mock.SetupDisplayDevice",
+                "2", "2", "73.5", "36.7", "50.0", "9.8", "7200", "0", "true", "battery-good-symbolic", "1")
+        e.start_qsd(backends=["upower"], debug_api=False)
+        c = e.client()
+        sub = c.subscribe(["/power/displayDevice/percentage"])
+        c.wait_value(sub, "/power/displayDevice/percentage", 0.735)
+        c.close()
+
+        env = dict(e.env)
+        env["QSD_SOCKET"] = e.socket
+        busctl = shutil.which("busctl") or "/usr/bin/busctl"
+        upower = shutil.which("upower") or "/usr/bin/upower"
+        commands = {
+            "qsctl get --raw": [os.path.abspath(qsdtest.QSCTL), "get", "/power/displayDevice/percentage", "--raw"],
+            "busctl get-property": [busctl, "--system", "get-property", UP, DISPLAY, UP + ".Device", "Percentage"],
+        }
+        if os.path.exists(upower):
+            commands["upower -i"] = [upower, "-i", DISPLAY]
+        else:
+            print("bench_upower: no upower CLI (apt-get install upower); skipping it", file=sys.stderr)
+
+        # Each command must give the value before it is timed.
+        for name, argv in commands.items():
+            out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+            ok = {"qsctl get --raw": lambda o: o.strip() == "0.735",
+                  "busctl get-property": lambda o: o.strip() == "d 73.5",
+                  "upower -i": lambda o: "73.5%" in o}[name]
+            if not ok(out):
+                raise RuntimeError(f"{name} printed {out!r}")
+            for _ in range(5):   # warm the page cache and the mock
+                run_once(argv, env)
+
+        samples = {name: [] for name in commands}
+        for _ in range(runs):
+            for name, argv in commands.items():
+                samples[name].append(run_once(argv, env))
+
+        base = statistics.median(samples["busctl get-property"])
+        base90 = percentile(samples["busctl get-property"], 0.9)
+        print(f"UPower display device percentage, whole process, {runs} runs each (ms):")
+        print(f"  {'command':<22} {'median':>8} {'p90':>8} {'median/busctl':>14} {'p90/busctl':>11}")
+        for name, s in samples.items():
+            med = statistics.median(s)
+            p90 = percentile(s, 0.9)
+            print(f"  {name:<22} {med:8.2f} {p90:8.2f} {med / base:14.2f} {p90 / base90:11.2f}")
+        qs = statistics.median(samples["qsctl get --raw"])
+        print(f"qsctl get vs busctl get-property: {'faster' if qs < base else 'NOT faster'} "
+              f"({qs:.2f} ms vs {base:.2f} ms median)")
+    finally:
+        e.close()
+
+
+if __name__ == "__main__":
+    main()
