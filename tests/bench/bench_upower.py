@@ -12,6 +12,9 @@ CLOCK_MONOTONIC; the three commands are run round-robin so background load falls
 alike. Prints median and p90 per command and the ratios to busctl (DESIGN.md target: qsctl get
 faster than busctl get-property for the same value).
 
+A fourth row, busctl reading a property of the bus daemon itself, is busctl's floor without
+any service answering.
+
 Note that busctl and upower ask the UPower service itself, here a Python mock, so part of their
 time is the mock's answer; qsctl never reaches UPower. That is the point of the daemon, and the
 reason to read the figures as "what a status bar pays per poll", not as a D-Bus benchmark.
@@ -88,6 +91,9 @@ def main():
             "qsctl get --raw": [os.path.abspath(qsdtest.QSCTL), "get", "/power/displayDevice/percentage", "--raw"],
             "busctl get-property": [busctl, "--system", "get-property", UP, DISPLAY, UP + ".Device", "Percentage"],
         }
+        # Reference: busctl's own floor, a property of the bus daemon (no Python mock answering).
+        commands["busctl (bus daemon)"] = [busctl, "--system", "get-property", "org.freedesktop.DBus",
+                                           "/org/freedesktop/DBus", "org.freedesktop.DBus", "Features"]
         if os.path.exists(upower):
             commands["upower -i"] = [upower, "-i", DISPLAY]
         else:
@@ -98,6 +104,7 @@ def main():
             out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
             ok = {"qsctl get --raw": lambda o: o.strip() == "0.735",
                   "busctl get-property": lambda o: o.strip() == "d 73.5",
+                  "busctl (bus daemon)": lambda o: o.startswith("as "),
                   "upower -i": lambda o: "73.5%" in o}[name]
             if not ok(out):
                 raise RuntimeError(f"{name} printed {out!r}")
