@@ -388,3 +388,26 @@ def test_actions_are_reachable_through_qsctl(world):
     world.wait("/network/wifiEnabled", False)
     out = world.env.qsctl("call", "network.connect", "device=wlan0", "network=Nowhere")
     assert out.returncode == 1 and "Nowhere" in out.stderr
+
+
+def test_actions_and_tree_are_described(world):
+    doc = world.c.call("rpc.discover")
+    names = {m["name"] for m in doc["methods"]}
+    for name in ["setWifiEnabled", "setConnectivityCheckEnabled", "checkConnectivity", "disconnectDevice",
+                 "setAutoconnect", "setManaged", "setScannerEnabled", "connect", "connectProfile", "disconnect",
+                 "forget", "getProfile", "updateProfile", "clearSecrets", "deleteProfile"]:
+        assert "network." + name in names
+    assert doc["components"]["schemas"]["Tree"]["properties"]["network"] == {"$ref": "#/components/schemas/NetworkDomain"}
+    assert any(e["name"] == "network.connectionFailed" for e in doc["x-events"])
+    # Every field the backend writes is in the schema.
+    schemas = doc["components"]["schemas"]
+    net = world.get("/network")
+    assert set(net) <= set(schemas["NetworkDomain"]["properties"])
+    for dev in net["devices"].values():
+        assert set(dev) <= set(schemas["NetworkDevice"]["properties"])
+        for n in dev["networks"].values():
+            assert set(n) <= set(schemas["Network"]["properties"])
+            for ap in n.get("accessPoints", {}).values():
+                assert set(ap) <= set(schemas["AccessPoint"]["properties"])
+    out = world.env.qsctl("describe", "network.connect")
+    assert out.returncode == 0 and "psk" in out.stdout
