@@ -3,6 +3,7 @@
 #include "client.hpp"
 #include "../log.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 
@@ -96,6 +97,14 @@ void Dispatcher::addAsync(std::string method, AsyncHandler handler) {
 void Dispatcher::remove(std::string_view method) { handlers_.erase(std::string(method)); }
 
 bool Dispatcher::has(std::string_view method) const { return handlers_.count(std::string(method)) > 0; }
+
+std::vector<std::string> Dispatcher::methods() const {
+	std::vector<std::string> names;
+	names.reserve(handlers_.size());
+	for (const auto& [name, _]: handlers_) names.push_back(name);
+	std::sort(names.begin(), names.end());
+	return names;
+}
 
 void Dispatcher::dispatch(ClientSession& client, std::string_view line) {
 	// Blank lines are keep-alives, not requests.

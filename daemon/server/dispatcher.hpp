@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace qsd {
 
@@ -62,6 +63,8 @@ public:
 	void addAsync(std::string method, AsyncHandler handler);
 	void remove(std::string_view method);
 	[[nodiscard]] bool has(std::string_view method) const;
+	// The registered method names, sorted (checked against the API description by the tests).
+	[[nodiscard]] std::vector<std::string> methods() const;
 
 	// Handles one received line from `client` (which must be owned by a shared_ptr).
 	void dispatch(ClientSession& client, std::string_view line);
