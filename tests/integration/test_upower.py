@@ -353,6 +353,7 @@ def test_upower_restart(env):
     env.start_qsd(backends=["upower"])
     c, sub = watch(env, "/power", "/daemon/backends/upower")
     c.wait_value(sub, "/power/devices/BAT0/percentage", 0.735)
+    c.wait_value(sub, "/power/profiles/available", True)
     for _ in range(2):
         stop(up)
         c.wait_value(sub, "/power/available", False)
@@ -377,6 +378,7 @@ def test_ppd_restart_keeps_client_holds(env):
     ppd = start_hadess(env)
     env.start_qsd(backends=["upower"])
     c, sub = watch(env)
+    c.wait_value(sub, "/power/available", True)
     c.wait_value(sub, "/power/profiles/available", True)
     cookie = c.call("power.holdProfile", {"profile": "performance", "reason": "game", "applicationId": "g"})["cookie"]
     c.wait_for(lambda: power(c, sub)["profiles"].get("holds"), what="hold shown")
