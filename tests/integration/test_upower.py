@@ -381,10 +381,13 @@ def test_ppd_restart_keeps_client_holds(env):
     c.wait_value(sub, "/power/available", True)
     c.wait_value(sub, "/power/profiles/available", True)
     cookie = c.call("power.holdProfile", {"profile": "performance", "reason": "game", "applicationId": "g"})["cookie"]
-    c.wait_for(lambda: power(c, sub)["profiles"].get("holds"), what="hold shown")
+    dropped = c.call("power.holdProfile", {"profile": "power-saver", "reason": "dropped", "applicationId": "d"})
+    c.wait_for(lambda: len(power(c, sub)["profiles"].get("holds") or {}) == 2, what="holds shown")
     stop(ppd)
     c.wait_value(sub, "/power/profiles", {"available": False})
     assert power(c, sub)["available"] is True  # UPower's part is untouched
+    # Released while the daemon is away: not made again when it returns.
+    assert c.call("power.releaseProfile", {"cookie": dropped["cookie"]}) == {"cookie": dropped["cookie"]}
     with pytest.raises(RpcError) as e:
         c.call("power.setProfile", {"profile": "balanced"})
     assert e.value.code == -32000
