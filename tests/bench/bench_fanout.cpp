@@ -1,0 +1,129 @@
+// Fan-out latency: one change, N subscribers (1, 16, 64, 256) of a real qsd over its socket.
+//
+// N connections subscribe to /debug/fanout; a writer connection repeatedly sends
+// debug.set /debug/fanout/seq = i and this program waits until every subscriber has read the
+// tree.changed carrying i. Times are taken on CLOCK_MONOTONIC in this (single-threaded, epoll)
+// client: t0 just before the request is written, and for each subscriber the moment the read
+// that completed its line returned. Reported per change:
+//   send→first : request written → first subscriber has the line (daemon read + dispatch +
+//                flush + first subscriber's write + wake-up of this client)
+//   send→last  : request written → last subscriber has the line
+//   first→last : the fan-out spread (DESIGN target: ≤ 1 ms with 64 subscribers)
+// The client reads each ready socket with one recv (~1-2 µs), faster than the daemon writes a
+// notification, so arrival times follow the daemon's writes rather than this reader.
+// "qsd CPU" is the daemon's own CPU time per change (from /proc/<pid>/schedstat), which does not
+// depend on how busy the machine is: on an idle core, first->last approaches it.
+
+#include "bench_util.hpp"
+
+#include <sys/epoll.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using bench::json;
+using bench::nowNs;
+using bench::percentile;
+
+// Extracts the integer after "value": in a tree.changed line; -1 when absent.
+long long valueIn(const std::string& line) {
+	auto pos = line.rfind("\"value\":");
+	if (pos == std::string::npos) return -1;
+	return std::strtoll(line.c_str() + pos + 8, nullptr, 10);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+	bool quick = bench::quickMode(argc, argv);
+	std::vector<int> counts = quick ? std::vector<int>{1, 16} : std::vector<int>{1, 16, 64, 256};
+
+	std::printf("# fan-out: one debug.set, N subscribers of /debug/fanout (real qsd, µs)\n");
+	std::printf("%6s %7s | %-26s | %-26s | %-26s | %8s %8s\n", "subs", "changes", "send->first p50/p99", "send->last p50/p99/max",
+	            "first->last p50/p99/max", "qsd CPU", "per sub");
+	for (int n: counts) {
+		bench::Daemon daemon;
+		bench::Conn writer(daemon.socket());
+		writer.call("debug.set", {{"path", "/debug/fanout"}, {"value", {{"seq", -1}}}});
+		std::vector<std::unique_ptr<bench::Conn>> subs;
+		for (int i = 0; i < n; ++i) {
+			subs.push_back(std::make_unique<bench::Conn>(daemon.socket()));
+			bench::subscribe(*subs.back(), {"/debug/fanout"});
+		}
+		int ep = epoll_create1(EPOLL_CLOEXEC);
+		for (int i = 0; i < n; ++i) {
+			subs[size_t(i)]->setNonBlocking();
+			epoll_event ev{};
+			ev.events = EPOLLIN;
+			ev.data.u32 = uint32_t(i);
+			epoll_ctl(ep, EPOLL_CTL_ADD, subs[size_t(i)]->fd(), &ev);
+		}
+		int warmup = quick ? 5 : 50;
+		int iterations = quick ? 20 : (n <= 16 ? 2000 : (n == 64 ? 1000 : 400));
+		std::vector<double> toFirst, toLast, spread;
+		std::vector<uint64_t> arrived(static_cast<size_t>(n));
+		std::vector<epoll_event> events(static_cast<size_t>(n));
+		char buf[16 << 10];
+		uint64_t writerId = 1000;
+		uint64_t cpuStart = 0;
+		for (int it = 0; it < warmup + iterations; ++it) {
+			if (it == warmup) cpuStart = daemon.stats().runtimeNs;
+			std::string req = json{{"jsonrpc", "2.0"}, {"id", ++writerId}, {"method", "debug.set"},
+			                       {"params", {{"path", "/debug/fanout/seq"}, {"value", it}}}}
+			                      .dump() +
+			                  "\n";
+			std::fill(arrived.begin(), arrived.end(), 0);
+			int remaining = n;
+			uint64_t t0 = nowNs();
+			writer.send(req);
+			while (remaining > 0) {
+				int r = epoll_wait(ep, events.data(), n, 5000);
+				if (r <= 0) bench::die("timed out waiting for subscribers (" + std::to_string(remaining) + " left)");
+				for (int e = 0; e < r; ++e) {
+					auto idx = events[size_t(e)].data.u32;
+					auto& c = *subs[idx];
+					for (;;) {
+						ssize_t got = ::recv(c.fd(), buf, sizeof buf, 0);
+						if (got <= 0) break;
+						uint64_t t = nowNs();
+						c.buffer().append(buf, size_t(got));
+						size_t nl;
+						while ((nl = c.buffer().find('\n')) != std::string::npos) {
+							std::string line = c.buffer().substr(0, nl);
+							c.buffer().erase(0, nl + 1);
+							if (valueIn(line) == it && arrived[idx] == 0) {
+								arrived[idx] = t;
+								--remaining;
+							}
+						}
+					}
+				}
+			}
+			// The writer's answer (sent before the flush) is consumed outside the timed part.
+			if (!writer.readLine()) bench::die("no answer to debug.set");
+			if (it < warmup) continue;
+			uint64_t first = *std::min_element(arrived.begin(), arrived.end());
+			uint64_t last = *std::max_element(arrived.begin(), arrived.end());
+			toFirst.push_back(double(first - t0) / 1000.0);
+			toLast.push_back(double(last - t0) / 1000.0);
+			spread.push_back(double(last - first) / 1000.0);
+		}
+		double cpuPerChange = double(daemon.stats().runtimeNs - cpuStart) / 1000.0 / iterations;
+		::close(ep);
+		auto cell3 = [](const std::vector<double>& v) {
+			char b[64];
+			std::snprintf(b, sizeof b, "%.0f / %.0f / %.0f", percentile(v, 50), percentile(v, 99), percentile(v, 100));
+			return std::string(b);
+		};
+		char firstCell[64];
+		std::snprintf(firstCell, sizeof firstCell, "%.0f / %.0f", percentile(toFirst, 50), percentile(toFirst, 99));
+		std::printf("%6d %7d | %-26s | %-26s | %-26s | %8.0f %8.1f\n", n, iterations, firstCell, cell3(toLast).c_str(),
+		            cell3(spread).c_str(), cpuPerChange, cpuPerChange / n);
+		std::fflush(stdout);
+	}
+	return 0;
+}
