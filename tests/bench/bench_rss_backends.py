@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""RSS of qsd with every compiled-in backend running against its service, idle and with 64
+whole-tree subscribers (DESIGN.md target: <= 10 MiB with all backends and 64 subscribers).
+
+The services are python-dbusmock's NetworkManager (a Wi-Fi device with 4 access points, a
+wired device, saved profiles, an active connection), UPower (a discharging battery) and
+power-profiles-daemon, on private system and session buses started here. Backends whose
+service is not there (PipeWire, tray, ...) run and report it in /daemon/backends.
+
+Usage: bench_rss_backends.py   (QSD_BIN selects the daemon, default build/daemon/qsd;
+                                QSD_BENCH_QUICK=1: 4 subscribers instead of 64)
+"""
+
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+BUILD = os.path.join(HERE, "..", "..", "build")
+os.environ.setdefault("QSD_BIN", os.path.join(BUILD, "daemon", "qsd"))
+os.environ.setdefault("QSCTL_BIN", os.path.join(BUILD, "cli", "qsctl"))
+
+from nmmock import NmMock  # noqa: E402
+from qsdtest import Env, pointer_get  # noqa: E402
+
+
+def status_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def main():
+    quick = os.environ.get("QSD_BENCH_QUICK", "0") not in ("", "0")
+    subscribers = 4 if quick else 64
+    env = Env()
+    try:
+        m = NmMock(env)
+        w = m.add_wifi("wlan0")
+        home_ap = m.add_ap(w, "ap_home", "HomeNet", "00:11:22:33:44:55", freq=2437, strength=82)
+        m.add_ap(w, "ap_home5", "HomeNet", "00:11:22:33:44:56", freq=5180, strength=30)
+        m.add_ap(w, "ap_cafe", "CafeOpen", "00:11:22:33:44:66", freq=5180, strength=40)
+        m.add_ap(w, "ap_nb", "Neighbour", "00:11:22:33:44:77", freq=2412, strength=15)
+        home = m.add_profile(w, "conn_home", "HomeNet")
+        m.add_saved("FarAway")
+        m.activate(w, home, home_ap, "Active_home")
+        m.add_wired("eth0")
+        env.start_mock("upower", {"OnBattery": True, "DaemonVersion": "0.99.20"}, name="org.freedesktop.UPower")
+        import dbus  # noqa: only under /usr/bin/python3
+        up = dbus.Interface(env.dbus().get_object("org.freedesktop.UPower", "/org/freedesktop/UPower"),
+                            "org.freedesktop.DBus.Mock")
+        up.AddDischargingBattery("BAT0", "Battery", 73.5, 3600)
+        env.start_mock("power_profiles_daemon", name="net.hadess.PowerProfiles")
+
+        env.start_qsd(debug_api=False)
+        pid = env.daemon.pid
+        c = env.client()
+        sub = c.subscribe([""])
+        c.wait_value(sub, "/network/available", True, timeout=20)
+        c.wait_value(sub, "/power/available", True, timeout=20)
+        time.sleep(0.5)
+        c.pump(0.2)
+        tree = c.mirror(sub)
+        backends = pointer_get(tree, "/daemon/backends", {})
+        leaves = 0
+        stack = [tree]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, dict):
+                stack.extend(v.values())
+            else:
+                leaves += 1
+        one = status_kib(pid, "VmRSS")
+
+        clients = []
+        for _ in range(subscribers):
+            cl = env.client()
+            cl.subscribe([""])
+            clients.append(cl)
+        time.sleep(0.3)
+        many = status_kib(pid, "VmRSS")
+        hwm = status_kib(pid, "VmHWM")
+
+        print(f"# RSS of qsd with all compiled-in backends against dbusmock services ({leaves} leaves in the tree)")
+        print("backends: " + ", ".join(f"{k}={v.get('state')}" for k, v in sorted(backends.items())))
+        print(f"{'state':<44} {'VmRSS MiB':>10}")
+        print(f"{'backends up, 1 whole-tree subscriber':<44} {one / 1024:>10.2f}")
+        print(f"{f'{subscribers + 1} whole-tree subscribers':<44} {many / 1024:>10.2f}")
+        print(f"{'VmHWM':<44} {hwm / 1024:>10.2f}")
+        for cl in clients:
+            cl.close()
+        c.close()
+    finally:
+        env.close()
+
+
+if __name__ == "__main__":
+    main()
