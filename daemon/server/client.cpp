@@ -23,6 +23,7 @@ ClientSession::ClientSession(Server& server, EventLoop& loop, Tree& tree, uint64
 
 ClientSession::~ClientSession() {
 	io_.reset();
+	resume_.reset();
 	subscriptions_.clear();
 	resources_.clear();
 	if (fd_ >= 0) ::close(fd_);
@@ -30,6 +31,11 @@ ClientSession::~ClientSession() {
 
 void ClientSession::start() {
 	io_ = loop_.addIo(fd_, EPOLLIN, [this](uint32_t revents) { onIo(revents); }, "client");
+	resume_ = loop_.addDefer([this] {
+		auto self = shared_from_this();
+		dispatchHeld();
+	}, "client-resume");
+	resume_.setEnabled(SD_EVENT_OFF);
 }
 
 void ClientSession::onIo(uint32_t revents) {
@@ -43,7 +49,7 @@ void ClientSession::onIo(uint32_t revents) {
 void ClientSession::readSome() {
 	char buf[64 << 10];
 	size_t total = 0;
-	while (!closing_ && !readPaused_ && total < limits_.maxReadPerDispatch) {
+	while (!closing_ && !readPaused_ && held_.empty() && total < limits_.maxReadPerDispatch) {
 		ssize_t n = ::read(fd_, buf, sizeof buf);
 		if (n < 0) {
 			if (errno == EINTR) continue;
@@ -63,13 +69,38 @@ void ClientSession::readSome() {
 		reader_.feed(
 		    std::string_view(buf, size_t(n)),
 		    [this](std::string_view line) {
-			    if (!closing_) server_.dispatcher().dispatch(*this, line);
+			    if (closing_) return;
+			    // Over budget since a previous line of this read: the rest waits until the client
+			    // has read its answers. Without this, one read of small requests with big answers
+			    // would queue thousands of answers before the pause takes effect.
+			    if (readPaused_ || !held_.empty()) held_.emplace_back(std::string(line));
+			    else server_.dispatcher().dispatch(*this, line);
 		    },
 		    [this] {
-			    sendResponse(rpc::makeError(nullptr, {ErrorCode::InvalidRequest, "Invalid Request: line too long",
-			                                          {{"limit", "lineBytes"}, {"max", limits_.maxLineBytes}}}));
+			    if (readPaused_ || !held_.empty()) held_.emplace_back(std::nullopt);
+			    else sendLineTooLong();
 		    });
 	}
+}
+
+void ClientSession::sendLineTooLong() {
+	sendResponse(rpc::makeError(nullptr, {ErrorCode::InvalidRequest, "Invalid Request: line too long",
+	                                      {{"limit", "lineBytes"}, {"max", limits_.maxLineBytes}}}));
+}
+
+void ClientSession::dispatchHeld() {
+	while (!held_.empty() && !readPaused_ && !closing_) {
+		auto line = std::move(held_.front());
+		held_.pop_front();
+		if (line) server_.dispatcher().dispatch(*this, *line);
+		else sendLineTooLong();
+	}
+	if (closing_) return;
+	if (eof_ && held_.empty() && queue_.empty()) {
+		close("disconnected");
+		return;
+	}
+	updateIoEvents();
 }
 
 bool ClientSession::overBudget(size_t extraBytes) const {
@@ -126,8 +157,9 @@ void ClientSession::writeSome() {
 	if (readPaused_ && queuedBytes_ <= limits_.maxQueuedBytes / 2 && queue_.size() <= limits_.maxQueuedMessages / 2) {
 		readPaused_ = false;
 		log::info("server", "client {} caught up, reading its requests again", id_);
+		if (!held_.empty()) resume_.setEnabled(SD_EVENT_ONESHOT);
 	}
-	if (eof_ && queue_.empty()) {
+	if (eof_ && queue_.empty() && held_.empty()) {
 		close("disconnected");
 		return;
 	}
@@ -137,7 +169,7 @@ void ClientSession::writeSome() {
 void ClientSession::updateIoEvents() {
 	if (closing_ || !io_) return;
 	uint32_t events = 0;
-	if (!readPaused_ && !eof_) events |= EPOLLIN;
+	if (!readPaused_ && !eof_ && held_.empty()) events |= EPOLLIN;
 	// Dropped changes are resent as a snapshot once the client has read what it was sent:
 	// wait for the socket to become writable even when nothing else is queued.
 	if (!queue_.empty() || catchUpDue()) events |= EPOLLOUT;

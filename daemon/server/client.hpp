@@ -107,6 +107,9 @@ private:
 	void sendChanges(Subscription& sub);
 	void overflow(Subscription& sub);
 	void onDrained();
+	void sendLineTooLong();
+	// Dispatches the lines held back while reading was paused, until it pauses again.
+	void dispatchHeld();
 	// A tree.resync or an eventsDropped notice waits for the socket to drain.
 	[[nodiscard]] bool catchUpDue() const;
 
@@ -119,6 +122,10 @@ private:
 	ClientLimits limits_;
 	LineReader reader_;
 	EventSource io_;
+	// Lines of the last read that arrived after reading paused (at most one read's worth);
+	// std::nullopt stands for a line that was too long.
+	std::deque<std::optional<std::string>> held_;
+	EventSource resume_;
 	std::deque<Outgoing> queue_;
 	size_t headOffset_ = 0;
 	size_t queuedBytes_ = 0;
