@@ -109,6 +109,11 @@ TEST_F(ClientTest, ResponsesAreNeverDroppedAndReadingPausesOverBudget) {
 	std::string many;
 	for (int i = 0; i < 500; ++i) many += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"ping"})" + "\n";
 	c.peer->send(many);
+	settle();
+	// Reading paused mid-read: the rest of the requests wait, the queue stays within its budget
+	// (plus the one answer that crossed it).
+	EXPECT_LE(c.session->stats().queuedBytes, limits.maxQueuedBytes + 64);
+	EXPECT_LE(c.session->stats().queuedMessages, limits.maxQueuedMessages + 1);
 	std::vector<json> got;
 	for (int round = 0; round < 1000 && got.size() < 500; ++round) {
 		settle();
@@ -117,6 +122,37 @@ TEST_F(ClientTest, ResponsesAreNeverDroppedAndReadingPausesOverBudget) {
 	}
 	ASSERT_EQ(got.size(), 500u);
 	for (int i = 0; i < 500; ++i) EXPECT_EQ(got[size_t(i)]["id"], i);
+}
+
+TEST_F(ClientTest, HeldRequestsAreAnsweredAfterTheClientStopsWriting) {
+	ClientLimits limits;
+	limits.maxQueuedBytes = 4 << 10;
+	limits.maxQueuedMessages = 8;
+	limits.maxLineBytes = 128;
+	auto c = connect(limits, 4096);
+	std::string many;
+	for (int i = 0; i < 300; ++i) {
+		many += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"ping"})" + "\n";
+		if (i == 150) many += std::string(300, 'x') + "\n";   // a too-long line among them, answered in order
+	}
+	c.peer->send(many);
+	::shutdown(c.peer->fd, SHUT_WR);   // everything is sent; the client only reads now
+	std::vector<json> got;
+	for (int round = 0; round < 1000 && got.size() < 301; ++round) {
+		settle();
+		auto r = c.peer->read();
+		got.insert(got.end(), r.begin(), r.end());
+	}
+	ASSERT_EQ(got.size(), 301u);
+	for (size_t i = 0; i < 301; ++i) {
+		if (i == 151) {
+			EXPECT_EQ(got[i]["error"]["data"]["limit"], "lineBytes");
+			continue;
+		}
+		EXPECT_EQ(got[i]["id"], i < 151 ? int(i) : int(i) - 1);
+	}
+	settle();
+	EXPECT_TRUE(c.session->closing());   // then the session ends
 }
 
 TEST_F(ClientTest, SubscriptionLimitsAndUnknownIds) {
