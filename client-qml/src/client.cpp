@@ -415,11 +415,12 @@ void QsdClient::commit(Batch& batch, const std::vector<std::string>& touched, ui
 		if (!values.isEmpty() && !dropped.contains(node)) node->storeSilently(values);
 
 	// 2. Models: rows are inserted and removed against the already complete state.
-	for (auto& [path, model]: this->mModels) {
-		auto affected = std::any_of(touched.begin(), touched.end(), [&](const std::string& t) {
+	for (auto& entry: this->mModels) {
+		const auto& path = entry.first;   // a named reference: clang 14 cannot capture structured bindings
+		auto affected = std::any_of(touched.begin(), touched.end(), [&path](const std::string& t) {
 			return pointer::isWithin(t, path) || pointer::isWithin(path, t);
 		});
-		if (affected) model->update(this->mMirror.find(path));
+		if (affected) entry.second->update(this->mMirror.find(path));
 	}
 
 	// 3. Property notifications, each property once.
