@@ -41,7 +41,8 @@ def test_subscribe_result_and_snapshot(env):
     assert "/debug/missing" not in snap   # absent paths are left out, not null
     assert snap["/daemon/protocol"] == 1
     assert snap[""]["debug"]["a"]["x"] == 1
-    assert c.call("tree.get", {"path": ""})["value"] == snap[""]
+    # (/daemon/clients may have moved since: compare the part this test controls.)
+    assert c.call("tree.get", {"path": "/debug"})["value"] == snap[""]["debug"]
 
 
 def test_only_changes_under_the_subscribed_paths(env):
@@ -176,8 +177,9 @@ def test_subscription_registered_before_the_snapshot(env):
             break
     final = d.call("tree.get", {"path": "/debug/race"})
     for c, sub in subs:
-        c.wait_for(lambda: c.mirrors[sub]["revision"] >= final["revision"], timeout=30)
-        assert c.mirror(sub)["debug"]["race"] == final["value"]
+        # (final's revision may be a later batch elsewhere in the tree: wait for the content.)
+        c.wait_for(lambda: c.mirror(sub).get("debug", {}).get("race") == final["value"], timeout=30,
+                   what="the flooded subtree")
 
 
 def test_events(env):
