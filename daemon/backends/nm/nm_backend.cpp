@@ -124,6 +124,85 @@ private:
 	bool done_ = false;
 };
 
+// Typed reads with one look at the signature (dbus::as* try type after type, which costs a
+// signature peek each; these run for every field of a device on every change).
+std::string signature(const sdbus::Variant& v) {
+	try {
+		return v.peekValueType();
+	} catch (const sdbus::Error&) {
+		return {};
+	}
+}
+
+std::optional<uint64_t> readUint(const sdbus::Variant& v) {
+	auto sig = signature(v);
+	if (sig.size() != 1) return std::nullopt;
+	try {
+		switch (sig[0]) {
+		case 'u': return v.get<uint32_t>();
+		case 'y': return v.get<uint8_t>();
+		case 'q': return v.get<uint16_t>();
+		case 't': return v.get<uint64_t>();
+		case 'i': {
+			auto x = v.get<int32_t>();
+			return x < 0 ? std::nullopt : std::optional<uint64_t>(uint64_t(x));
+		}
+		case 'x': {
+			auto x = v.get<int64_t>();
+			return x < 0 ? std::nullopt : std::optional<uint64_t>(uint64_t(x));
+		}
+		case 'n': {
+			auto x = v.get<int16_t>();
+			return x < 0 ? std::nullopt : std::optional<uint64_t>(uint64_t(x));
+		}
+		default: return std::nullopt;
+		}
+	} catch (const sdbus::Error&) {
+		return std::nullopt;
+	}
+}
+
+std::optional<bool> readBool(const sdbus::Variant& v) {
+	if (signature(v) != "b") return std::nullopt;
+	try {
+		return v.get<bool>();
+	} catch (const sdbus::Error&) {
+		return std::nullopt;
+	}
+}
+
+std::optional<std::string> readString(const sdbus::Variant& v) {
+	auto sig = signature(v);
+	try {
+		if (sig == "s") return v.get<std::string>();
+		if (sig == "o") return std::string(v.get<sdbus::ObjectPath>());
+	} catch (const sdbus::Error&) {
+	}
+	return std::nullopt;
+}
+
+std::optional<std::vector<std::string>> readStrings(const sdbus::Variant& v) {
+	auto sig = signature(v);
+	try {
+		if (sig == "as") return v.get<std::vector<std::string>>();
+		if (sig == "ao") {
+			auto paths = v.get<std::vector<sdbus::ObjectPath>>();
+			return std::vector<std::string>(paths.begin(), paths.end());
+		}
+	} catch (const sdbus::Error&) {
+	}
+	return std::nullopt;
+}
+
+std::optional<std::vector<uint8_t>> readBytes(const sdbus::Variant& v) {
+	if (signature(v) != "ay") return std::nullopt;
+	try {
+		return v.get<std::vector<uint8_t>>();
+	} catch (const sdbus::Error&) {
+		return std::nullopt;
+	}
+}
+
 // Last path component, for ids of objects that have no better one.
 std::string lastComponent(const std::string& path) {
 	auto pos = path.rfind('/');
@@ -162,6 +241,7 @@ private:
 		std::string key;
 		bool wifi = false;
 		std::map<std::string, NetModel> networks;
+		json published;                      // what the tree holds for it, for diffing in memory
 	};
 	// A client's wish to keep a device's scan results fresh; dropped with the connection.
 	struct ScanToken {
@@ -207,6 +287,7 @@ private:
 	json buildNetwork(const DevModel& dev, const std::string& key, NetModel& net, const std::vector<std::string>& aps,
 	                  const std::string& activeAp, uint32_t caps, bool adhoc);
 	void syncObject(const std::string& path, const json& value);
+	void syncDiff(const std::string& path, const json& old, const json& value);
 	std::string networkKeyOfProfile(const std::string& profilePath, const std::string& deviceKey) const;
 
 	// --- typed reads that degrade and log once
@@ -617,7 +698,7 @@ void NmBackend::wrongType(const std::string& path, const char* name, const sdbus
 std::optional<uint64_t> NmBackend::getUint(const std::string& path, const char* iface, const char* name) {
 	const auto* v = prop(path, iface, name);
 	if (!v) return std::nullopt;
-	auto x = dbus::asUint(*v);
+	auto x = readUint(*v);
 	if (!x) wrongType(path, name, *v);
 	return x;
 }
@@ -625,7 +706,7 @@ std::optional<uint64_t> NmBackend::getUint(const std::string& path, const char* 
 std::optional<bool> NmBackend::getBool(const std::string& path, const char* iface, const char* name) {
 	const auto* v = prop(path, iface, name);
 	if (!v) return std::nullopt;
-	auto x = dbus::asBool(*v);
+	auto x = readBool(*v);
 	if (!x) wrongType(path, name, *v);
 	return x;
 }
@@ -633,7 +714,7 @@ std::optional<bool> NmBackend::getBool(const std::string& path, const char* ifac
 std::optional<std::string> NmBackend::getString(const std::string& path, const char* iface, const char* name) {
 	const auto* v = prop(path, iface, name);
 	if (!v) return std::nullopt;
-	auto x = dbus::asString(*v);
+	auto x = readString(*v);
 	if (!x) wrongType(path, name, *v);
 	return x;
 }
@@ -641,7 +722,7 @@ std::optional<std::string> NmBackend::getString(const std::string& path, const c
 std::optional<std::vector<std::string>> NmBackend::getStrings(const std::string& path, const char* iface, const char* name) {
 	const auto* v = prop(path, iface, name);
 	if (!v) return std::nullopt;
-	auto x = dbus::asStrings(*v);
+	auto x = readStrings(*v);
 	if (!x) wrongType(path, name, *v);
 	return x;
 }
@@ -649,7 +730,7 @@ std::optional<std::vector<std::string>> NmBackend::getStrings(const std::string&
 std::optional<std::vector<uint8_t>> NmBackend::getBytes(const std::string& path, const char* iface, const char* name) {
 	const auto* v = prop(path, iface, name);
 	if (!v) return std::nullopt;
-	auto x = dbus::asBytes(*v);
+	auto x = readBytes(*v);
 	if (!x) wrongType(path, name, *v);
 	return x;
 }
@@ -715,7 +796,12 @@ void NmBackend::publishDevices(bool all) {
 		// Two devices with one interface name: the first one keeps it.
 		if (auto other = devices_.find(model.key); other != devices_.end() && other->second.path != path) continue;
 		keyOfPath_[path] = model.key;
-		syncObject(pointer::join(kDevices, model.key), value);
+		auto devPath = pointer::join(kDevices, model.key);
+		if (auto prev = devices_.find(model.key); prev != devices_.end() && !prev->second.published.is_null())
+			syncDiff(devPath, prev->second.published, value);
+		else
+			syncObject(devPath, value);
+		model.published = std::move(value);
 		devices_[model.key] = std::move(model);
 	}
 	for (auto it = apOwners_.begin(); it != apOwners_.end();)
@@ -976,6 +1062,24 @@ void NmBackend::syncObject(const std::string& path, const json& value) {
 		const json* old = context_.tree.find(child);
 		if (old && old->is_object() && v.is_object()) syncObject(child, v);
 		else context_.tree.set(child, v);
+	}
+}
+
+// The same, against the value last written there (kept by the backend), so unchanged subtrees
+// cost one in-memory comparison instead of a tree lookup per field: an access point's strength
+// change touches one leaf of a device with dozens of networks.
+void NmBackend::syncDiff(const std::string& path, const json& old, const json& value) {
+	if (old == value) return;
+	if (!old.is_object() || !value.is_object()) {
+		context_.tree.set(path, value);
+		return;
+	}
+	for (const auto& [key, _]: old.items())
+		if (!value.contains(key)) context_.tree.remove(pointer::join(path, key));
+	for (const auto& [key, v]: value.items()) {
+		auto it = old.find(key);
+		if (it == old.end()) context_.tree.set(pointer::join(path, key), v);
+		else if (*it != v) syncDiff(pointer::join(path, key), *it, v);
 	}
 }
 
