@@ -12,7 +12,8 @@
 // The client reads each ready socket with one recv (~1-2 µs), faster than the daemon writes a
 // notification, so arrival times follow the daemon's writes rather than this reader.
 // "qsd CPU" is the daemon's own CPU time per change (from /proc/<pid>/schedstat), which does not
-// depend on how busy the machine is: on an idle core, first->last approaches it.
+// depend on how busy the machine is: on an idle core, first->last approaches it. "qsd wait" is
+// the time qsd was runnable but waiting for a CPU (other load on the machine), per change.
 
 #include "bench_util.hpp"
 
@@ -43,8 +44,8 @@ int main(int argc, char** argv) {
 	std::vector<int> counts = quick ? std::vector<int>{1, 16} : std::vector<int>{1, 16, 64, 256};
 
 	std::printf("# fan-out: one debug.set, N subscribers of /debug/fanout (real qsd, µs)\n");
-	std::printf("%6s %7s | %-26s | %-26s | %-26s | %8s %8s\n", "subs", "changes", "send->first p50/p99", "send->last p50/p99/max",
-	            "first->last p50/p99/max", "qsd CPU", "per sub");
+	std::printf("%6s %7s | %-26s | %-26s | %-26s | %8s %8s %9s\n", "subs", "changes", "send->first p50/p99", "send->last p50/p99/max",
+	            "first->last p50/p99/max", "qsd CPU", "per sub", "qsd wait");
 	for (int n: counts) {
 		bench::Daemon daemon;
 		bench::Conn writer(daemon.socket());
@@ -69,9 +70,13 @@ int main(int argc, char** argv) {
 		std::vector<epoll_event> events(static_cast<size_t>(n));
 		char buf[16 << 10];
 		uint64_t writerId = 1000;
-		uint64_t cpuStart = 0;
+		uint64_t cpuStart = 0, waitStart = 0;
 		for (int it = 0; it < warmup + iterations; ++it) {
-			if (it == warmup) cpuStart = daemon.stats().runtimeNs;
+			if (it == warmup) {
+				auto st = daemon.stats();
+				cpuStart = st.runtimeNs;
+				waitStart = st.waitNs;
+			}
 			std::string req = json{{"jsonrpc", "2.0"}, {"id", ++writerId}, {"method", "debug.set"},
 			                       {"params", {{"path", "/debug/fanout/seq"}, {"value", it}}}}
 			                      .dump() +
@@ -112,7 +117,9 @@ int main(int argc, char** argv) {
 			toLast.push_back(double(last - t0) / 1000.0);
 			spread.push_back(double(last - first) / 1000.0);
 		}
-		double cpuPerChange = double(daemon.stats().runtimeNs - cpuStart) / 1000.0 / iterations;
+		auto end = daemon.stats();
+		double cpuPerChange = double(end.runtimeNs - cpuStart) / 1000.0 / iterations;
+		double waitPerChange = double(end.waitNs - waitStart) / 1000.0 / iterations;
 		::close(ep);
 		auto cell3 = [](const std::vector<double>& v) {
 			char b[64];
@@ -121,8 +128,8 @@ int main(int argc, char** argv) {
 		};
 		char firstCell[64];
 		std::snprintf(firstCell, sizeof firstCell, "%.0f / %.0f", percentile(toFirst, 50), percentile(toFirst, 99));
-		std::printf("%6d %7d | %-26s | %-26s | %-26s | %8.0f %8.1f\n", n, iterations, firstCell, cell3(toLast).c_str(),
-		            cell3(spread).c_str(), cpuPerChange, cpuPerChange / n);
+		std::printf("%6d %7d | %-26s | %-26s | %-26s | %8.0f %8.1f %9.0f\n", n, iterations, firstCell, cell3(toLast).c_str(),
+		            cell3(spread).c_str(), cpuPerChange, cpuPerChange / n, waitPerChange);
 		std::fflush(stdout);
 	}
 	return 0;

@@ -1,5 +1,6 @@
 // Flood: 10 000 changes/s for a few seconds with 16 subscribers reading promptly. Prints qsd's
-// CPU use (share of one core, from /proc/<pid>/schedstat over the wall time), its RSS, and how
+// CPU use (share of one core, from /proc/<pid>/schedstat over the wall time), the share of the
+// time it waited for a CPU (load from other work), its RSS, and how
 // many notifications and operations each subscriber received (coalescing: changes per
 // notification).
 //
@@ -63,6 +64,7 @@ struct Result {
 	double seconds;
 	uint64_t writes;
 	double cpuShare;
+	double waitShare;
 	long rssPeakKiB;
 	double notifPerSub;
 	double opsPerSub;
@@ -138,6 +140,7 @@ Result run(bench::Daemon& daemon, bench::Conn& writer, std::vector<Sub>& subs, i
 	res.seconds = double(t1 - t0) / 1e9;
 	res.writes = total;
 	res.cpuShare = double(b.runtimeNs - a.runtimeNs) / double(t1 - t0);
+	res.waitShare = double(b.waitNs - a.waitNs) / double(t1 - t0);
 	res.rssPeakKiB = std::max(peak, b.rssKiB);
 	double n = 0, o = 0;
 	for (auto& s: subs) {
@@ -181,13 +184,14 @@ int main(int argc, char** argv) {
 	std::printf("# flood: %d changes/s for %.1f s, %d subscribers of /debug/flood reading promptly, backends off\n", rate,
 	            seconds, nsubs);
 	std::printf("RSS before: %.2f MiB\n", bench::mib(base.rssKiB));
-	std::printf("%-8s %8s %8s | %12s %10s | %14s %12s %14s\n", "shape", "writes", "wall s", "qsd CPU %core", "RSS peak",
+	std::printf("%-8s %8s %8s | %12s %10s %10s | %14s %12s %14s\n", "shape", "writes", "wall s", "qsd CPU %core", "qsd wait",
+	            "RSS peak",
 	            "notifs/sub", "ops/sub", "writes/notif");
 	int round = 0;
 	for (bool spaced: {false, true}) {
 		auto r = run(daemon, writer, subs, ep, spaced, seconds, rate, ++round);
-		std::printf("%-8s %8llu %8.2f | %11.1f%% %7.2f MiB | %14.0f %12.0f %14.2f\n", spaced ? "spaced" : "bursts",
-		            (unsigned long long)r.writes, r.seconds, r.cpuShare * 100, bench::mib(r.rssPeakKiB), r.notifPerSub,
+		std::printf("%-8s %8llu %8.2f | %11.1f%% %9.1f%% %7.2f MiB | %14.0f %12.0f %14.2f\n", spaced ? "spaced" : "bursts",
+		            (unsigned long long)r.writes, r.seconds, r.cpuShare * 100, r.waitShare * 100, bench::mib(r.rssPeakKiB), r.notifPerSub,
 		            r.opsPerSub, double(r.writes) / std::max(1.0, r.notifPerSub));
 		std::fflush(stdout);
 	}
@@ -238,9 +242,9 @@ int main(int argc, char** argv) {
 		double n = 0;
 		for (auto& s: subs) n += double(s.notifications);
 		std::printf("saturation (debug.flood, %d changes, 1 batch each): %.2f s = %.0f batches/s, qsd CPU %.1f%% of a core, RSS "
-		            "peak %.2f MiB, notifications/sub %.0f\n",
+		            "peak %.2f MiB, notifications/sub %.0f; qsd waited for a CPU %.1f%% of the time\n",
 		            count, secs, count / secs, double(b.runtimeNs - a.runtimeNs) / double(tAnswer - t0) * 100, bench::mib(peak),
-		            n / double(subs.size()));
+		            n / double(subs.size()), double(b.waitNs - a.waitNs) / double(tAnswer - t0) * 100);
 	}
 	::close(ep);
 	return 0;

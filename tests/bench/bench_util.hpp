@@ -77,6 +77,7 @@ struct ProcStats {
 	long threads = 0;
 	uint64_t cpuTicks = 0;     // utime + stime, in clock ticks
 	uint64_t runtimeNs = 0;    // /proc/<pid>/schedstat: time spent on a CPU
+	uint64_t waitNs = 0;       // /proc/<pid>/schedstat: time runnable but waiting for a CPU (load)
 };
 
 inline ProcStats readProc(pid_t pid) {
@@ -107,7 +108,7 @@ inline ProcStats readProc(pid_t pid) {
 		if (f.size() > 13) s.cpuTicks = std::stoull(f[11]) + std::stoull(f[12]);
 	}
 	std::ifstream sched("/proc/" + std::to_string(pid) + "/schedstat");
-	sched >> s.runtimeNs;
+	sched >> s.runtimeNs >> s.waitNs;
 	return s;
 }
 
