@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <poll.h>
@@ -118,8 +119,9 @@ inline double mib(long kib) { return double(kib) / 1024.0; }
 class Daemon {
 public:
 	explicit Daemon(std::vector<std::string> extra = {"--backends=", "--debug-api"}) {
-		char tmpl[] = "/tmp/qsd-bench-XXXXXX";
-		if (!mkdtemp(tmpl)) die("mkdtemp failed");
+		// The socket path must fit in sockaddr_un, so a short temporary directory.
+		std::string tmpl = std::filesystem::temp_directory_path().string() + "/qsd-bench-XXXXXX";
+		if (!mkdtemp(tmpl.data())) die("mkdtemp failed");
 		dir_ = tmpl;
 		socket_ = dir_ + "/qsd.sock";
 		const char* envBin = std::getenv("QSD_BIN");
