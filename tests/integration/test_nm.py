@@ -89,6 +89,20 @@ def test_access_points_and_devices_come_and_go(world):
     world.wait("/network/devices/wlan0/networks/Fresh/signalStrength", 0.6)
     m.iface(ap).UpdateProperties(AP, {"Strength": dbus.Byte(71)})
     world.wait("/network/devices/wlan0/networks/Fresh/accessPoints/00:11:22:33:44:88/strength", 0.71)
+    # Two APs, no profile: the strongest is the reference; a strength change can move it.
+    ap2 = m.add_ap(world.wlan, "ap_new2", "Fresh", "00:11:22:33:44:89", strength=20, security=SEC_NONE)
+    world.wait("/network/devices/wlan0/networks/Fresh/accessPoints/00:11:22:33:44:89/strength", 0.2)
+    m.iface(ap2).UpdateProperties(AP, {"Strength": dbus.Byte(90)})
+    world.wait("/network/devices/wlan0/networks/Fresh/signalStrength", 0.9)
+    m.iface(ap2).UpdateProperties(AP, {"Strength": dbus.Byte(10)})
+    world.wait("/network/devices/wlan0/networks/Fresh/signalStrength", 0.71)
+    # The active AP stays the reference whatever the others do.
+    m.iface(P + "/AccessPoint/ap_home5").UpdateProperties(AP, {"Strength": dbus.Byte(95)})
+    world.wait("/network/devices/wlan0/networks/HomeNet/accessPoints/00:11:22:33:44:56/strength", 0.95)
+    assert world.get("/network/devices/wlan0/networks/HomeNet/signalStrength") == 0.82
+    m.iface(world.home_ap).UpdateProperties(AP, {"Strength": dbus.Byte(61)})
+    world.wait("/network/devices/wlan0/networks/HomeNet/signalStrength", 0.61)
+    m.mock.RemoveAccessPoint(world.wlan, ap2)
     m.mock.RemoveAccessPoint(world.wlan, ap)
     world.wait("/network/devices/wlan0/networks/Fresh", None)
     # The weaker HomeNet AP leaving keeps the network.

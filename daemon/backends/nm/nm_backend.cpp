@@ -232,6 +232,8 @@ private:
 		std::vector<uint8_t> ssid;
 		std::vector<std::string> profiles;   // profile paths, the reference one first
 		std::string refAp;                   // reference access point path, "" when none
+		bool refActive = false;              // the reference AP is the device's active one
+		std::vector<std::string> aps;        // access point paths
 		std::string state = "disconnected";
 		bool active = false;                 // the device's active connection is this network
 		nm::Security security = nm::Security::Unknown;
@@ -275,6 +277,7 @@ private:
 	void addInterfaces(const std::string& path, Interfaces ifaces);
 	void fetchProfile(const std::string& path);
 	void markDirty(const std::string& path);
+	bool strengthChanged(const std::string& apPath);
 	void failureCheck(const std::string& acPath, uint32_t state, uint32_t reason);
 
 	// --- tree
@@ -415,8 +418,18 @@ void NmBackend::installMatches() {
 	// sender against the owner we enumerated.
 	std::string om = fmt::format("type='signal',sender='{}',interface='{}',path='{}'", kNmName, kOmIface, kOmPath);
 	matches_.push_back(conn_->addMatch(om, [this](sdbus::Message& msg) { onObjectManager(msg); }));
-	std::string all = fmt::format("type='signal',sender='{}',path_namespace='{}'", kNmName, kNmPath);
-	matches_.push_back(conn_->addMatch(all, [this](sdbus::Message& msg) { onSignal(msg); }));
+	// One match per signal the backend uses (not one for everything under the path): other
+	// signals (NetworkManager's legacy per-interface PropertiesChanged, Statistics, a mock's
+	// MethodCalled) would wake the daemon for nothing.
+	const std::pair<const char*, const char*> wanted[] = {
+	    {kPropsIface, "PropertiesChanged"}, {kDevIface, "StateChanged"}, {kAcIface, "StateChanged"},
+	    {kWifiIface, "AccessPointAdded"},   {kWifiIface, "AccessPointRemoved"}, {kConnIface, "Updated"},
+	};
+	for (const auto& [iface, member]: wanted) {
+		std::string rule = fmt::format("type='signal',sender='{}',interface='{}',member='{}',path_namespace='{}'", kNmName,
+		                               iface, member, kNmPath);
+		matches_.push_back(conn_->addMatch(rule, [this](sdbus::Message& msg) { onSignal(msg); }));
+	}
 }
 
 void NmBackend::updateState() {
@@ -583,9 +596,12 @@ void NmBackend::onSignal(sdbus::Message& msg) {
 			// Unknown objects get their properties with InterfacesAdded.
 			if (it == objects_.end()) return;
 			auto& p = it->second[changedIface];
+			bool strengthOnly = changedIface == kApIface && invalidated.empty() && changed.size() == 1 &&
+			                    changed.count("Strength");
 			for (auto& [k, v]: changed) p.insert_or_assign(k, std::move(v));
 			for (const auto& k: invalidated) p.erase(k);
-			markDirty(path);
+			// The most frequent change by far: written at once, without rebuilding the device.
+			if (!strengthOnly || !strengthChanged(path)) markDirty(path);
 		} else if (iface == kDevIface && member == "StateChanged") {
 			uint32_t state = 0, old = 0, reason = 0;
 			msg >> state >> old >> reason;
@@ -634,6 +650,59 @@ void NmBackend::markDirty(const std::string& path) {
 		dirtyAll_ = true;
 	}
 	schedulePublish();
+}
+
+// An access point's Strength changed: update its field and its network's signalStrength
+// directly. Anything less simple (a pending rebuild, a new reference AP of a network whose
+// security comes from the AP) answers false, and the caller marks the device dirty instead.
+bool NmBackend::strengthChanged(const std::string& apPath) {
+	if (!ready_ || dirtyAll_) return false;
+	auto owners = apOwners_.find(apPath);
+	if (owners == apOwners_.end() || owners->second.empty()) return false;
+	auto strength = getUint(apPath, kApIface, "Strength");
+	if (!strength) return false;
+	for (const auto& devPath: owners->second)
+		if (dirtyDevices_.count(devPath) || !keyOfPath_.count(devPath)) return false;
+	auto bssid = getString(apPath, kApIface, "HwAddress").value_or("");
+	if (bssid.empty()) bssid = lastComponent(apPath);
+	for (const auto& devPath: owners->second) {
+		auto& dev = devices_[keyOfPath_[devPath]];
+		NetModel* net = nullptr;
+		std::string key;
+		for (auto& [k, n]: dev.networks)
+			if (std::find(n.aps.begin(), n.aps.end(), apPath) != n.aps.end()) {
+				net = &n;
+				key = k;
+				break;
+			}
+		if (!net) return false;
+		auto& pubNets = dev.published["networks"];
+		auto pubNet = pubNets.find(key);
+		if (pubNet == pubNets.end() || !(*pubNet)["accessPoints"].contains(bssid)) return false;
+		// The reference AP: the active one stays; otherwise the strongest.
+		std::string ref = net->refAp;
+		int64_t refStrength = -1;
+		if (!net->refActive) {
+			for (const auto& ap: net->aps) {
+				auto s = getUint(ap, kApIface, "Strength");
+				if (s && int64_t(*s) > refStrength) {
+					ref = ap;
+					refStrength = int64_t(*s);
+				}
+			}
+		}
+		if (ref != net->refAp && net->profiles.empty()) return false;   // security may follow the AP
+		net->refAp = ref;
+		auto rs = ref.empty() ? std::nullopt : getUint(ref, kApIface, "Strength");
+		json signal = rs ? nm::fraction(int64_t(*rs)) : 0.0;
+		json value = nm::fraction(int64_t(*strength));
+		auto netPath = pointer::join(pointer::join(pointer::join(kDevices, dev.key), "networks"), key);
+		context_.tree.set(pointer::join(pointer::join(pointer::join(netPath, "accessPoints"), bssid), "strength"), value);
+		context_.tree.set(pointer::join(netPath, "signalStrength"), signal);
+		(*pubNet)["accessPoints"][bssid]["strength"] = std::move(value);
+		(*pubNet)["signalStrength"] = std::move(signal);
+	}
+	return true;
 }
 
 void NmBackend::failureCheck(const std::string& acPath, uint32_t state, uint32_t reason) {
@@ -1000,6 +1069,8 @@ json NmBackend::buildNetwork(const DevModel& dev, const std::string& key, NetMod
 	// Reference access point: the active one, else the strongest.
 	json apsJson = json::object();
 	int64_t best = -1;
+	net.aps = aps;
+	net.refActive = false;
 	for (const auto& ap: aps) {
 		auto strength = getUint(ap, kApIface, "Strength");
 		auto bssid = getString(ap, kApIface, "HwAddress").value_or("");
@@ -1014,6 +1085,7 @@ json NmBackend::buildNetwork(const DevModel& dev, const std::string& key, NetMod
 		                  {"active", ap == activeAp}};
 		if (ap == activeAp) {
 			net.refAp = ap;
+			net.refActive = true;
 			best = 1000;
 		} else if (strength && int64_t(*strength) > best) {
 			net.refAp = ap;
