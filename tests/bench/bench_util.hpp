@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -131,6 +132,8 @@ public:
 		pid_ = fork();
 		if (pid_ < 0) die("fork failed");
 		if (pid_ == 0) {
+			// A benchmark that dies (bench::die exits without destructors) takes its qsd along.
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
 			int log = ::open((dir_ + "/qsd.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
 			if (log >= 0) {
 				dup2(log, 2);
