@@ -967,7 +967,9 @@ std::optional<std::pair<json, NmBackend::DevModel>> NmBackend::buildDevice(const
 		std::string activeAp = getString(path, kWifiIface, "ActiveAccessPoint").value_or("/");
 		if ((activeAp == "/" || activeAp.empty()) && props(acSpecific, kApIface)) activeAp = acSpecific;
 
-		// Access points grouped by SSID (infrastructure mode, non-empty SSID only).
+		// Access points grouped by SSID (infrastructure mode, non-empty SSID only). The owner
+		// index is rebuilt for this device, so APs that went away do not pile up in it.
+		for (auto& [_, owners]: apOwners_) owners.erase(path);
 		std::map<std::string, std::vector<std::string>> apsOf;
 		for (const auto& ap: getStrings(path, kWifiIface, "AccessPoints").value_or(std::vector<std::string>{})) {
 			if (!props(ap, kApIface)) continue;
