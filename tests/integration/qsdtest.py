@@ -2,6 +2,7 @@
 client that keeps a mirror of its subscriptions. Every integration test goes through this, so
 assertions are made the way users see the daemon: through its socket."""
 
+import copy
 import json
 import os
 import select
@@ -79,7 +80,7 @@ def apply_patch(doc, changes):
                 doc.clear()
             else:
                 doc.clear()
-                doc.update(op["value"])
+                doc.update(copy.deepcopy(op["value"]))
             continue
         parent = doc
         for t in toks[:-1]:
@@ -87,7 +88,8 @@ def apply_patch(doc, changes):
         if op["op"] in ("add", "replace"):
             if op["op"] == "replace" and toks[-1] not in parent:
                 raise KeyError(f"replace of missing {op['path']}")
-            parent[toks[-1]] = op["value"]
+            # A copy: later patches must not change the recorded notification.
+            parent[toks[-1]] = copy.deepcopy(op["value"])
         elif op["op"] == "remove":
             del parent[toks[-1]]
         else:
