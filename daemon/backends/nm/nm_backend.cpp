@@ -1005,8 +1005,10 @@ std::optional<std::pair<json, NmBackend::DevModel>> NmBackend::buildDevice(const
 				net.state = acState;
 			}
 			// The reference profile: the active one, else the most recently used.
+			// (clang 14 cannot capture a structured binding in a lambda)
+			const bool isActive = net.active;
 			std::stable_sort(net.profiles.begin(), net.profiles.end(), [&](const std::string& a, const std::string& b) {
-				bool aa = net.active && a == acProfile, ba = net.active && b == acProfile;
+				bool aa = isActive && a == acProfile, ba = isActive && b == acProfile;
 				if (aa != ba) return aa;
 				return profiles_[a].info.timestamp > profiles_[b].info.timestamp;
 			});
