@@ -126,70 +126,53 @@ EventSource EventLoop::addIo(int fd, uint32_t events, IoHandler onReady, const c
 	return EventSource(s);
 }
 
-EventSource EventLoop::addTimer(std::chrono::microseconds delay, Handler onExpire, const char* description) {
-	auto* data = new PlainData{std::move(onExpire), description};
+// Adds a source whose userdata is a heap PlainData freed with the source; `add` is one of the
+// sd_event_add_* calls, bound to everything but the source pointer and the userdata.
+template <typename Add>
+static sd_event_source* addPlain(Add add, EventLoop::Handler handler, const char* description) {
+	auto* data = new PlainData{std::move(handler), description};
 	sd_event_source* s = nullptr;
-	int r = sd_event_add_time_relative(event_, &s, CLOCK_MONOTONIC, uint64_t(delay.count()), 1, onTime, data);
+	int r = add(&s, data);
 	if (r < 0) {
 		delete data;
 		check(r, description);
 	}
 	sd_event_source_set_destroy_callback(s, destroyData<PlainData>);
 	sd_event_source_set_description(s, description);
-	return EventSource(s);
+	return s;
+}
+
+// Timers use an accuracy of 1 µs: 0 would select sd-event's default of 250 ms.
+EventSource EventLoop::addTimer(std::chrono::microseconds delay, Handler onExpire, const char* description) {
+	return EventSource(addPlain([&](sd_event_source** s, void* d) {
+		return sd_event_add_time_relative(event_, s, CLOCK_MONOTONIC, uint64_t(delay.count()), 1, onTime, d);
+	}, std::move(onExpire), description));
 }
 
 EventSource EventLoop::addIdleTimer(Handler onExpire, const char* description) {
-	auto* data = new PlainData{std::move(onExpire), description};
-	sd_event_source* s = nullptr;
-	int r = sd_event_add_time(event_, &s, CLOCK_MONOTONIC, UINT64_MAX, 1, onTime, data);
-	if (r < 0) {
-		delete data;
-		check(r, description);
-	}
-	sd_event_source_set_destroy_callback(s, destroyData<PlainData>);
-	sd_event_source_set_description(s, description);
+	auto* s = addPlain([&](sd_event_source** src, void* d) {
+		return sd_event_add_time(event_, src, CLOCK_MONOTONIC, UINT64_MAX, 1, onTime, d);
+	}, std::move(onExpire), description);
 	sd_event_source_set_enabled(s, SD_EVENT_OFF);
 	return EventSource(s);
 }
 
 EventSource EventLoop::addDefer(Handler handler, const char* description) {
-	auto* data = new PlainData{std::move(handler), description};
-	sd_event_source* s = nullptr;
-	int r = sd_event_add_defer(event_, &s, onSimple, data);
-	if (r < 0) {
-		delete data;
-		check(r, description);
-	}
-	sd_event_source_set_destroy_callback(s, destroyData<PlainData>);
-	sd_event_source_set_description(s, description);
+	auto* s = addPlain([&](sd_event_source** src, void* d) { return sd_event_add_defer(event_, src, onSimple, d); },
+	                   std::move(handler), description);
 	sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	return EventSource(s);
 }
 
 EventSource EventLoop::addPost(Handler handler, const char* description) {
-	auto* data = new PlainData{std::move(handler), description};
-	sd_event_source* s = nullptr;
-	int r = sd_event_add_post(event_, &s, onSimple, data);
-	if (r < 0) {
-		delete data;
-		check(r, description);
-	}
-	sd_event_source_set_destroy_callback(s, destroyData<PlainData>);
-	sd_event_source_set_description(s, description);
-	return EventSource(s);
+	return EventSource(addPlain([&](sd_event_source** s, void* d) { return sd_event_add_post(event_, s, onSimple, d); },
+	                            std::move(handler), description));
 }
 
 void EventLoop::onSignal(int signo, Handler handler) {
-	auto* data = new PlainData{std::move(handler), "signal"};
-	sd_event_source* s = nullptr;
-	int r = sd_event_add_signal(event_, &s, signo | SD_EVENT_SIGNAL_PROCMASK, onSig, data);
-	if (r < 0) {
-		delete data;
-		check(r, "sd_event_add_signal");
-	}
-	sd_event_source_set_destroy_callback(s, destroyData<PlainData>);
-	owned_.emplace_back(s);
+	owned_.emplace_back(addPlain([&](sd_event_source** s, void* d) {
+		return sd_event_add_signal(event_, s, signo | SD_EVENT_SIGNAL_PROCMASK, onSig, d);
+	}, std::move(handler), "signal"));
 }
 
 void EventLoop::enableWatchdog() { (void)sd_event_set_watchdog(event_, true); }
