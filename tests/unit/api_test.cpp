@@ -113,7 +113,9 @@ TEST(TheApiDescription, FragmentsUseOnlyTheMergedKeys) {
 		ASSERT_TRUE(fragment.is_object()) << name;
 		if (name == "core.json") continue;
 		for (const auto& [key, _]: fragment.items()) EXPECT_TRUE(allowed.count(key)) << name << ": unknown key " << key;
-		for (const auto& [section, entries]: fragment.value("components", json::object()).items()) {
+		// Named: items() of a temporary would outlive it.
+		const json components = fragment.value("components", json::object());
+		for (const auto& [section, entries]: components.items()) {
 			EXPECT_TRUE(section == "schemas" || section == "errors") << name << ": components." << section;
 			// A fragment must not silently replace what core.json (or another fragment) defines.
 			for (const auto& [key, _]: entries.items())
