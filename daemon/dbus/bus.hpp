@@ -62,6 +62,9 @@ public:
 		armed_ = false;
 	}
 	[[nodiscard]] bool pending() const { return armed_ && call_.isPending(); }
+	// Forgets the call without cancelling it: for its own reply handler, which runs inside the
+	// call's slot data and must not destroy it (see dbus::CallSet).
+	void release() { armed_ = false; }
 
 private:
 	sdbus::PendingAsyncCall call_;

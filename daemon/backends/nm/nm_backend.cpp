@@ -12,10 +12,12 @@
 #include "mapping.hpp"
 #include "settings.hpp"
 
+#include "../../dbus/call_set.hpp"
 #include "../../dbus/name_watcher.hpp"
 #include "../../dbus/variant.hpp"
 #include "../../log.hpp"
 #include "../../server/client.hpp"
+#include "../answer.hpp"
 #include "../backend.hpp"
 
 #include <qsd/protocol/jsonrpc.hpp>
@@ -62,146 +64,6 @@ constexpr auto kScanInterval = std::chrono::seconds(10);
 
 using Interfaces = std::map<std::string, dbus::Properties>;
 using ManagedObjects = std::map<sdbus::ObjectPath, Interfaces>;
-
-// Pending async calls, grouped ("nm" for everything that belongs to the current NetworkManager
-// instance), so a vanished service cancels its own. A reply handler calls done(id) first: it
-// forgets the call without cancelling it (cancelling from inside its own handler would destroy
-// the handler while it runs).
-class Calls {
-public:
-	Calls() = default;
-	Calls(const Calls&) = delete;
-	Calls& operator=(const Calls&) = delete;
-	~Calls() { cancelAll(); }
-
-	uint64_t next() { return next_++; }
-	void track(uint64_t id, sdbus::PendingAsyncCall call) { calls_.emplace(id, std::move(call)); }
-	void done(uint64_t id) { calls_.erase(id); }
-	void cancelAll() {
-		// Cancelling destroys handlers, which may answer clients; move the map out first.
-		auto doomed = std::move(calls_);
-		calls_.clear();
-		for (auto& [_, c]: doomed)
-			if (c.isPending()) c.cancel();
-	}
-
-private:
-	uint64_t next_ = 1;
-	std::map<uint64_t, sdbus::PendingAsyncCall> calls_;
-};
-
-// Answers one JSON-RPC request exactly once: with the D-Bus outcome, or BackendUnavailable when
-// the call is cancelled because NetworkManager went away.
-class Answer {
-public:
-	explicit Answer(Responder responder): responder_(std::move(responder)) {}
-	Answer(const Answer&) = delete;
-	Answer& operator=(const Answer&) = delete;
-	~Answer() {
-		if (!done_)
-			responder_.error(ErrorCode::BackendUnavailable, "NetworkManager went away before answering",
-			                 {{"backend", "nm"}, {"service", kNmName}});
-	}
-	void result(json value) {
-		if (done_) return;
-		done_ = true;
-		responder_.result(std::move(value));
-	}
-	void failed(const sdbus::Error& e) {
-		if (done_) return;
-		done_ = true;
-		responder_.error(ErrorCode::BackendFailed, e.getMessage().empty() ? e.getName() : e.getMessage(),
-		                 {{"name", e.getName()}, {"message", e.getMessage()}});
-	}
-	void error(ErrorCode code, std::string message, json data) {
-		if (done_) return;
-		done_ = true;
-		responder_.error(code, std::move(message), std::move(data));
-	}
-
-private:
-	Responder responder_;
-	bool done_ = false;
-};
-
-// Typed reads with one look at the signature (dbus::as* try type after type, which costs a
-// signature peek each; these run for every field of a device on every change).
-std::string signature(const sdbus::Variant& v) {
-	try {
-		return v.peekValueType();
-	} catch (const sdbus::Error&) {
-		return {};
-	}
-}
-
-std::optional<uint64_t> readUint(const sdbus::Variant& v) {
-	auto sig = signature(v);
-	if (sig.size() != 1) return std::nullopt;
-	try {
-		switch (sig[0]) {
-		case 'u': return v.get<uint32_t>();
-		case 'y': return v.get<uint8_t>();
-		case 'q': return v.get<uint16_t>();
-		case 't': return v.get<uint64_t>();
-		case 'i': {
-			auto x = v.get<int32_t>();
-			return x < 0 ? std::nullopt : std::optional<uint64_t>(uint64_t(x));
-		}
-		case 'x': {
-			auto x = v.get<int64_t>();
-			return x < 0 ? std::nullopt : std::optional<uint64_t>(uint64_t(x));
-		}
-		case 'n': {
-			auto x = v.get<int16_t>();
-			return x < 0 ? std::nullopt : std::optional<uint64_t>(uint64_t(x));
-		}
-		default: return std::nullopt;
-		}
-	} catch (const sdbus::Error&) {
-		return std::nullopt;
-	}
-}
-
-std::optional<bool> readBool(const sdbus::Variant& v) {
-	if (signature(v) != "b") return std::nullopt;
-	try {
-		return v.get<bool>();
-	} catch (const sdbus::Error&) {
-		return std::nullopt;
-	}
-}
-
-std::optional<std::string> readString(const sdbus::Variant& v) {
-	auto sig = signature(v);
-	try {
-		if (sig == "s") return v.get<std::string>();
-		if (sig == "o") return std::string(v.get<sdbus::ObjectPath>());
-	} catch (const sdbus::Error&) {
-	}
-	return std::nullopt;
-}
-
-std::optional<std::vector<std::string>> readStrings(const sdbus::Variant& v) {
-	auto sig = signature(v);
-	try {
-		if (sig == "as") return v.get<std::vector<std::string>>();
-		if (sig == "ao") {
-			auto paths = v.get<std::vector<sdbus::ObjectPath>>();
-			return std::vector<std::string>(paths.begin(), paths.end());
-		}
-	} catch (const sdbus::Error&) {
-	}
-	return std::nullopt;
-}
-
-std::optional<std::vector<uint8_t>> readBytes(const sdbus::Variant& v) {
-	if (signature(v) != "ay") return std::nullopt;
-	try {
-		return v.get<std::vector<uint8_t>>();
-	} catch (const sdbus::Error&) {
-		return std::nullopt;
-	}
-}
 
 // Last path component, for ids of objects that have no better one.
 std::string lastComponent(const std::string& path) {
@@ -296,7 +158,6 @@ private:
 	// --- typed reads that degrade and log once
 	const dbus::Properties* props(const std::string& path, const char* iface) const;
 	const sdbus::Variant* prop(const std::string& path, const char* iface, const char* name) const;
-	void wrongType(const std::string& path, const char* name, const sdbus::Variant& v);
 	std::optional<uint64_t> getUint(const std::string& path, const char* iface, const char* name);
 	std::optional<bool> getBool(const std::string& path, const char* iface, const char* name);
 	std::optional<std::string> getString(const std::string& path, const char* iface, const char* name);
@@ -326,7 +187,8 @@ private:
 	sdbus::IConnection* conn_ = nullptr;
 	bool started_ = false;
 	std::shared_ptr<NmBackend*> self_;
-	Calls calls_;
+	dbus::CallSet calls_{"nm"};
+	dbus::PropertyReader reader_{"nm"};
 	std::vector<MethodRegistration> methods_;
 	std::vector<sdbus::Slot> matches_;
 	std::unique_ptr<NameWatcher> watcher_;
@@ -353,7 +215,6 @@ private:
 	std::map<std::string, uint32_t> failures_;    // device path -> last Failed state reason
 	std::map<std::string, Scanner> scanners_;     // by device key
 	uint64_t nextScanToken_ = 1;
-	std::set<std::string> warned_;                // "path property" already logged as wrong-typed
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -452,7 +313,7 @@ void NmBackend::reset() {
 	dirtyAll_ = dirtyRoot_ = false;
 	dirtyDevices_.clear();
 	snapshot_ = ready_ = false;
-	warned_.clear();
+	reader_.clear();
 	for (auto& [_, s]: scanners_) s.timer.reset();
 	owner_.clear();
 }
@@ -754,54 +615,29 @@ const sdbus::Variant* NmBackend::prop(const std::string& path, const char* iface
 	return p ? dbus::find(*p, name) : nullptr;
 }
 
-void NmBackend::wrongType(const std::string& path, const char* name, const sdbus::Variant& v) {
-	if (!warned_.insert(path + " " + name).second) return;
-	std::string type = "?";
-	try {
-		type = v.peekValueType();
-	} catch (const sdbus::Error&) {
-	}
-	log::warning("nm", "{}: property {} has the unexpected D-Bus type '{}'; its field degrades", path, name, type);
-}
-
 std::optional<uint64_t> NmBackend::getUint(const std::string& path, const char* iface, const char* name) {
-	const auto* v = prop(path, iface, name);
-	if (!v) return std::nullopt;
-	auto x = readUint(*v);
-	if (!x) wrongType(path, name, *v);
-	return x;
+	const auto* p = props(path, iface);
+	return p ? reader_.unsignedInt(*p, path, name) : std::nullopt;
 }
 
 std::optional<bool> NmBackend::getBool(const std::string& path, const char* iface, const char* name) {
-	const auto* v = prop(path, iface, name);
-	if (!v) return std::nullopt;
-	auto x = readBool(*v);
-	if (!x) wrongType(path, name, *v);
-	return x;
+	const auto* p = props(path, iface);
+	return p ? reader_.boolean(*p, path, name) : std::nullopt;
 }
 
 std::optional<std::string> NmBackend::getString(const std::string& path, const char* iface, const char* name) {
-	const auto* v = prop(path, iface, name);
-	if (!v) return std::nullopt;
-	auto x = readString(*v);
-	if (!x) wrongType(path, name, *v);
-	return x;
+	const auto* p = props(path, iface);
+	return p ? reader_.string(*p, path, name) : std::nullopt;
 }
 
 std::optional<std::vector<std::string>> NmBackend::getStrings(const std::string& path, const char* iface, const char* name) {
-	const auto* v = prop(path, iface, name);
-	if (!v) return std::nullopt;
-	auto x = readStrings(*v);
-	if (!x) wrongType(path, name, *v);
-	return x;
+	const auto* p = props(path, iface);
+	return p ? reader_.strings(*p, path, name) : std::nullopt;
 }
 
 std::optional<std::vector<uint8_t>> NmBackend::getBytes(const std::string& path, const char* iface, const char* name) {
-	const auto* v = prop(path, iface, name);
-	if (!v) return std::nullopt;
-	auto x = readBytes(*v);
-	if (!x) wrongType(path, name, *v);
-	return x;
+	const auto* p = props(path, iface);
+	return p ? reader_.bytes(*p, path, name) : std::nullopt;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -888,7 +724,7 @@ json NmBackend::buildIp(const std::string& configPath, bool v6) {
 				if (a.is_object() && a.contains("address") && a["address"].is_string())
 					out["addresses"].push_back({{"address", a["address"]}, {"prefix", a.value("prefix", json(nullptr))}});
 		} else {
-			wrongType(configPath, "AddressData", *v);
+			reader_.wrongType(configPath, "AddressData", v);
 		}
 	}
 	if (auto gw = getString(configPath, iface, "Gateway"); gw && !gw->empty()) out["gateway"] = *gw;
@@ -905,10 +741,10 @@ json NmBackend::buildIp(const std::string& configPath, bool v6) {
 				for (const auto& a: ns->get<std::vector<std::vector<uint8_t>>>())
 					if (auto text = nm::ipv6FromBytes(a); !text.empty()) out["dns"].push_back(text);
 			} else {
-				wrongType(configPath, "Nameservers", *ns);
+				reader_.wrongType(configPath, "Nameservers", ns);
 			}
 		} catch (const sdbus::Error&) {
-			wrongType(configPath, "Nameservers", *ns);
+			reader_.wrongType(configPath, "Nameservers", ns);
 		}
 	}
 	return out;
@@ -1174,15 +1010,7 @@ void NmBackend::call(const std::string& path, const char* iface, const char* met
 	auto& px = proxy(path);
 	auto msg = px.createMethodCall(iface, method);
 	if (fill) fill(msg);
-	auto id = calls_.next();
-	calls_.track(id, px.callMethod(msg, [this, id, done = std::move(done)](sdbus::MethodReply& reply, const sdbus::Error* e) {
-		calls_.done(id);
-		try {
-			done(e ? nullptr : &reply, e);
-		} catch (const sdbus::Error& x) {
-			log::warning("nm", "unexpected answer from NetworkManager: {}", x.getMessage());
-		}
-	}));
+	calls_.start({}, px, msg, std::move(done));
 }
 
 void NmBackend::setProperty(const std::string& path, const char* iface, const char* name, sdbus::Variant value,
@@ -1381,7 +1209,7 @@ void NmBackend::registerMethods() {
 	auto add = [&](const char* name, std::function<void(const json&, std::shared_ptr<Answer>, ClientSession&)> fn) {
 		disp.addAsync(name, [this, fn = std::move(fn)](const json& params, Responder responder, ClientSession& client) {
 			requireReady();
-			auto answer = std::make_shared<Answer>(std::move(responder));
+			auto answer = std::make_shared<Answer>(std::move(responder), "nm", kNmName);
 			// Errors found before the call answer through the Answer, which owns the responder now.
 			try {
 				fn(params, answer, client);

@@ -4,15 +4,17 @@
 //
 // D-Bus discipline (DESIGN.md, "One thread, one loop"): the only blocking D-Bus work is the
 // AddMatch of the signal matches and name watchers, done once in start() and kept across
-// service restarts; everything else is an async call tracked in `Calls`, so a vanished service
+// service restarts; everything else is an async call tracked in a dbus::CallSet, so a vanished service
 // cancels its own calls and a reply never reaches a destroyed owner.
 
 #include "mapping.hpp"
 
+#include "../../dbus/call_set.hpp"
 #include "../../dbus/name_watcher.hpp"
 #include "../../dbus/variant.hpp"
 #include "../../log.hpp"
 #include "../../server/client.hpp"
+#include "../answer.hpp"
 #include "../backend.hpp"
 
 #include <qsd/protocol/jsonrpc.hpp>
@@ -58,83 +60,6 @@ constexpr const char* kDevices = "/power/devices";
 constexpr const char* kDisplay = "/power/displayDevice";
 constexpr const char* kProfiles = "/power/profiles";
 
-// Pending async calls, grouped by what they belong to ("up", "up:<device path>", "ppd"), so a
-// vanished service or device cancels its own. A reply handler first calls done(id): that
-// forgets the call without cancelling it, because cancelling a call from inside its own handler
-// would destroy the handler while it runs (sdbus-c++ 1.2 keeps it in the call's slot data).
-class Calls {
-public:
-	Calls() = default;
-	Calls(const Calls&) = delete;
-	Calls& operator=(const Calls&) = delete;
-	~Calls() { cancelIf([](const std::string&) { return true; }); }
-
-	uint64_t next() { return next_++; }
-	void track(uint64_t id, std::string group, sdbus::PendingAsyncCall call) {
-		calls_.emplace(id, Entry{std::move(group), std::move(call)});
-	}
-	void done(uint64_t id) { calls_.erase(id); }
-	void cancel(const std::string& group) {
-		cancelIf([&](const std::string& g) { return g == group; });
-	}
-	void cancelPrefix(const std::string& prefix) {
-		cancelIf([&](const std::string& g) { return g.compare(0, prefix.size(), prefix) == 0; });
-	}
-
-private:
-	struct Entry {
-		std::string group;
-		sdbus::PendingAsyncCall call;
-	};
-	template <typename Pred>
-	void cancelIf(Pred pred) {
-		// Cancelling destroys the handler, which may answer a client; collect first so the
-		// map is not walked while that happens.
-		std::vector<sdbus::PendingAsyncCall> doomed;
-		for (auto it = calls_.begin(); it != calls_.end();) {
-			if (pred(it->second.group)) {
-				doomed.push_back(std::move(it->second.call));
-				it = calls_.erase(it);
-			} else {
-				++it;
-			}
-		}
-		for (auto& c: doomed)
-			if (c.isPending()) c.cancel();
-	}
-
-	uint64_t next_ = 1;
-	std::map<uint64_t, Entry> calls_;
-};
-
-// Answers one JSON-RPC request exactly once: with the D-Bus reply's outcome, or with
-// BackendUnavailable when the call is cancelled because its service went away.
-class Answer {
-public:
-	Answer(Responder responder, std::string service): responder_(std::move(responder)), service_(std::move(service)) {}
-	Answer(const Answer&) = delete;
-	Answer& operator=(const Answer&) = delete;
-	~Answer() {
-		if (!done_)
-			responder_.error(ErrorCode::BackendUnavailable, service_ + " went away before answering",
-			                 {{"service", service_}});
-	}
-	void result(json value) {
-		done_ = true;
-		responder_.result(std::move(value));
-	}
-	void failed(const sdbus::Error& e) {
-		done_ = true;
-		responder_.error(ErrorCode::BackendFailed, e.getMessage().empty() ? e.getName() : e.getMessage(),
-		                 {{"name", e.getName()}, {"message", e.getMessage()}});
-	}
-
-private:
-	Responder responder_;
-	std::string service_;
-	bool done_ = false;
-};
-
 class UpowerBackend final: public Backend {
 public:
 	explicit UpowerBackend(BackendContext& context): Backend(context) {}
@@ -154,7 +79,6 @@ private:
 		std::unique_ptr<sdbus::IProxy> proxy;
 		dbus::Properties props;
 		bool loaded = false;                  // GetAll answered
-		std::set<std::string> warned;         // properties already logged as wrong-typed
 	};
 
 	// A hold made through power.holdProfile. It belongs to the client connection: the
@@ -216,14 +140,13 @@ private:
 
 	// --- helpers
 	void bury(std::unique_ptr<sdbus::IProxy> proxy);
-	void warnOnce(std::set<std::string>& warned, const std::string& what, const std::vector<std::string>& bad,
-	              const dbus::Properties& props);
 	void syncObject(const std::string& path, const json& value);
 
 	sdbus::IConnection* conn_ = nullptr;
 	bool started_ = false;
 	std::shared_ptr<UpowerBackend*> self_;
-	Calls calls_;
+	dbus::CallSet calls_{"upower"};
+	dbus::PropertyReader reader_{"upower"};
 	std::vector<MethodRegistration> methods_;
 	std::vector<sdbus::Slot> matches_;
 	std::unique_ptr<sdbus::IProxy> busProxy_;
@@ -242,7 +165,6 @@ private:
 	bool displayDone_ = false;
 	bool enumDone_ = false;
 	bool upReady_ = false;
-	std::set<std::string> upWarned_;
 	std::map<std::string, Device> devices_;       // by object path
 	std::unique_ptr<Device> display_;
 	uint64_t nextSerial_ = 1;
@@ -254,7 +176,7 @@ private:
 	std::unique_ptr<sdbus::IProxy> ppdProxy_;
 	dbus::Properties ppdProps_;
 	bool ppdLoaded_ = false;
-	std::set<std::string> ppdWarned_;
+	std::set<std::string> ppdUnknown_;          // unknown enum values already logged
 	std::map<uint64_t, ClientHold> holds_;
 	uint64_t nextHold_ = 1;
 };
@@ -288,14 +210,12 @@ void UpowerBackend::start() {
 	// The bus answers one connection's requests in order, so this reply comes after the
 	// watchers' GetNameOwner answers: then a service that is absent is known to be absent.
 	busProxy_ = sdbus::createProxy(*conn_, "org.freedesktop.DBus", "/org/freedesktop/DBus");
-	auto id = calls_.next();
-	calls_.track(id, "bus",
-	             busProxy_->callMethodAsync("GetId").onInterface("org.freedesktop.DBus").uponReplyInvoke(
-	                 [this, id](const sdbus::Error*, std::string) {
-		                 calls_.done(id);
+	calls_.start("bus",
+	             busProxy_->callMethodAsync("GetId").onInterface("org.freedesktop.DBus"), 
+	                 [this](const sdbus::Error*, std::string) {
 		                 resolved_ = true;
 		                 updateState();
-	                 }));
+	                 });
 }
 
 void UpowerBackend::stop() {
@@ -359,20 +279,6 @@ void UpowerBackend::bury(std::unique_ptr<sdbus::IProxy> proxy) {
 	else graveyard_.clear();
 }
 
-void UpowerBackend::warnOnce(std::set<std::string>& warned, const std::string& what, const std::vector<std::string>& bad,
-                             const dbus::Properties& props) {
-	for (const auto& name: bad) {
-		if (!warned.insert(name).second) continue;
-		std::string type = "?";
-		if (const auto* v = dbus::find(props, name)) {
-			try {
-				type = v->peekValueType();
-			} catch (const sdbus::Error&) {
-			}
-		}
-		log::warning("upower", "{}: property {} has the unexpected D-Bus type '{}'; its field is null", what, name, type);
-	}
-}
 
 // Writes `value` (an object) at `path` as per-key changes, so a change addresses one item.
 void UpowerBackend::syncObject(const std::string& path, const json& value) {
@@ -401,34 +307,28 @@ void UpowerBackend::upAppeared(const std::string& owner) {
 	upProxy_ = sdbus::createProxy(*conn_, kUpName, kUpPath);
 	updateState();
 
-	auto id = calls_.next();
-	calls_.track(id, "up",
-	             upProxy_->callMethodAsync("GetAll").onInterface(kPropsIface).withArguments(std::string(kUpIface))
-	                 .uponReplyInvoke([this, id](const sdbus::Error* e, dbus::Properties props) {
-		                 calls_.done(id);
+	calls_.start("up",
+	             upProxy_->callMethodAsync("GetAll").onInterface(kPropsIface).withArguments(std::string(kUpIface)),
+	                 [this](const sdbus::Error* e, dbus::Properties props) {
 		                 if (e) log::warning("upower", "reading UPower's properties failed: {}: {}", e->getName(), e->getMessage());
 		                 else upProps_ = std::move(props);
 		                 upPropsLoaded_ = true;
 		                 if (upReady_) publishDaemon();
 		                 maybeUpReady();
-	                 }));
+	                 });
 
-	id = calls_.next();
-	calls_.track(id, "up",
-	             upProxy_->callMethodAsync("GetCriticalAction").onInterface(kUpIface)
-	                 .uponReplyInvoke([this, id](const sdbus::Error* e, std::string action) {
-		                 calls_.done(id);
+	calls_.start("up",
+	             upProxy_->callMethodAsync("GetCriticalAction").onInterface(kUpIface),
+	                 [this](const sdbus::Error* e, std::string action) {
 		                 if (e) log::info("upower", "GetCriticalAction failed: {}: {}", e->getName(), e->getMessage());
 		                 else criticalAction_ = upower::criticalActionName(action);
 		                 criticalDone_ = true;
 		                 maybeUpReady();
-	                 }));
+	                 });
 
-	id = calls_.next();
-	calls_.track(id, "up",
-	             upProxy_->callMethodAsync("GetDisplayDevice").onInterface(kUpIface)
-	                 .uponReplyInvoke([this, id](const sdbus::Error* e, sdbus::ObjectPath path) {
-		                 calls_.done(id);
+	calls_.start("up",
+	             upProxy_->callMethodAsync("GetDisplayDevice").onInterface(kUpIface),
+	                 [this](const sdbus::Error* e, sdbus::ObjectPath path) {
 		                 if (e) {
 			                 log::info("upower", "GetDisplayDevice failed: {}: {}", e->getName(), e->getMessage());
 			                 displayDone_ = true;
@@ -443,19 +343,17 @@ void UpowerBackend::upAppeared(const std::string& owner) {
 		                 // A device enumerated under the same path is the display device, not a device.
 		                 removeDevice(path);
 		                 fetchDevice(*display_, true);
-	                 }));
+	                 });
 
-	id = calls_.next();
-	calls_.track(id, "up",
-	             upProxy_->callMethodAsync("EnumerateDevices").onInterface(kUpIface)
-	                 .uponReplyInvoke([this, id](const sdbus::Error* e, std::vector<sdbus::ObjectPath> paths) {
-		                 calls_.done(id);
+	calls_.start("up",
+	             upProxy_->callMethodAsync("EnumerateDevices").onInterface(kUpIface),
+	                 [this](const sdbus::Error* e, std::vector<sdbus::ObjectPath> paths) {
 		                 if (e) log::warning("upower", "EnumerateDevices failed: {}: {}", e->getName(), e->getMessage());
 		                 else
 			                 for (const auto& p: paths) addDevice(p, true);
 		                 enumDone_ = true;
 		                 maybeUpReady();
-	                 }));
+	                 });
 }
 
 void UpowerBackend::upVanished() {
@@ -469,7 +367,7 @@ void UpowerBackend::upVanished() {
 	upProps_.clear();
 	upPropsLoaded_ = criticalDone_ = displayDone_ = enumDone_ = upReady_ = false;
 	criticalAction_ = nullptr;
-	upWarned_.clear();
+	reader_.clear();
 	auto& tree = context_.tree;
 	for (const char* key: {"onBattery", "lidIsPresent", "lidIsClosed", "criticalAction", "daemonVersion", "displayDevice",
 	                       "devices"})
@@ -507,19 +405,18 @@ void UpowerBackend::removeDevice(const std::string& path) {
 	if (it == devices_.end()) return;
 	calls_.cancel("up:" + path);
 	bury(std::move(it->second.proxy));
+	reader_.forget(path);
 	if (it->second.loaded && upReady_) context_.tree.remove(pointer::join(kDevices, it->second.id));
 	devices_.erase(it);
 	maybeUpReady();
 }
 
 void UpowerBackend::fetchDevice(Device& d, bool display) {
-	auto id = calls_.next();
 	std::string path = d.path;
 	uint64_t serial = d.serial;
-	calls_.track(id, "up:" + path,
-	             d.proxy->callMethodAsync("GetAll").onInterface(kPropsIface).withArguments(std::string(kDevIface))
-	                 .uponReplyInvoke([this, id, path, serial, display](const sdbus::Error* e, dbus::Properties props) {
-		                 calls_.done(id);
+	calls_.start("up:" + path,
+	             d.proxy->callMethodAsync("GetAll").onInterface(kPropsIface).withArguments(std::string(kDevIface)),
+	                 [this, path, serial, display](const sdbus::Error* e, dbus::Properties props) {
 		                 bool isDisplay = false;
 		                 Device* dev = deviceAt(path, isDisplay);
 		                 if (!dev || dev->serial != serial || isDisplay != display) return;
@@ -541,7 +438,7 @@ void UpowerBackend::fetchDevice(Device& d, bool display) {
 		                 if (display) displayDone_ = true;
 		                 if (upReady_) publishDevice(*dev, display);
 		                 else maybeUpReady();
-	                 }));
+	                 });
 }
 
 void UpowerBackend::maybeUpReady() {
@@ -561,14 +458,14 @@ void UpowerBackend::maybeUpReady() {
 
 void UpowerBackend::publishDaemon() {
 	auto m = upower::mapDaemon(upProps_);
-	warnOnce(upWarned_, "UPower", m.badProperties, upProps_);
+	for (const auto& name: m.badProperties) reader_.wrongType(kUpPath, name, upProps_);
 	m.value["criticalAction"] = criticalAction_;
 	context_.tree.update(kRoot, m.value);
 }
 
 void UpowerBackend::publishDevice(Device& d, bool display) {
 	auto m = upower::mapDevice(d.props);
-	warnOnce(d.warned, "device " + d.path, m.badProperties, d.props);
+	for (const auto& name: m.badProperties) reader_.wrongType(d.path, name, d.props);
 	context_.tree.update(display ? std::string(kDisplay) : pointer::join(kDevices, d.id), m.value);
 }
 
@@ -645,7 +542,8 @@ void UpowerBackend::ppdNamesChanged() {
 	bury(std::move(ppdProxy_));
 	ppdProps_.clear();
 	ppdLoaded_ = false;
-	ppdWarned_.clear();
+	if (ppdActive_ >= 0) reader_.forget(ppd().name);
+	ppdUnknown_.clear();
 	{
 		// Cancelled HoldProfile calls answered BackendUnavailable: those holds are forgotten.
 		// With a new instance, the holds died with the old one; they are made again below.
@@ -676,11 +574,9 @@ void UpowerBackend::ppdNamesChanged() {
 	log::info("upower", "using power profiles from {} ({})", ppd().name, owner);
 	ppdProxy_ = sdbus::createProxy(*conn_, ppd().name, ppd().path);
 	updateState();
-	auto id = calls_.next();
-	calls_.track(id, "ppd",
-	             ppdProxy_->callMethodAsync("GetAll").onInterface(kPropsIface).withArguments(std::string(ppd().iface))
-	                 .uponReplyInvoke([this, id, ownerChanged](const sdbus::Error* e, dbus::Properties props) {
-		                 calls_.done(id);
+	calls_.start("ppd",
+	             ppdProxy_->callMethodAsync("GetAll").onInterface(kPropsIface).withArguments(std::string(ppd().iface)),
+	                 [this, ownerChanged](const sdbus::Error* e, dbus::Properties props) {
 		                 if (e) log::warning("upower", "reading {}'s properties failed: {}: {}", ppd().name, e->getName(),
 		                                     e->getMessage());
 		                 else ppdProps_ = std::move(props);
@@ -690,7 +586,7 @@ void UpowerBackend::ppdNamesChanged() {
 			                 for (auto& [_, h]: holds_)
 				                 if (!h.cookie && !h.pending) hold(h, nullptr);
 		                 updateState();
-	                 }));
+	                 });
 }
 
 void UpowerBackend::ppdPropertiesChanged(size_t service, sdbus::Message& msg) {
@@ -712,9 +608,9 @@ void UpowerBackend::ppdPropertiesChanged(size_t service, sdbus::Message& msg) {
 
 void UpowerBackend::publishProfiles() {
 	auto m = upower::mapProfiles(ppdProps_);
-	warnOnce(ppdWarned_, ppd().name, m.badProperties, ppdProps_);
+	for (const auto& name: m.badProperties) reader_.wrongType(ppd().name, name, ppdProps_);
 	for (const auto& u: m.unknownValues)
-		if (ppdWarned_.insert(u).second) log::warning("upower", "{}: unknown value {}; mapped to \"unknown\" or left out", ppd().name, u);
+		if (ppdUnknown_.insert(u).second) log::warning("upower", "{}: unknown value {}; mapped to \"unknown\" or left out", ppd().name, u);
 	m.value["available"] = true;
 	m.value["busName"] = ppd().name;
 	syncObject(kProfiles, m.value);
@@ -724,27 +620,23 @@ void UpowerBackend::refreshHolds() {
 	// power-profiles-daemon before 0.20 (and python-dbusmock) does not signal
 	// ActiveProfileHolds after HoldProfile/ReleaseProfile, so read it after our own calls.
 	if (!ppdProxy_) return;
-	auto id = calls_.next();
-	calls_.track(id, "ppd",
+	calls_.start("ppd",
 	             ppdProxy_->callMethodAsync("Get").onInterface(kPropsIface)
-	                 .withArguments(std::string(ppd().iface), std::string("ActiveProfileHolds"))
-	                 .uponReplyInvoke([this, id](const sdbus::Error* e, sdbus::Variant v) {
-		                 calls_.done(id);
+	                 .withArguments(std::string(ppd().iface), std::string("ActiveProfileHolds")),
+	                 [this](const sdbus::Error* e, sdbus::Variant v) {
 		                 if (e || !ppdLoaded_) return;
 		                 ppdProps_["ActiveProfileHolds"] = std::move(v);
 		                 publishProfiles();
-	                 }));
+	                 });
 }
 
 void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 	h.pending = true;
-	auto id = calls_.next();
 	uint64_t holdId = h.id;
-	calls_.track(
-	    id, "ppd",
-	    ppdProxy_->callMethodAsync("HoldProfile").onInterface(ppd().iface).withArguments(h.profile, h.reason, h.applicationId)
-	        .uponReplyInvoke([this, id, holdId, answer](const sdbus::Error* e, uint32_t cookie) {
-		        calls_.done(id);
+	calls_.start(
+	    "ppd",
+	    ppdProxy_->callMethodAsync("HoldProfile").onInterface(ppd().iface).withArguments(h.profile, h.reason, h.applicationId),
+	    [this, holdId, answer](const sdbus::Error* e, uint32_t cookie) {
 		        auto it = holds_.find(holdId);
 		        if (e) {
 			        log::warning("upower", "HoldProfile failed: {}: {}", e->getName(), e->getMessage());
@@ -773,19 +665,17 @@ void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 		        h.confirmed = true;
 		        if (answer) answer->result({{"cookie", holdId}});
 		        refreshHolds();
-	        }));
+	    });
 }
 
 void UpowerBackend::release(uint32_t cookie) {
 	if (!ppdProxy_) return;
-	auto id = calls_.next();
-	calls_.track(id, "ppd",
-	             ppdProxy_->callMethodAsync("ReleaseProfile").onInterface(ppd().iface).withArguments(cookie)
-	                 .uponReplyInvoke([this, id, cookie](const sdbus::Error* e) {
-		                 calls_.done(id);
+	calls_.start("ppd",
+	             ppdProxy_->callMethodAsync("ReleaseProfile").onInterface(ppd().iface).withArguments(cookie),
+	                 [this, cookie](const sdbus::Error* e) {
 		                 if (e) log::info("upower", "ReleaseProfile({}) failed: {}: {}", cookie, e->getName(), e->getMessage());
 		                 refreshHolds();
-	                 }));
+	                 });
 }
 
 // A client's hold token was destroyed (disconnect or power.releaseProfile).
@@ -830,16 +720,14 @@ void UpowerBackend::registerMethods() {
 		(void)p.string("profile");
 		if (!ppdReady()) throw unavailable();
 		auto profile = checkProfile(p);
-		auto answer = std::make_shared<Answer>(std::move(responder), ppd().name);
-		auto id = calls_.next();
-		calls_.track(id, "ppd",
+		auto answer = std::make_shared<Answer>(std::move(responder), "upower", ppd().name);
+		calls_.start("ppd",
 		             ppdProxy_->callMethodAsync("Set").onInterface(kPropsIface)
-		                 .withArguments(std::string(ppd().iface), std::string("ActiveProfile"), sdbus::Variant(profile))
-		                 .uponReplyInvoke([this, id, answer, profile](const sdbus::Error* e) {
-			                 calls_.done(id);
+		                 .withArguments(std::string(ppd().iface), std::string("ActiveProfile"), sdbus::Variant(profile)),
+		                 [this, answer, profile](const sdbus::Error* e) {
 			                 if (e) answer->failed(*e);
 			                 else answer->result({{"profile", *upower::profileName(profile)}});
-		                 }));
+		                 });
 	});
 	methods_.emplace_back(disp, "power.setProfile");
 
@@ -860,7 +748,7 @@ void UpowerBackend::registerMethods() {
 		// The token is the client's from now on: a disconnect before the answer releases too.
 		client.attach("power.hold." + std::to_string(id),
 		              std::make_shared<HoldToken>(std::weak_ptr<UpowerBackend*>(self_), id));
-		hold(h, std::make_shared<Answer>(std::move(responder), ppd().name));
+		hold(h, std::make_shared<Answer>(std::move(responder), "upower", ppd().name));
 	});
 	methods_.emplace_back(disp, "power.holdProfile");
 
