@@ -72,8 +72,9 @@ struct Outputs::Configuration {
 	}
 };
 
-Outputs::Outputs(Tree& tree, Display& display, std::function<void()> onNamesChanged)
-    : tree_(tree), display_(display), onNamesChanged_(std::move(onNamesChanged)) {}
+Outputs::Outputs(Tree& tree, Display& display, std::function<void()> onNamesChanged,
+                 std::function<void(wl_output*)> onRemoved)
+    : tree_(tree), display_(display), onNamesChanged_(std::move(onNamesChanged)), onRemoved_(std::move(onRemoved)) {}
 
 Outputs::~Outputs() {
 	for (auto& [_, c]: configurations_) {
@@ -194,6 +195,7 @@ void Outputs::addOutput(wl_registry* registry, uint32_t global, uint32_t version
 bool Outputs::removeGlobal(uint32_t global) {
 	auto it = std::find_if(outputs_.begin(), outputs_.end(), [&](const auto& o) { return o->global == global; });
 	if (it == outputs_.end()) return false;
+	onRemoved_((*it)->proxy);
 	destroyOutput(**it);
 	outputs_.erase(it);
 	refresh();

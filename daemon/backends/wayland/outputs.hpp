@@ -28,8 +28,8 @@ namespace qsd::wayland {
 class Outputs {
 public:
 	// onNamesChanged: an output was published, renamed or removed (toplevels list outputs by
-	// name).
-	Outputs(Tree& tree, Display& display, std::function<void()> onNamesChanged);
+	// name). onRemoved: a wl_output is about to be destroyed (its address may be reused).
+	Outputs(Tree& tree, Display& display, std::function<void()> onNamesChanged, std::function<void(wl_output*)> onRemoved);
 	~Outputs();   // destroys every proxy (the display must still be connected) and fails pending configurations
 	Outputs(const Outputs&) = delete;
 	Outputs& operator=(const Outputs&) = delete;
@@ -79,6 +79,7 @@ private:
 	Tree& tree_;
 	Display& display_;
 	std::function<void()> onNamesChanged_;
+	std::function<void(wl_output*)> onRemoved_;
 	bool ready_ = false;
 	zxdg_output_manager_v1* xdgManager_ = nullptr;
 	uint32_t xdgVersion_ = 0;

@@ -153,6 +153,7 @@ const zwlr_foreign_toplevel_manager_v1_listener Toplevels::kWlrManagerListener =
 
 void Toplevels::bindWlr(wl_registry* registry, uint32_t global, uint32_t version) {
 	if (wlr_) return;
+	if (ready_ && !available()) tree_.set(kToplevels, json::object());   // offered late
 	wlrVersion_ = bindVersion(version, 3);
 	wlr_ = static_cast<zwlr_foreign_toplevel_manager_v1*>(
 	    wl_registry_bind(registry, global, &zwlr_foreign_toplevel_manager_v1_interface, wlrVersion_));
@@ -226,6 +227,7 @@ const ext_foreign_toplevel_list_v1_listener Toplevels::kExtListListener = {
 
 void Toplevels::bindExt(wl_registry* registry, uint32_t global, uint32_t version) {
 	if (ext_) return;
+	if (ready_ && !available()) tree_.set(kToplevels, json::object());   // offered late
 	ext_ = static_cast<ext_foreign_toplevel_list_v1*>(
 	    wl_registry_bind(registry, global, &ext_foreign_toplevel_list_v1_interface, bindVersion(version, 1)));
 	ext_foreign_toplevel_list_v1_add_listener(ext_, &kExtListListener, this);
@@ -354,6 +356,10 @@ void Toplevels::removeExt(ExtHandle* e) {
 	w->ext = nullptr;
 	// Without wlr the ext handle is the window; with it, the window keeps its key.
 	if (!w->wlr) removeWindow(w);
+}
+
+void Toplevels::forgetOutput(wl_output* output) {
+	for (auto& w: windows_) std::erase(w->outputs, output);
 }
 
 Toplevels::Window* Toplevels::windowByKey(const std::string& key) const {

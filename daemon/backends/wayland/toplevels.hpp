@@ -52,6 +52,8 @@ public:
 	void setReady();
 	// Output names changed: rewrite every toplevel's outputs.
 	void outputsChanged() { refresh(); }
+	// A wl_output is being destroyed: no window is on it any more.
+	void forgetOutput(wl_output* output);
 
 	enum class Action { Activate, Close, Maximize, Unmaximize, Minimize, Unminimize, Fullscreen, Unfullscreen };
 	// Sends the request and answers once the compositor has processed it (wl_display.sync).

@@ -183,9 +183,14 @@ void WaylandBackend::connect() {
 	s->socket = *path;
 	s->display = std::move(display);
 	auto* d = s->display.get();
-	s->outputs = std::make_unique<Outputs>(context_.tree, *d, [this] {
-		if (session_ && session_->toplevels) session_->toplevels->outputsChanged();
-	});
+	s->outputs = std::make_unique<Outputs>(
+	    context_.tree, *d,
+	    [this] {
+		    if (session_ && session_->toplevels) session_->toplevels->outputsChanged();
+	    },
+	    [this](wl_output* gone) {
+		    if (session_ && session_->toplevels) session_->toplevels->forgetOutput(gone);
+	    });
 	s->toplevels = std::make_unique<Toplevels>(context_.tree, *d, *s->outputs, keys_);
 	s->registry = wl_display_get_registry(d->get());
 	static const wl_registry_listener listener = {.global = onGlobal, .global_remove = onGlobalRemove};
