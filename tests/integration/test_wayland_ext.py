@@ -3,7 +3,9 @@ compositor built here from tests/integration/wayland_peer.c (libwayland-server, 
 protocol XML as the daemon): toplevel keys are the identifiers, also when wlr-foreign-toplevel-
 management is offered next to it (the two handles of a window are paired), a window whose ext
 handle comes late gets a counter key, ext-foreign-toplevel-list alone gives toplevels without
-states, and an identifier reused by a restarted compositor is not reused as a key."""
+states, and an identifier reused by a restarted compositor is not reused as a key. The same
+compositor also sends a protocol error, which qsd treats as the compositor gone (and, since the
+compositor is still there, connects again after a delay)."""
 
 import os
 import shutil
@@ -177,4 +179,19 @@ def test_identifiers_reused_by_a_new_compositor_are_not_reused_as_keys(env, peer
     assert "peer-5-2" in t and "peer-5-1" not in t
     reused = [k for k, v in t.items() if v["appId"] == "b.app"]
     assert reused and reused[0].isdigit()
+    c.close()
+
+
+def test_a_protocol_error_drops_the_connection_and_qsd_comes_back(env, peer_exe):
+    peer = Peer(env, peer_exe, "--wlr")
+    peer.send("add 1 a.app A")
+    c, sub = start_qsd(env, peer)
+    wait_tops(c, sub, lambda v: len(v) == 1)
+    peer.send("kick")
+    c.wait_value(sub, "/wayland", {"available": False}, timeout=20)
+    # The compositor is still there: qsd connects again (after 0.1 s), and reads it afresh.
+    c.wait_value(sub, "/wayland/available", True, timeout=20)
+    t = wait_tops(c, sub, lambda v: len(v) == 1)
+    assert list(t.values())[0]["appId"] == "a.app"
+    assert "protocol error 0 on wl_output" in env.qsd_log()
     c.close()

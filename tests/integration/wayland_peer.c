@@ -8,6 +8,7 @@
  *   close ID                 the toplevel goes
  *   ext-late                 toplevels added next get their ext handle only with "ext-now"
  *   ext-now                  send the ext handles held back
+ *   kick                     a protocol error to every client (on its wl_output)
  *
  *   -> "ready" once listening; "request ID activate|close|maximize|..." for each request.
  *
@@ -330,6 +331,11 @@ static void command(char *line) {
 	if (!cmd) return;
 	if (!strcmp(cmd, "ext-late")) {
 		ext_late = true;
+		return;
+	}
+	if (!strcmp(cmd, "kick")) {
+		for (int i = 0; i < MAX_CLIENTS; i++)
+			if (outputs[i]) wl_resource_post_error(outputs[i], 0, "kicked by the test");
 		return;
 	}
 	if (!strcmp(cmd, "ext-now")) {
