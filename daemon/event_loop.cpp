@@ -170,9 +170,31 @@ EventSource EventLoop::addPost(Handler handler, const char* description) {
 }
 
 void EventLoop::onSignal(int signo, Handler handler) {
-	owned_.emplace_back(addPlain([&](sd_event_source** s, void* d) {
-		return sd_event_add_signal(event_, s, signo | SD_EVENT_SIGNAL_PROCMASK, onSig, d);
-	}, std::move(handler), "signal"));
+	// sd-event takes one source per signal (a second one is EBUSY): one source fans out.
+	auto& handlers = signalHandlers_[signo];
+	handlers.push_back(std::move(handler));
+	if (handlers.size() > 1) return;
+	auto fanOut = [this, signo] {
+		// By index and by copy: a handler may add another handler for the same signal.
+		for (size_t i = 0; i < signalHandlers_[signo].size(); ++i) {
+			auto h = signalHandlers_[signo][i];
+			try {
+				h();
+			} catch (const std::exception& e) {
+				log::error("loop", "handler of signal {} failed: {}", signo, e.what());
+			}
+		}
+	};
+	sd_event_source* source = nullptr;
+	try {
+		source = addPlain([&](sd_event_source** s, void* d) {
+			return sd_event_add_signal(event_, s, signo | SD_EVENT_SIGNAL_PROCMASK, onSig, d);
+		}, std::move(fanOut), "signal");
+	} catch (...) {
+		signalHandlers_.erase(signo);
+		throw;
+	}
+	owned_.emplace_back(source);
 }
 
 void EventLoop::enableWatchdog() { (void)sd_event_set_watchdog(event_, true); }

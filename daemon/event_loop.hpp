@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -57,7 +58,8 @@ public:
 	[[nodiscard]] EventSource addDefer(Handler handler, const char* description);
 	// Runs after every iteration that dispatched another source (the "dirty flush" idiom).
 	[[nodiscard]] EventSource addPost(Handler handler, const char* description);
-	// SD_EVENT_SIGNAL_PROCMASK; the source is owned by the loop.
+	// SD_EVENT_SIGNAL_PROCMASK; the source is owned by the loop. A signal may have several
+	// handlers (the daemon's and backends'): they run in the order they were added.
 	void onSignal(int signo, Handler handler);
 
 	void enableWatchdog();                     // no-op without $WATCHDOG_USEC
@@ -67,6 +69,7 @@ public:
 private:
 	sd_event* event_ = nullptr;
 	std::vector<EventSource> owned_;
+	std::map<int, std::vector<Handler>> signalHandlers_;
 };
 
 } // namespace qsd

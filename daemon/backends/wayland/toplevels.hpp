@@ -1,0 +1,97 @@
+#pragma once
+// /wayland/toplevels and the toplevel actions.
+//
+// wlr-foreign-toplevel-management gives everything (title, app id, states, outputs, parent) and
+// the actions; ext-foreign-toplevel-list gives title, app id and a stable identifier. With
+// both, a wlr handle is paired with the ext handle of the same toplevel so that the key is the
+// identifier: the two protocols do not reference each other, so the pairing is by (app id,
+// title) among unpaired handles, after a wl_display.sync that lets both protocols' events for a
+// new window arrive (compositors send them together). Without a match the key is a counter.
+// With ext-foreign-toplevel-list alone, toplevels have title and app id; state fields are null.
+
+#include "display.hpp"
+#include "mapping.hpp"
+#include "outputs.hpp"
+
+#include "../../server/dispatcher.hpp"
+#include "../../tree.hpp"
+
+#include "ext-foreign-toplevel-list-v1-client-protocol.h"
+#include "wlr-foreign-toplevel-management-unstable-v1-client-protocol.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace qsd::wayland {
+
+// Every key given in this epoch: a key is never reused for another window, also across
+// compositor restarts (ext-foreign-toplevel-list identifiers are unique per compositor only).
+struct KeyBook {
+	uint64_t counter = 0;
+	std::set<std::string> used;
+};
+
+class Toplevels {
+public:
+	// `keys` is the backend's and outlives every connection.
+	Toplevels(Tree& tree, Display& display, Outputs& outputs, KeyBook& keys);
+	~Toplevels();   // destroys every proxy (the display must still be connected)
+	Toplevels(const Toplevels&) = delete;
+	Toplevels& operator=(const Toplevels&) = delete;
+
+	void bindWlr(wl_registry* registry, uint32_t global, uint32_t version);
+	void bindExt(wl_registry* registry, uint32_t global, uint32_t version);
+	void bindSeat(wl_registry* registry, uint32_t global, uint32_t version);
+	bool removeGlobal(uint32_t global);   // the seat, when it goes
+	[[nodiscard]] bool available() const { return wlr_ || ext_; }
+	[[nodiscard]] bool controllable() const { return wlr_ != nullptr; }
+
+	void setReady();
+	// Output names changed: rewrite every toplevel's outputs.
+	void outputsChanged() { refresh(); }
+	// A wl_output is being destroyed: no window is on it any more.
+	void forgetOutput(wl_output* output);
+
+	enum class Action { Activate, Close, Maximize, Unmaximize, Minimize, Unminimize, Fullscreen, Unfullscreen };
+	// Sends the request and answers once the compositor has processed it (wl_display.sync).
+	// `output` only for Fullscreen (nullptr: the compositor chooses). Throws rpc::RpcException.
+	void act(const std::string& key, Action action, const std::string& output, Responder responder);
+
+private:
+	struct Window;
+	struct ExtHandle;
+
+	void refresh();
+	void publish(Window& w);
+	// Gives keys to complete windows that have none and publishes them; `settled`: no event
+	// of either protocol can still be on its way for them.
+	void pairAndPublish(bool settled = false);
+	void removeWindow(Window* w);
+	void removeExt(ExtHandle* e);
+	Window* windowByKey(const std::string& key) const;
+
+	static const zwlr_foreign_toplevel_manager_v1_listener kWlrManagerListener;
+	static const zwlr_foreign_toplevel_handle_v1_listener kWlrHandleListener;
+	static const ext_foreign_toplevel_list_v1_listener kExtListListener;
+	static const ext_foreign_toplevel_handle_v1_listener kExtHandleListener;
+
+	Tree& tree_;
+	Display& display_;
+	Outputs& outputs_;
+	KeyBook& keys_;
+	bool ready_ = false;
+	zwlr_foreign_toplevel_manager_v1* wlr_ = nullptr;
+	uint32_t wlrVersion_ = 0;
+	ext_foreign_toplevel_list_v1* ext_ = nullptr;
+	wl_seat* seat_ = nullptr;
+	uint32_t seatGlobal_ = 0;
+	std::vector<std::unique_ptr<Window>> windows_;
+	std::vector<std::unique_ptr<ExtHandle>> exts_;
+	std::map<std::string, json> published_;
+	bool pairing_ = false;   // a sync for pairing is in flight
+};
+
+} // namespace qsd::wayland

@@ -1,0 +1,364 @@
+// The "wayland" backend: /wayland from one wayland-client connection on the daemon's loop —
+// outputs (wl_output, xdg-output, wlr-output-management), toplevels (wlr-foreign-toplevel-
+// management, ext-foreign-toplevel-list) and the compositor's globals — and the wayland.*
+// actions. One connection serves every shell that talks to qsd.
+//
+// Lifetime: the socket comes from the Locator (WAYLAND_DISPLAY from qsd's environment or the
+// systemd user manager's, re-read on SIGHUP). Connected, the registry is enumerated and two
+// wl_display.sync roundtrips later (globals, then what binding them sent) the whole domain is
+// written in one batch. When the compositor goes (hang-up, read/flush error, protocol error)
+// everything is torn down, /wayland becomes {available: false}, and the socket's directory is
+// watched with inotify; a refused connection is retried a few times with a growing delay (a
+// compositor between bind() and listen(), or a stale socket), then only inotify or SIGHUP
+// bring it back. Nothing polls.
+
+#include "display.hpp"
+#include "locator.hpp"
+#include "mapping.hpp"
+#include "outputs.hpp"
+#include "toplevels.hpp"
+
+#include "../../log.hpp"
+#include "../backend.hpp"
+
+#include <qsd/protocol/jsonrpc.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace qsd {
+
+namespace {
+
+using json = nlohmann::json;
+using rpc::ErrorCode;
+using rpc::Params;
+using rpc::RpcException;
+using namespace wayland;
+
+constexpr const char* kRoot = "/wayland";
+// Connection attempts that end before the domain is read (refused, or lost at once) are
+// retried after 0.1, 0.2, 0.4, 0.8 and 1.6 s; then only the socket watch or SIGHUP retry.
+constexpr unsigned kMaxQuickRetries = 5;
+
+class WaylandBackend final: public Backend {
+public:
+	explicit WaylandBackend(BackendContext& context): Backend(context) {}
+	~WaylandBackend() override { stop(); }
+
+	std::string_view id() const override { return "wayland"; }
+	std::string_view root() const override { return kRoot; }
+
+	void start() override;
+	void stop() override;
+
+private:
+	// Everything that belongs to one connection; destroyed as a whole when it ends. Proxies
+	// go before the display (members are destroyed in reverse order).
+	struct Session {
+		std::unique_ptr<Display> display;
+		std::string socket;
+		wl_registry* registry = nullptr;
+		std::unique_ptr<Outputs> outputs;
+		std::unique_ptr<Toplevels> toplevels;
+		std::map<uint32_t, std::pair<std::string, uint32_t>> globals;   // name -> interface, version
+		bool ready = false;
+		~Session() {
+			toplevels.reset();
+			outputs.reset();
+			if (registry) wl_registry_destroy(registry);
+		}
+	};
+
+	void connect();
+	void ready();
+	void lost(const LostReason& reason);
+	void drop(const std::string& why);
+	void retryLater();
+	void locatorChanged();
+	void publishCompositor();
+	void registerMethods();
+	Session& live(const char* what);
+	void toplevelAction(const json& params, Responder responder, Toplevels::Action action, const std::string& output = {});
+
+	static void onGlobal(void* data, wl_registry* registry, uint32_t name, const char* interface, uint32_t version) noexcept;
+	static void onGlobalRemove(void* data, wl_registry* registry, uint32_t name) noexcept;
+
+	bool started_ = false;
+	bool hupHooked_ = false;
+	std::shared_ptr<WaylandBackend*> self_;
+	std::unique_ptr<Locator> locator_;
+	std::unique_ptr<Session> session_;
+	KeyBook keys_;
+	std::vector<MethodRegistration> methods_;
+	EventSource retry_;
+	unsigned failures_ = 0;
+	std::string lastLog_;   // the last unavailability logged, so a retry does not repeat it
+};
+
+// ---------------------------------------------------------------------------------------------
+// start / stop
+
+void WaylandBackend::start() {
+	if (started_) return;
+	started_ = true;
+	self_ = std::make_shared<WaylandBackend*>(this);
+	context_.tree.set(kRoot, {{"available", false}});
+	setState(BackendState::Starting);
+	registerMethods();
+	if (!hupHooked_) {
+		// The loop owns the handler for the daemon's life; it reaches this backend only while
+		// it is started.
+		hupHooked_ = true;
+		context_.loop.onSignal(SIGHUP, [weak = std::weak_ptr<WaylandBackend*>(self_)] {
+			if (auto self = weak.lock()) (*self)->locator_->reread();
+		});
+	}
+	retry_ = context_.loop.addIdleTimer([this] { connect(); }, "wayland-retry");
+	locator_ = std::make_unique<Locator>(
+	    context_.loop, context_.sessionBus, [this] { locatorChanged(); },
+	    [this] {
+		    log::debug("wayland", "the compositor socket appeared");
+		    failures_ = 0;
+		    connect();
+	    });
+	locator_->start();
+	if (!locator_->socket()) setState(BackendState::Unavailable, locator_->missingReason());
+}
+
+void WaylandBackend::stop() {
+	if (!started_) return;
+	started_ = false;
+	self_.reset();
+	methods_.clear();
+	session_.reset();
+	retry_.reset();
+	locator_.reset();
+	context_.tree.remove(kRoot);
+	setState(BackendState::Stopped);
+}
+
+// ---------------------------------------------------------------------------------------------
+// connection
+
+void WaylandBackend::locatorChanged() {
+	if (session_ && session_->socket == locator_->socket().value_or("")) {
+		publishCompositor();   // the desktop name may have changed
+		return;
+	}
+	if (session_) drop("WAYLAND_DISPLAY changed to " + locator_->socket().value_or(""));
+	failures_ = 0;
+	connect();
+}
+
+void WaylandBackend::connect() {
+	if (session_ || !started_) return;
+	const auto& path = locator_->socket();
+	if (!path) {
+		setState(BackendState::Unavailable, locator_->missingReason());
+		return;
+	}
+	auto display = Display::connect(context_.loop, *path, [this](const LostReason& r) { lost(r); });
+	if (!display) {
+		int e = errno;
+		auto why = fmt::format("no compositor at {} ({})", *path, std::strerror(e));
+		if (why != lastLog_) log::info("wayland", "{}; waiting for it", why);
+		lastLog_ = why;
+		setState(BackendState::Unavailable, why);
+		locator_->watch();
+		// ENOENT: no socket at all, the watch will tell. Anything else (ECONNREFUSED: a stale
+		// socket, or a compositor between bind() and listen()) may clear by itself.
+		if (e != ENOENT) retryLater();
+		return;
+	}
+	log::info("wayland", "connected to {} ({})", *path, display->peerCommand().empty() ? "?" : display->peerCommand());
+	lastLog_.clear();
+	auto s = std::make_unique<Session>();
+	s->socket = *path;
+	s->display = std::move(display);
+	auto* d = s->display.get();
+	s->outputs = std::make_unique<Outputs>(
+	    context_.tree, *d,
+	    [this] {
+		    if (session_ && session_->toplevels) session_->toplevels->outputsChanged();
+	    },
+	    [this](wl_output* gone) {
+		    if (session_ && session_->toplevels) session_->toplevels->forgetOutput(gone);
+	    });
+	s->toplevels = std::make_unique<Toplevels>(context_.tree, *d, *s->outputs, keys_);
+	s->registry = wl_display_get_registry(d->get());
+	static const wl_registry_listener listener = {.global = onGlobal, .global_remove = onGlobalRemove};
+	wl_registry_add_listener(s->registry, &listener, this);
+	session_ = std::move(s);
+	setState(BackendState::Starting);
+	// First roundtrip: every global is announced (and bound as it comes). Second: everything
+	// binding sent back (outputs, heads, toplevels) is in.
+	d->sync([this, d] { d->sync([this] { ready(); }); });
+}
+
+void WaylandBackend::ready() {
+	auto& s = *session_;
+	s.ready = true;
+	failures_ = 0;
+	locator_->unwatch();
+	// One batch: available, the compositor, every output and toplevel.
+	context_.tree.set("/wayland/available", true);
+	publishCompositor();
+	s.outputs->setReady();
+	s.toplevels->setReady();
+	setState(BackendState::Running);
+}
+
+void WaylandBackend::lost(const LostReason& reason) {
+	if (!session_) return;
+	bool wasReady = session_->ready;
+	log::warning("wayland", "lost the compositor at {}: {}", session_->socket, reason.message);
+	drop("the compositor went away: " + reason.message);
+	// A compositor that exits removes its socket and the watch reports the next one. One that
+	// closed only us (a protocol error), or crashed and left its socket behind, is tried again
+	// a few times; not at once, because a dying compositor still accepts connections for a
+	// moment.
+	if (wasReady) failures_ = 0;
+	retryLater();
+}
+
+void WaylandBackend::drop(const std::string& why) {
+	session_.reset();   // pending actions answer "backend unavailable"
+	context_.tree.set(kRoot, {{"available", false}});
+	setState(BackendState::Unavailable, why);
+	if (started_) locator_->watch();
+}
+
+void WaylandBackend::retryLater() {
+	if (failures_ >= kMaxQuickRetries) {
+		log::info("wayland", "giving up retrying; waiting for the compositor's socket to be created again (or SIGHUP)");
+		return;
+	}
+	uint64_t delay = 100'000ull << failures_;
+	++failures_;
+	retry_.setTime(context_.loop.now() + delay);
+}
+
+void WaylandBackend::onGlobal(void* data, wl_registry* registry, uint32_t name, const char* interface,
+                              uint32_t version) noexcept {
+	auto* self = static_cast<WaylandBackend*>(data);
+	try {
+		if (!self->session_ || !interface) return;
+		auto& s = *self->session_;
+		std::string_view iface(interface);
+		s.globals[name] = {std::string(iface), version};
+		if (iface == wl_output_interface.name) s.outputs->addOutput(registry, name, version);
+		else if (iface == zxdg_output_manager_v1_interface.name) s.outputs->bindXdgManager(registry, name, version);
+		else if (iface == zwlr_output_manager_v1_interface.name) s.outputs->bindOutputManager(registry, name, version);
+		else if (iface == zwlr_foreign_toplevel_manager_v1_interface.name) s.toplevels->bindWlr(registry, name, version);
+		else if (iface == ext_foreign_toplevel_list_v1_interface.name) s.toplevels->bindExt(registry, name, version);
+		else if (iface == wl_seat_interface.name) s.toplevels->bindSeat(registry, name, version);
+		if (s.ready) self->publishCompositor();
+	} catch (const std::exception& e) {
+		log::error("wayland", "registry.global handler failed: {}", e.what());
+	}
+}
+
+void WaylandBackend::onGlobalRemove(void* data, wl_registry*, uint32_t name) noexcept {
+	auto* self = static_cast<WaylandBackend*>(data);
+	try {
+		if (!self->session_) return;
+		auto& s = *self->session_;
+		if (!s.outputs->removeGlobal(name)) (void)s.toplevels->removeGlobal(name);
+		s.globals.erase(name);
+		if (s.ready) self->publishCompositor();
+	} catch (const std::exception& e) {
+		log::error("wayland", "registry.global_remove handler failed: {}", e.what());
+	}
+}
+
+void WaylandBackend::publishCompositor() {
+	if (!session_ || !session_->ready) return;
+	auto& s = *session_;
+	std::set<std::pair<std::string, uint32_t>> offered;
+	for (const auto& [_, g]: s.globals) offered.insert(g);
+	json globals = json::array();
+	for (const auto& [iface, version]: offered) globals.push_back({{"interface", iface}, {"version", version}});
+	json missing = json::array();
+	for (const auto& k: knownInterfaces()) {
+		bool has = std::any_of(offered.begin(), offered.end(), [&](const auto& g) { return g.first == k.name; });
+		if (!has) missing.push_back(std::string(k.name));
+	}
+	auto pid = s.display->peerPid();
+	context_.tree.update("/wayland/compositor", {{"name", compositorName(locator_->desktop(), s.display->peerCommand())},
+	                                             {"socket", s.socket},
+	                                             {"pid", pid > 0 ? json(pid) : json(nullptr)},
+	                                             {"globals", std::move(globals)},
+	                                             {"missing", std::move(missing)}});
+}
+
+// ---------------------------------------------------------------------------------------------
+// methods
+
+WaylandBackend::Session& WaylandBackend::live(const char* what) {
+	if (!session_ || !session_->ready) {
+		std::string why = session_ ? "the compositor is being read" : "no Wayland compositor is connected";
+		throw RpcException(ErrorCode::BackendUnavailable, std::string("Cannot ") + what + ": " + why,
+		                   {{"backend", "wayland"}, {"path", kRoot}});
+	}
+	return *session_;
+}
+
+void WaylandBackend::toplevelAction(const json& params, Responder responder, Toplevels::Action action,
+                                    const std::string& output) {
+	Params p(params);
+	// Counter keys are decimal: `qsctl call wayland.close toplevel=3` sends a number.
+	const auto& raw = p.any("toplevel");
+	std::string key;
+	if (raw.is_string()) key = raw.get<std::string>();
+	else if (raw.is_number_unsigned()) key = std::to_string(raw.get<uint64_t>());
+	else Params::fail("toplevel", "a toplevel key (a string, or an integer for a numeric key)");
+	live("act on a toplevel").toplevels->act(key, action, output, std::move(responder));
+}
+
+void WaylandBackend::registerMethods() {
+	auto& disp = context_.dispatcher;
+	using A = Toplevels::Action;
+	disp.addAsync("wayland.activate", [this](const json& params, Responder r, ClientSession&) {
+		toplevelAction(params, std::move(r), A::Activate);
+	});
+	methods_.emplace_back(disp, "wayland.activate");
+	disp.addAsync("wayland.close", [this](const json& params, Responder r, ClientSession&) {
+		toplevelAction(params, std::move(r), A::Close);
+	});
+	methods_.emplace_back(disp, "wayland.close");
+	disp.addAsync("wayland.setMaximized", [this](const json& params, Responder r, ClientSession&) {
+		bool on = Params(params).boolean("maximized");
+		toplevelAction(params, std::move(r), on ? A::Maximize : A::Unmaximize);
+	});
+	methods_.emplace_back(disp, "wayland.setMaximized");
+	disp.addAsync("wayland.setMinimized", [this](const json& params, Responder r, ClientSession&) {
+		bool on = Params(params).boolean("minimized");
+		toplevelAction(params, std::move(r), on ? A::Minimize : A::Unminimize);
+	});
+	methods_.emplace_back(disp, "wayland.setMinimized");
+	disp.addAsync("wayland.setFullscreen", [this](const json& params, Responder r, ClientSession&) {
+		Params p(params);
+		bool on = p.boolean("fullscreen");
+		auto output = p.optString("output").value_or("");
+		toplevelAction(params, std::move(r), on ? A::Fullscreen : A::Unfullscreen, output);
+	});
+	methods_.emplace_back(disp, "wayland.setFullscreen");
+	disp.addAsync("wayland.configureOutput", [this](const json& params, Responder r, ClientSession&) {
+		auto config = parseOutputConfig(params);
+		live("configure an output").outputs->configure(std::move(config), std::move(r));
+	});
+	methods_.emplace_back(disp, "wayland.configureOutput");
+}
+
+} // namespace
+
+std::unique_ptr<Backend> createWaylandBackend(BackendContext& context) { return std::make_unique<WaylandBackend>(context); }
+
+} // namespace qsd
