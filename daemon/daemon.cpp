@@ -97,6 +97,10 @@ int Daemon::run() {
 		log::info("qsd", "SIGINT: exiting");
 		loop_.exit(0);
 	});
+	// SIGHUP (`systemctl --user reload qsd`) asks backends to re-read their environment (the
+	// wayland backend looks for WAYLAND_DISPLAY again); it must never end the daemon, whichever
+	// backends are built, so the daemon handles it first.
+	loop_.onSignal(SIGHUP, [] { log::info("qsd", "SIGHUP: backends re-read their environment"); });
 	// A client that goes away mid-write must not kill us.
 	std::signal(SIGPIPE, SIG_IGN);
 	server_->listen();

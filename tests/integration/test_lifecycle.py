@@ -7,6 +7,7 @@ import signal
 import socket
 import stat
 import subprocess
+import time
 
 import pytest
 
@@ -112,6 +113,19 @@ def test_signal_exits_0_and_removes_the_socket(env, sig):
     with pytest.raises(ConnectionError):
         while True:
             c.read_message(5)
+
+
+def test_sighup_never_ends_the_daemon(env):
+    # Whatever backends are built (here none), SIGHUP is a reload request, not a kill.
+    env.start_qsd(backends=[])
+    c = env.client()
+    env.daemon.send_signal(signal.SIGHUP)
+    assert c.call("hello")["protocol"] == 1
+    env.daemon.send_signal(signal.SIGHUP)
+    time.sleep(0.2)
+    assert env.daemon.poll() is None, env.qsd_log()
+    assert c.call("tree.get", {"path": "/daemon/protocol"})["value"] == 1
+    assert "SIGHUP" in env.qsd_log()
 
 
 def test_socket_option_and_environment_variable(env):

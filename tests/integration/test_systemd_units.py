@@ -52,6 +52,7 @@ def test_the_service_unit_is_a_notify_service_with_a_watchdog_and_restart():
     # configure_file substituted the installed path: absolute, and no @variable@ left.
     assert os.path.isabs(exe) and exe.endswith("/qsd"), exe
     assert "@" not in svc["ExecStart"]
+    assert svc["ExecReload"] == "kill -HUP $MAINPID"
     assert "qsd.socket" in unit["Unit"]["Requires"].split()
     assert "qsd.socket" in unit["Unit"]["After"].split()
 
