@@ -104,11 +104,10 @@ struct Client {
 };
 
 QObject* nodeOf(QObject* qsd, const QString& path) {
-	// node() returns a QsdNode*; read it through the meta-object as a QObject*.
-	auto method = qsd->metaObject()->method(qsd->metaObject()->indexOfMethod("node(QString)"));
-	QObject* out = nullptr;
-	method.invoke(qsd, Qt::DirectConnection, QGenericReturnArgument(method.typeName(), &out), Q_ARG(QString, path));
-	return out;
+	// node() returns the node as a var (a QVariant holding the QObject*).
+	QVariant out;
+	QMetaObject::invokeMethod(qsd, "node", Q_RETURN_ARG(QVariant, out), Q_ARG(QString, path));
+	return out.value<QObject*>();
 }
 
 int latency(QsdDaemon& daemon, int changes) {
