@@ -117,7 +117,8 @@ public:
 		if (command.isEmpty()) return {{QStringLiteral("code"), -1}, {QStringLiteral("output"), QStringLiteral("no QSD_QML_DRIVER")}};
 		QProcess driver;
 		driver.setProcessChannelMode(QProcess::MergedChannels);
-		driver.start(command.takeFirst(), command + QStringList {action} + args);
+		auto program = command.takeFirst();
+		driver.start(program, command + QStringList {action} + args);
 		if (!driver.waitForFinished(timeoutMs)) {
 			driver.kill();
 			driver.waitForFinished(2000);
