@@ -123,6 +123,11 @@ public:
 	/// The node of the object at a JSON Pointer, or null when there is none (absent or a leaf).
 	/// Evaluated once: for a binding that follows the path, use a QsdNode element.
 	Q_INVOKABLE [[nodiscard]] QVariant node(const QString& path) const;
+	/// The key a node has in its parent (unescaped: "wlan0", an SSID), or "" for the root or
+	/// anything that is not a node. The item ids of `values` entries, for actions.
+	Q_INVOKABLE [[nodiscard]] QString keyOf(const QVariant& node) const;
+	/// The JSON Pointer of a node, or "" (the root, or not a node).
+	Q_INVOKABLE [[nodiscard]] QString pathOf(const QVariant& node) const;
 	/// A copy of the value at a JSON Pointer (objects as JS objects), or undefined when absent.
 	/// Not a binding source: use node properties or a QsdNode element for bindings.
 	Q_INVOKABLE [[nodiscard]] QVariant value(const QString& path) const;

@@ -361,6 +361,21 @@ QsdNode* QsdClient::nodeAt(const std::string& path) const {
 
 QVariant QsdClient::node(const QString& path) const { return QVariant::fromValue<QObject*>(this->nodeAt(path.toStdString())); }
 
+QString QsdClient::pathOf(const QVariant& node) const {
+	auto* n = qobject_cast<QsdNode*>(node.value<QObject*>());
+	return n ? QString::fromStdString(n->path()) : QString();
+}
+
+QString QsdClient::keyOf(const QVariant& node) const {
+	auto* n = qobject_cast<QsdNode*>(node.value<QObject*>());
+	if (!n || n->path().empty()) return {};
+	try {
+		return QString::fromStdString(json::json_pointer(n->path()).back());
+	} catch (const json::exception&) {
+		return {};
+	}
+}
+
 QVariant QsdClient::value(const QString& path) const {
 	auto key = path.toStdString();
 	if (key.empty() && !this->mHeld.empty()) return toVariant(this->viewDocument());

@@ -44,8 +44,9 @@ def networkmanager(env):
     m.add_ap(wlan, "ap_home2", "HomeNet", "00:11:22:33:44:56", freq=2437, strength=35)
     m.add_ap(wlan, "ap_cafe", "CafeOpen", "00:11:22:33:44:66", freq=2412, strength=54, security=SEC_NONE)
     nb = m.add_ap(wlan, "ap_nb", "Neighbour", "00:11:22:33:44:77", freq=5200, strength=41)
-    m.iface(nb).UpdateProperties(AP, {"WpaFlags": dbus.UInt32(0), "RsnFlags": dbus.UInt32(0x188)})
-    m.add_ap(wlan, "ap_far", "Office-Guest", "00:11:22:33:44:88", freq=2462, strength=12)
+    far = m.add_ap(wlan, "ap_far", "Office-Guest", "00:11:22:33:44:88", freq=2462, strength=12)
+    for ap in (nb, far):   # WPA2-PSK with CCMP, as real access points announce it
+        m.iface(ap).UpdateProperties(AP, {"WpaFlags": dbus.UInt32(0), "RsnFlags": dbus.UInt32(0x188)})
     home = m.add_profile(wlan, "conn_home", "HomeNet")
     active = m.activate(wlan, home, home_ap, "Active_home")
     m.add_wired("eth0", speed=1000)
@@ -72,6 +73,15 @@ SERVICES = {
 }
 
 
+# backend id -> the example bar's parts its domain feeds (bar.qml, visibleSections()).
+PARTS = {
+    "nm": ["network"],
+    "upower": ["battery", "profile"],
+    "pipewire": ["volume"],
+    "tray": ["tray"],
+}
+
+
 def main():
     if len(sys.argv) < 3 or sys.argv[1] not in ("test", "render"):
         print(__doc__, file=sys.stderr)
@@ -94,7 +104,9 @@ def main():
         if sys.argv[1] == "test":
             cmd = [os.environ["QSD_QML_TESTS_BIN"], "-input", sys.argv[2]]
         else:
-            cmd = [os.environ["QSD_QML_RENDER_BIN"], sys.argv[2], sys.argv[3]]
+            # The bar's parts each fed service must show.
+            parts = [p for b in backends for p in PARTS.get(b, [])]
+            cmd = [os.environ["QSD_QML_RENDER_BIN"], sys.argv[2], sys.argv[3], "--expect", ",".join(parts)]
         result = subprocess.run(cmd, env=run_env, timeout=600)
         if result.returncode != 0:
             for name in sorted(os.listdir(env.dir)):
