@@ -90,6 +90,8 @@ public:
 	using Handler = std::function<void(const json* error, const json* result)>;
 
 	explicit QsdClient(QObject* parent = nullptr);
+	// The `event` signal is a name QML users expect; QObject::event(QEvent*) stays visible.
+	using QObject::event;
 	~QsdClient() override;
 
 	static QsdClient* create(QQmlEngine* qmlEngine, QJSEngine* jsEngine);

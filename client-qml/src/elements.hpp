@@ -25,6 +25,8 @@ class QsdEvents: public QObject, public QQmlParserStatus {
 
 public:
 	explicit QsdEvents(QObject* parent = nullptr): QObject(parent) {}
+	// The `event` signal is a name QML users expect; QObject::event(QEvent*) stays visible.
+	using QObject::event;
 	~QsdEvents() override;
 
 	[[nodiscard]] QStringList topics() const { return this->mTopics; }

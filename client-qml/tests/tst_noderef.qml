@@ -60,7 +60,26 @@ TestCase {
         compare(nodeChanges, changes + 2)
     }
 
-    function test_3_pathChanges() {
+    function test_3_numericKeys() {
+        // PipeWire node keys are numbers: JavaScript reads nodes["41"] as an array index, which
+        // a QML object does not have. A QsdNode element (or Qsd.node) finds them.
+        set("/debug/nodes", { "41": { name: "sink" }, "57": { name: "headset" } })
+        tryVerify(function() { return Qsd.debug.nodes !== undefined })
+        compare(Qsd.debug.nodes["41"], undefined, "brackets do not reach a numeric key")
+        numeric.path = "/debug/nodes/" + "41"
+        tryVerify(function() { return numeric.node !== null })
+        compare(numeric.node.name, "sink")
+        compare(Qsd.keyOf(numeric.node), "41")
+        compare(Qsd.pathOf(numeric.node), "/debug/nodes/41")
+        compare(Qsd.debug.nodes.values.map(function(n) { return Qsd.keyOf(n) }), ["41", "57"])
+        compare(Qsd.keyOf(Qsd.tree), "")
+        compare(Qsd.keyOf(42), "")
+        set("/debug/nodes/41/name", "speakers")
+        tryCompare(numeric.node, "name", "speakers")
+    }
+    QsdNode { id: numeric }
+
+    function test_4_pathChanges() {
         set("/debug/other", { level: 9 })
         later.path = "/debug/other"
         tryCompare(test, "level", 9)
