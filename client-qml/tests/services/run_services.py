@@ -65,11 +65,47 @@ def upower(env):
     return {}
 
 
-# backend id -> the service that feeds it. PipeWire and the tray join here once their backends
-# are in the tree (recipes: ../shared testenv, sections 3 and 5).
+def pipewire(env):
+    """PipeWire and WirePlumber on the private session bus, with two null sinks (the first the
+    default, at 62 %) and a null source."""
+    import shutil
+    import time
+    for tool in ("pipewire", "wireplumber", "pw-cli", "pw-metadata", "wpctl"):
+        if not shutil.which(tool):
+            raise RuntimeError(f"{tool} is missing (scripts/install-deps installs it)")
+    env.spawn(["pipewire"], "pipewire")
+    env.spawn(["wireplumber"], "wireplumber")
+
+    def run(*args):
+        return subprocess.run(list(args), env=env.env, capture_output=True, text=True, timeout=30)
+
+    deadline = time.monotonic() + 30
+    while 'Found "default"' not in run("pw-metadata", "-n", "default", "0").stdout:
+        if time.monotonic() > deadline:
+            raise RuntimeError("WirePlumber did not create the default metadata")
+        time.sleep(0.05)
+    for name, description, cls, position in (("bar_speakers", "Speakers", "Audio/Sink", "[FL FR]"),
+                                             ("bar_headset", "Headset", "Audio/Sink", "[FL FR]"),
+                                             ("bar_mic", "Microphone", "Audio/Source/Virtual", "[MONO]")):
+        run("pw-cli", "create-node", "adapter",
+            f'{{ factory.name=support.null-audio-sink node.name={name} node.description="{description}" '
+            f'media.class={cls} object.linger=true audio.position={position} }}')
+    run("pw-metadata", "0", "default.configured.audio.sink", '{"name":"bar_speakers"}', "Spa:String:JSON")
+    deadline = time.monotonic() + 30
+    while "bar_speakers" not in run("wpctl", "inspect", "@DEFAULT_AUDIO_SINK@").stdout:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the default sink did not become bar_speakers")
+        time.sleep(0.05)
+    run("wpctl", "set-volume", "@DEFAULT_AUDIO_SINK@", "0.62")
+    return {}
+
+
+# backend id -> the service that feeds it. The tray joins here once its backend is in the tree
+# (a StatusNotifierItem with a DBusMenu on the session bus, as its own tests start them).
 SERVICES = {
     "nm": networkmanager,
     "upower": upower,
+    "pipewire": pipewire,
 }
 
 
