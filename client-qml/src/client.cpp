@@ -1,13 +1,12 @@
 #include "client.hpp"
 
+#include "common.hpp"
 #include "convert.hpp"
-#include "listmodel.hpp"
-#include "node.hpp"
+#include "elements.hpp"
 
 #include <qjsengine.h>
 #include <qlogging.h>
 #include <qqmlengine.h>
-#include <qset.h>
 
 #include <qsd/protocol/jsonrpc.hpp>
 
@@ -18,13 +17,12 @@ namespace qsd::qml {
 
 namespace {
 
-// Client-side error code for requests that cannot reach the daemon (no connection, or the
-// connection was lost before the answer). Inside JSON-RPC's implementation-defined range and
-// never used by the daemon.
-constexpr int NOT_CONNECTED = -32099;
-
 constexpr int BACKOFF_FIRST_MS = 100;
 constexpr int BACKOFF_MAX_MS = 5000;
+// Calls made while connecting wait this long for the connection, and are queued only while the
+// daemon has been unreachable for less than this; later ones fail at once.
+constexpr qint64 QUEUE_MS = 5000;
+constexpr size_t QUEUE_MAX = 256;
 
 QString defaultSocketPath() {
 	auto env = qEnvironmentVariable("QSD_SOCKET");
@@ -32,14 +30,6 @@ QString defaultSocketPath() {
 	auto runtime = qEnvironmentVariable("XDG_RUNTIME_DIR");
 	if (runtime.isEmpty()) runtime = QStringLiteral("/run/user/%1").arg(getuid());
 	return runtime + QStringLiteral("/qsd/qsd.sock");
-}
-
-bool sameValue(const QVariant& a, const QVariant& b) {
-	if (a.isValid() != b.isValid()) return false;
-	if (!a.isValid()) return true;
-	auto nullType = QMetaType::fromType<std::nullptr_t>();
-	if (a.metaType() == nullType || b.metaType() == nullType) return a.metaType() == b.metaType();
-	return a == b;
 }
 
 } // namespace
@@ -53,6 +43,11 @@ QsdClient::QsdClient(QObject* parent): QObject(parent), mSocketPath(defaultSocke
 	QObject::connect(&this->mReconnectTimer, &QTimer::timeout, this, &QsdClient::openSocket);
 	this->mResumeTimer.setSingleShot(true);
 	QObject::connect(&this->mResumeTimer, &QTimer::timeout, this, &QsdClient::resumeReading);
+	this->mQueueTimer.setSingleShot(true);
+	QObject::connect(&this->mQueueTimer, &QTimer::timeout, this, &QsdClient::expireQueue);
+	this->mHoldTimer.setSingleShot(true);
+	QObject::connect(&this->mHoldTimer, &QTimer::timeout, this, [this] { this->releaseHolds(); });
+	this->mUnreachableSince = nowMs();   // the first connection is being sought: calls queue
 
 	// Deferred, so that a socketPath or paths assignment made right after the singleton's
 	// creation is the one used for the first connection.
@@ -70,6 +65,13 @@ QsdClient* QsdClient::create(QQmlEngine* /*qmlEngine*/, QJSEngine* jsEngine) {
 	auto* client = new QsdClient();
 	client->mEngine = jsEngine;
 	return client;
+}
+
+QsdClient* QsdClient::of(QObject* object) {
+	auto* engine = qmlEngine(object);
+	if (!engine) return nullptr;
+	static const int typeId = qmlTypeId("Qsd", 1, 0, "Qsd");
+	return engine->singletonInstance<QsdClient*>(typeId);
 }
 
 void QsdClient::setSocketPath(const QString& path) {
@@ -92,6 +94,20 @@ void QsdClient::setPaths(const QStringList& paths) {
 	}
 }
 
+void QsdClient::setEventTopics(const QStringList& topics) {
+	if (topics == this->mEventTopics) return;
+	this->mEventTopics = topics;
+	emit this->eventTopicsChanged();
+	this->eventTopicsUpdated();
+}
+
+void QsdClient::setRestartGraceMs(int ms) {
+	ms = std::max(0, ms);
+	if (ms == this->mRestartGraceMs) return;
+	this->mRestartGraceMs = ms;
+	emit this->restartGraceMsChanged();
+}
+
 // ---- connection ---------------------------------------------------------------------------
 
 void QsdClient::openSocket() {
@@ -102,6 +118,7 @@ void QsdClient::openSocket() {
 		this->mSocket->deleteLater();
 		this->mSocket = nullptr;
 		this->failPending(QStringLiteral("Connection to qsd closed before the answer"));
+		this->lostConnection();
 	}
 	this->setConnected(false);
 	this->mReader = LineReader(64 << 20);
@@ -118,11 +135,16 @@ void QsdClient::openSocket() {
 
 void QsdClient::onSocketConnected() {
 	this->mBackoffMs = 0;
+	this->mUnreachableSince = 0;
 	this->setError({});
 	this->subscribe();
+	this->mSubscribedTopics.clear();
+	this->subscribeEvents();
+	this->flushQueue();
 }
 
 void QsdClient::onSocketDisconnected() {
+	this->lostConnection();
 	this->setConnected(false);
 	this->failPending(QStringLiteral("Connection to qsd lost before the answer"));
 	if (this->mError.isEmpty()) this->setError(QStringLiteral("Disconnected from %1").arg(this->mSocketPath));
@@ -178,6 +200,10 @@ void QsdClient::setError(const QString& error) {
 	emit this->errorChanged();
 }
 
+void QsdClient::lostConnection() {
+	if (this->mUnreachableSince == 0) this->mUnreachableSince = nowMs();
+}
+
 void QsdClient::subscribe() {
 	json paths = json::array();
 	for (const auto& path: this->mPaths) paths.push_back(path.toStdString());
@@ -190,7 +216,7 @@ void QsdClient::subscribe() {
 		try {
 			this->mSubscription = result->at("subscription").get<uint64_t>();
 			this->applySnapshot(result->at("snapshot"), result->at("revision").get<uint64_t>(),
-			                    result->at("epoch").get<std::string>());
+			                    result->at("epoch").get<std::string>(), !this->mConnected);
 		} catch (const json::exception& e) {
 			this->setError(QStringLiteral("Malformed tree.subscribe result: %1").arg(e.what()));
 			return;
@@ -247,7 +273,11 @@ void QsdClient::handleNotification(const std::string& method, const json& params
 			this->applyChanges(params.at("revision").get<uint64_t>(), params.at("changes"));
 		} else if (method == "tree.resync") {
 			if (params.at("subscription").get<uint64_t>() != this->mSubscription || this->mSubscription == 0) return;
-			this->applySnapshot(params.at("snapshot"), params.at("revision").get<uint64_t>(), this->mMirror.epoch());
+			this->applySnapshot(params.at("snapshot"), params.at("revision").get<uint64_t>(), this->mMirror.epoch(), false);
+		} else if (method == "event") {
+			auto topic = QString::fromStdString(params.at("topic").get<std::string>());
+			auto it = params.find("data");
+			this->deliverEvent(topic, it != params.end() ? toVariant(*it) : QVariant::fromValue(nullptr));
 		}
 	} catch (const json::exception& e) {
 		qWarning("Qsd: malformed %s notification (%s); resubscribing", method.c_str(), e.what());
@@ -290,187 +320,104 @@ void QsdClient::call(const QString& method, const QJSValue& params, const QJSVal
 			qWarning("Qsd: the callback of %s threw: %s", methodName.c_str(), qPrintable(returned.toString()));
 	};
 
-	if (!this->mSocket || this->mSocket->state() != QLocalSocket::ConnectedState) {
-		// Asynchronous like every other answer, so callers need one code path.
-		auto socketPath = this->mSocketPath.toStdString();
-		QMetaObject::invokeMethod(
-		    this,
-		    [deliver, socketPath] {
-			    json error = {{"code", NOT_CONNECTED}, {"message", "Not connected to qsd"}, {"data", {{"socket", socketPath}}}};
-			    deliver(&error, nullptr);
-		    },
-		    Qt::QueuedConnection);
-		return;
-	}
 	json paramsJson = json::object();
 	if (!params.isUndefined() && !params.isNull()) paramsJson = fromVariant(params.toVariant());
-	this->send(methodName, std::move(paramsJson), deliver);
-}
-
-// ---- the mirror ---------------------------------------------------------------------------
-
-void QsdClient::applySnapshot(const json& snapshot, uint64_t revision, const std::string& epoch) {
-	auto oldRevision = this->mMirror.revision();
-	auto oldEpoch = this->mMirror.epoch();
-	std::vector<std::string> paths;
-	for (const auto& path: this->mPaths) paths.push_back(path.toStdString());
-	this->mMirror.reset(paths, snapshot, revision, epoch);
-
-	// The nodes are diffed against the new document rather than rebuilt: after a reconnect only
-	// what really changed notifies, and the models insert and remove rows instead of resetting.
-	Batch batch;
-	this->syncObject(batch, this->mRoot, this->mMirror.document());
-	this->commit(batch, {std::string()}, oldRevision, oldEpoch);
-	emit this->resynced();
-}
-
-void QsdClient::applyChanges(uint64_t revision, const json& changes) {
-	auto oldRevision = this->mMirror.revision();
-	auto oldEpoch = this->mMirror.epoch();
-	auto result = this->mMirror.apply(revision, changes);
-	if (result == Mirror::Result::Stale) return;
-	if (result == Mirror::Result::Gap) {
-		qWarning("Qsd: a change of revision %llu did not apply to the mirror; resubscribing",
-		         static_cast<unsigned long long>(revision));
-		this->send("tree.unsubscribe", {{"subscription", this->mSubscription}}, nullptr);
-		this->mSubscription = 0;
-		this->subscribe();
+	if (this->mSocket && this->mSocket->state() == QLocalSocket::ConnectedState) {
+		this->send(methodName, std::move(paramsJson), deliver);
 		return;
 	}
-
-	Batch batch;
-	std::vector<std::string> touched;
-	touched.reserve(changes.size());
-	for (const auto& op: changes) {
-		auto path = op.at("path").get<std::string>();
-		touched.push_back(path);
-		if (path.empty()) {
-			this->syncObject(batch, this->mRoot, this->mMirror.document());
-			continue;
-		}
-		// The property that changed is `key` of the object at `parent`; when that object is
-		// new in this batch, the change is the creation of an ancestor's property instead.
-		json::json_pointer target(path);
-		auto key = target.back();
-		auto parent = target.parent_pointer();
-		auto nodeIt = this->mNodes.find(parent.to_string());
-		while (nodeIt == this->mNodes.end()) {
-			key = parent.back();
-			parent = parent.parent_pointer();
-			nodeIt = this->mNodes.find(parent.to_string());
-		}
-		this->syncEntry(batch, nodeIt->second, key, this->mMirror.find(pointer::join(nodeIt->second->path(), key)));
+	// Connecting, and not for long: the call waits for the connection (a shell's
+	// Component.onCompleted runs before the first connection is up).
+	auto now = nowMs();
+	if (this->mUnreachableSince != 0 && now - this->mUnreachableSince < QUEUE_MS && this->mQueue.size() < QUEUE_MAX) {
+		this->mQueue.push_back({methodName, std::move(paramsJson), deliver, now + QUEUE_MS});
+		if (!this->mQueueTimer.isActive()) this->mQueueTimer.start(static_cast<int>(QUEUE_MS));
+		return;
 	}
-	this->commit(batch, touched, oldRevision, oldEpoch);
+	// Asynchronous like every other answer, so callers need one code path.
+	auto socketPath = this->mSocketPath.toStdString();
+	auto full = this->mQueue.size() >= QUEUE_MAX;
+	QMetaObject::invokeMethod(
+	    this,
+	    [deliver, socketPath, full] {
+		    json error = {{"code", NOT_CONNECTED},
+		                  {"message", full ? "Not connected to qsd (too many calls waiting)" : "Not connected to qsd"},
+		                  {"data", {{"socket", socketPath}}}};
+		    deliver(&error, nullptr);
+	    },
+	    Qt::QueuedConnection);
 }
 
-void QsdClient::syncEntry(Batch& batch, QsdNode* parent, const std::string& key, const json* value) {
-	auto qkey = QString::fromStdString(key);
-	QVariant next;
-	auto* child = parent->child(qkey);
-	if (value && value->is_object()) {
-		if (!child) {
-			auto path = pointer::join(parent->path(), key);
-			child = new QsdNode(path, this);
-			QQmlEngine::setObjectOwnership(child, QQmlEngine::CppOwnership);
-			this->mNodes.emplace(path, child);
-			parent->setChild(qkey, child);
-		}
-		this->syncObject(batch, child, *value);
-		next = QVariant::fromValue<QObject*>(child);
-	} else {
-		if (child) {
-			parent->takeChild(qkey);
-			this->dropNode(batch, child);
-		}
-		if (value) next = toVariant(*value);
+void QsdClient::flushQueue() {
+	this->mQueueTimer.stop();
+	auto queue = std::move(this->mQueue);
+	this->mQueue.clear();
+	for (auto& q: queue) this->send(q.method, std::move(q.params), std::move(q.handler));
+}
+
+void QsdClient::expireQueue() {
+	auto now = nowMs();
+	auto socketPath = this->mSocketPath.toStdString();
+	while (!this->mQueue.empty() && this->mQueue.front().deadline <= now) {
+		auto q = std::move(this->mQueue.front());
+		this->mQueue.pop_front();
+		json error = {{"code", NOT_CONNECTED},
+		              {"message", "Not connected to qsd"},
+		              {"data", {{"socket", socketPath}, {"waitedMs", QUEUE_MS}}}};
+		q.handler(&error, nullptr);
 	}
-
-	auto& writes = batch.writes[parent];
-	auto pendingIt = writes.constFind(qkey);
-	auto current = pendingIt != writes.cend() ? *pendingIt : parent->value(qkey);
-	if (sameValue(current, next)) return;
-	if (pendingIt == writes.cend()) batch.notifications.emplace_back(parent, qkey);
-	writes.insert(qkey, next);
+	if (!this->mQueue.empty()) this->mQueueTimer.start(static_cast<int>(std::max<qint64>(1, this->mQueue.front().deadline - now)));
 }
 
-void QsdClient::syncObject(Batch& batch, QsdNode* node, const json& object) {
-	for (const auto& [key, value]: object.items()) this->syncEntry(batch, node, key, &value);
-	for (const auto& key: node->keys()) {
-		if (object.contains(key.toStdString())) continue;
-		if (node->value(key).isValid() || node->child(key)) this->syncEntry(batch, node, key.toStdString(), nullptr);
-	}
+bool QsdClient::request(const std::string& method, json params, Handler handler) {
+	if (!this->mSocket || this->mSocket->state() != QLocalSocket::ConnectedState) return false;
+	this->send(method, std::move(params), std::move(handler));
+	return true;
 }
 
-void QsdClient::dropNode(Batch& batch, QsdNode* node) {
-	for (auto* child: node->children()) this->dropNode(batch, child);
-	this->mNodes.erase(node->path());
-	batch.dropped.push_back(node);
+// ---- events -------------------------------------------------------------------------------
+
+void QsdClient::addEvents(QsdEvents* events) {
+	this->mEvents.emplace_back(events);
+	this->eventTopicsUpdated();
 }
 
-void QsdClient::commit(Batch& batch, const std::vector<std::string>& touched, uint64_t oldRevision, const std::string& oldEpoch) {
-	// 1. Every value of the batch is stored before anything is emitted.
-	QSet<QsdNode*> dropped(batch.dropped.begin(), batch.dropped.end());
-	for (auto& [node, values]: batch.writes)
-		if (!values.isEmpty() && !dropped.contains(node)) node->storeSilently(values);
-
-	// 2. Models: rows are inserted and removed against the already complete state.
-	for (auto& entry: this->mModels) {
-		const auto& path = entry.first;   // a named reference: clang 14 cannot capture structured bindings
-		auto affected = std::any_of(touched.begin(), touched.end(), [&path](const std::string& t) {
-			return pointer::isWithin(t, path) || pointer::isWithin(path, t);
-		});
-		if (affected) entry.second->update(this->mMirror.find(path));
-	}
-
-	// 3. Property notifications, each property once.
-	for (const auto& [node, key]: batch.notifications)
-		if (!dropped.contains(node)) node->notify(key);
-
-	// 4. The singleton's own properties.
-	static const std::pair<const char*, void (QsdClient::*)()> DOMAINS[] = {
-	    {"daemon", &QsdClient::daemonChanged}, {"network", &QsdClient::networkChanged},
-	    {"power", &QsdClient::powerChanged},   {"audio", &QsdClient::audioChanged},
-	    {"tray", &QsdClient::trayChanged},     {"wayland", &QsdClient::waylandChanged},
-	    {"debug", &QsdClient::debugChanged},
-	};
-	for (const auto& [name, signal]: DOMAINS) {
-		auto* now = this->domain(name);
-		auto& last = this->mDomains[name];
-		if (now == last) continue;
-		last = now;
-		emit(this->*signal)();
-	}
-	if (this->mMirror.epoch() != oldEpoch) emit this->epochChanged();
-	if (this->mMirror.revision() != oldRevision) emit this->revisionChanged();
-	emit this->changed();
-
-	for (auto* node: batch.dropped) node->deleteLater();
+void QsdClient::removeEvents(QsdEvents* events) {
+	std::erase_if(this->mEvents, [events](const QPointer<QsdEvents>& e) { return e.isNull() || e == events; });
+	this->eventTopicsUpdated();
 }
 
-QsdNode* QsdClient::domain(const char* name) const { return this->mRoot->child(QString::fromLatin1(name)); }
-
-QsdNode* QsdClient::nodeAt(const std::string& path) const {
-	auto it = this->mNodes.find(path);
-	return it != this->mNodes.end() ? it->second : nullptr;
+void QsdClient::eventTopicsUpdated() {
+	if (this->mEventsScheduled) return;
+	this->mEventsScheduled = true;
+	// Coalesced: elements created together (one component) cost one events.subscribe.
+	QMetaObject::invokeMethod(this, &QsdClient::subscribeEvents, Qt::QueuedConnection);
 }
 
-QsdNode* QsdClient::node(const QString& path) const { return this->nodeAt(path.toStdString()); }
-
-QVariant QsdClient::value(const QString& path) const {
-	const auto* found = this->mMirror.find(path.toStdString());
-	if (!found) return {};
-	return toVariant(*found);
+void QsdClient::subscribeEvents() {
+	this->mEventsScheduled = false;
+	if (!this->mSocket || this->mSocket->state() != QLocalSocket::ConnectedState) return;   // sent once connected
+	auto topics = this->mEventTopics;
+	for (const auto& events: this->mEvents)
+		if (events && events->isEnabled()) topics += events->topics();
+	topics.removeAll(QString());
+	topics.sort();
+	topics.removeDuplicates();
+	if (topics == this->mSubscribedTopics) return;
+	this->mSubscribedTopics = topics;
+	json list = json::array();
+	for (const auto& topic: topics) list.push_back(topic.toStdString());
+	this->send("events.subscribe", {{"topics", list}}, [](const json* error, const json*) {
+		if (error) qWarning("Qsd: events.subscribe failed: %s", rpc::dump(*error).c_str());
+	});
 }
 
-QsdListModel* QsdClient::model(const QString& path) {
-	auto key = path.toStdString();
-	if (auto it = this->mModels.find(key); it != this->mModels.end()) return it->second;
-	auto* model = new QsdListModel(this, key, this);
-	QQmlEngine::setObjectOwnership(model, QQmlEngine::CppOwnership);
-	this->mModels.emplace(key, model);
-	model->update(this->mMirror.find(key));
-	return model;
+void QsdClient::deliverEvent(const QString& topic, const QVariant& data) {
+	emit this->event(topic, data);
+	// A copy: a handler may create or destroy QsdEvents elements.
+	auto listeners = this->mEvents;
+	for (const auto& events: listeners)
+		if (events && events->isEnabled() && events->matches(topic)) emit events->event(topic, data);
 }
 
 } // namespace qsd::qml

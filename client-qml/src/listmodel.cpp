@@ -22,10 +22,13 @@ QVariant QsdListModel::data(const QModelIndex& index, int role) const {
 	case Qt::DisplayRole:
 	case IdRole: return QString::fromStdString(row.id);
 	case NodeRole: {
-		auto* node = this->mClient->nodeAt(pointer::join(this->mPath, row.id));
-		return QVariant::fromValue<QObject*>(node);
+		if (!row.object) return QVariant::fromValue<QObject*>(nullptr);
+		return QVariant::fromValue<QObject*>(this->mClient->nodeAt(pointer::join(this->mPath, row.id)));
 	}
-	case ValueRole: return toVariant(row.value);
+	case ValueRole:
+		// The item's node itself for an object item (shared with the mirror, never copied).
+		if (row.object) return QVariant::fromValue<QObject*>(this->mClient->nodeAt(pointer::join(this->mPath, row.id)));
+		return toVariant(row.leaf);
 	default: return {};
 	}
 }
@@ -46,10 +49,15 @@ int QsdListModel::indexOf(const QString& id) const {
 	return -1;
 }
 
-void QsdListModel::update(const nlohmann::json* collection) {
+void QsdListModel::update(const nlohmann::json* collection, QsdNode* node) {
 	static const nlohmann::json EMPTY = nlohmann::json::object();
 	if (!collection || !collection->is_object()) collection = &EMPTY;
+	this->mNode = node;
 	auto oldCount = this->mRows.size();
+	auto makeRow = [](const std::string& id, const nlohmann::json& value) {
+		auto object = value.is_object();
+		return Row {id, object, object ? nlohmann::json() : value};
+	};
 
 	// Both sides are sorted by id (nlohmann keeps object keys in a std::map), so one merge walk
 	// finds every removal, insertion and change; contiguous runs become one begin/end pair.
@@ -67,7 +75,7 @@ void QsdListModel::update(const nlohmann::json* collection) {
 		if (row >= this->mRows.size() || it.key() < this->mRows[row].id) {
 			std::vector<Row> added;
 			while (it != collection->end() && (row >= this->mRows.size() || it.key() < this->mRows[row].id)) {
-				added.push_back({it.key(), it.value()});
+				added.push_back(makeRow(it.key(), it.value()));
 				++it;
 			}
 			auto first = static_cast<int>(row);
@@ -78,14 +86,18 @@ void QsdListModel::update(const nlohmann::json* collection) {
 			row += added.size();
 			continue;
 		}
-		// Same id on both sides.
-		if (this->mRows[row].value != it.value()) {
-			auto wasObject = this->mRows[row].value.is_object();
-			this->mRows[row].value = it.value();
+		// Same id on both sides. An object item is the same node for as long as it is an
+		// object; only leaves are compared (cheap: a leaf is one value or a small array).
+		auto& current = this->mRows[row];
+		auto object = it.value().is_object();
+		if (object != current.object) {
+			current = makeRow(current.id, it.value());
 			auto index = this->index(static_cast<int>(row));
-			// The node role changes only when the item turns from a leaf into an object or back.
-			if (wasObject != it.value().is_object()) emit this->dataChanged(index, index, {NodeRole, ValueRole});
-			else emit this->dataChanged(index, index, {ValueRole});
+			emit this->dataChanged(index, index, {NodeRole, ValueRole});
+		} else if (!object && current.leaf != it.value()) {
+			current.leaf = it.value();
+			auto index = this->index(static_cast<int>(row));
+			emit this->dataChanged(index, index, {ValueRole});
 		}
 		++row;
 		++it;

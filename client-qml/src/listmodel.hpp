@@ -1,7 +1,9 @@
 #pragma once
 // A collection of the tree (an object keyed by stable ids, e.g. /power/devices) as a list model
 // for Repeater and ListView. Rows follow the keys in the daemon's order (sorted by id); a patch
-// inserts and removes rows, it never resets the model.
+// inserts and removes rows, it never resets the model. A row of an object item holds the
+// mirror's node for that item, nothing else: a change inside the item notifies the node's
+// property and costs the model nothing.
 
 #include <qabstractitemmodel.h>
 #include <qobject.h>
@@ -15,6 +17,7 @@
 namespace qsd::qml {
 
 class QsdClient;
+class QsdNode;
 
 class QsdListModel: public QAbstractListModel {
 	Q_OBJECT
@@ -36,6 +39,8 @@ public:
 
 	[[nodiscard]] QString path() const { return QString::fromStdString(this->mPath); }
 	[[nodiscard]] const std::string& jsonPath() const { return this->mPath; }
+	// The collection's node the rows were last brought in line with (nullptr: none).
+	[[nodiscard]] QsdNode* collectionNode() const { return this->mNode; }
 
 	[[nodiscard]] int rowCount(const QModelIndex& parent = QModelIndex()) const override;
 	[[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
@@ -46,9 +51,11 @@ public:
 	/// The row of an id, or -1.
 	Q_INVOKABLE [[nodiscard]] int indexOf(const QString& id) const;
 
-	// Brings the rows in line with the collection's current value (nullptr: absent), with
-	// row insertions, removals and dataChanged only for what differs.
-	void update(const nlohmann::json* collection);
+	// Brings the rows in line with the collection's current value (nullptr: absent) and node:
+	// row insertions and removals for keys that came and went, dataChanged only for leaf items
+	// whose value changed or items that turned from a leaf into an object or back. Object items
+	// are not compared: their nodes notify on their own.
+	void update(const nlohmann::json* collection, QsdNode* node);
 
 signals:
 	void countChanged();
@@ -56,11 +63,13 @@ signals:
 private:
 	struct Row {
 		std::string id;
-		nlohmann::json value;
+		bool object = false;
+		nlohmann::json leaf;   // the value of a leaf item; null for an object item
 	};
 
 	QsdClient* mClient;
 	std::string mPath;
+	QsdNode* mNode = nullptr;
 	std::vector<Row> mRows;
 };
 

@@ -7,10 +7,27 @@ namespace qsd::qml {
 
 QsdNode::QsdNode(std::string path, QObject* parent): QQmlPropertyMap(this, parent), mPath(std::move(path)) {}
 
-void QsdNode::storeSilently(const QVariantHash& values) {
+QVariantList QsdNode::values() const {
+	QVariantList out;
+	out.reserve(static_cast<qsizetype>(this->mEntries.size()));
+	for (const auto& entry: this->mEntries) {
+		auto key = QString::fromStdString(entry);
+		if (auto* node = this->mChildren.value(key)) out.append(QVariant::fromValue<QObject*>(node));
+		else out.append(this->value(key));
+	}
+	return out;
+}
+
+bool QsdNode::storeSilently(const QVariantHash& values) {
+	auto before = this->mEntries.size();
+	for (auto it = values.cbegin(); it != values.cend(); ++it) {
+		if (it.value().isValid()) this->mEntries.insert(it.key().toStdString());
+		else this->mEntries.erase(it.key().toStdString());
+	}
 	auto wasBlocked = this->blockSignals(true);
 	this->insert(values);
 	this->blockSignals(wasBlocked);
+	return this->mEntries.size() != before;
 }
 
 void QsdNode::notify(const QString& key) {
@@ -28,6 +45,11 @@ void QsdNode::notify(const QString& key) {
 	// QQmlPropertyMap's own properties notify through these dynamic signals; emitting one is
 	// exactly what an ordinary insert() would have done, just later.
 	if (*it >= 0) QMetaObject::activate(this, *it, nullptr);
+}
+
+void QsdNode::notifyEntries(bool countChanged) {
+	emit this->valuesChanged();
+	if (countChanged) emit this->countChanged();
 }
 
 void QsdNode::setChild(const QString& key, QsdNode* child) { this->mChildren.insert(key, child); }

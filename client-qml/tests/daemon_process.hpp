@@ -26,6 +26,9 @@ public:
 	explicit QsdDaemon(QStringList extraArgs = {}, QObject* parent = nullptr)
 	    : QObject(parent), mExtraArgs(std::move(extraArgs)) {
 		this->mSocketPath = this->mDir.path() + QStringLiteral("/qsd.sock");
+		// Backends for a run against services a harness started (tests/services/run_services.py):
+		// QSD_QML_DAEMON_ARGS="--backends=nm,upower"; the daemon inherits their bus addresses.
+		this->mExtraArgs += QProcess::splitCommand(qEnvironmentVariable("QSD_QML_DAEMON_ARGS"));
 		// A daemon started by the caller (with its backends, on its private buses):
 		// QSD_QML_EXTERNAL_DAEMON=1 and QSD_SOCKET. start() then only checks it is there.
 		if (external()) this->mSocketPath = qEnvironmentVariable("QSD_SOCKET");
@@ -105,6 +108,25 @@ public:
 		reply.remove(QStringLiteral("jsonrpc"));
 		reply.remove(QStringLiteral("id"));
 		return reply;
+	}
+
+	/// Runs an action of the harness's service driver ($QSD_QML_DRIVER ACTION ARGS...), e.g. to
+	/// change a mock service: {code, output}; code -1 when there is no driver.
+	Q_INVOKABLE QVariantMap drive(const QString& action, const QStringList& args = {}, int timeoutMs = 60000) {
+		auto command = QProcess::splitCommand(qEnvironmentVariable("QSD_QML_DRIVER"));
+		if (command.isEmpty()) return {{QStringLiteral("code"), -1}, {QStringLiteral("output"), QStringLiteral("no QSD_QML_DRIVER")}};
+		QProcess driver;
+		driver.setProcessChannelMode(QProcess::MergedChannels);
+		auto program = command.takeFirst();
+		driver.start(program, command + QStringList {action} + args);
+		if (!driver.waitForFinished(timeoutMs)) {
+			driver.kill();
+			driver.waitForFinished(2000);
+			return {{QStringLiteral("code"), -2}, {QStringLiteral("output"), QStringLiteral("timed out")}};
+		}
+		auto output = QString::fromUtf8(driver.readAll()).trimmed();
+		return {{QStringLiteral("code"), driver.exitStatus() == QProcess::NormalExit ? driver.exitCode() : -3},
+		        {QStringLiteral("output"), output}};
 	}
 
 private:

@@ -1,6 +1,9 @@
-// Renders the example bar offscreen against a real qsd and writes it to a PNG, then fails
-// when the image is blank (no pixel variance), so a person can look at what a shell shows.
-//   qsd-qml-render-bar BAR.qml OUT.png
+// Renders the example bar offscreen against a real qsd and writes it to PNGs, so a person can
+// look at what a shell shows:
+//   qsd-qml-render-bar BAR.qml OUT.png [--expect a,b] [--absent c,d]
+// OUT.png is the bar; OUT-<menu>.png the bar with one of its menus open (each menu whose chip
+// is shown). --expect names the bar's parts that must be shown (their domain is fed), --absent
+// those that must stay hidden. Fails when a check fails or the bar is blank (no pixel variance).
 
 #include "daemon_process.hpp"
 
@@ -8,11 +11,12 @@
 #include <qelapsedtimer.h>
 #include <qguiapplication.h>
 #include <qimage.h>
+#include <qpainter.h>
+#include <qpainterpath.h>
 #include <qqmlapplicationengine.h>
 #include <qqmlengine.h>
 #include <qquickwindow.h>
 
-#include <cmath>
 #include <cstdio>
 
 namespace {
@@ -27,47 +31,9 @@ bool waitFor(const std::function<bool()>& condition, int timeoutMs) {
 	return true;
 }
 
-} // namespace
+void settle(int ms) { waitFor([] { return false; }, ms); }
 
-int main(int argc, char** argv) {
-	QGuiApplication app(argc, argv);
-	if (argc != 3) {
-		std::fprintf(stderr, "usage: %s BAR.qml OUT.png\n", argv[0]);
-		return 2;
-	}
-	QsdDaemon daemon;
-	qputenv("QSD_SOCKET", daemon.socketPath().toUtf8());
-	if (!daemon.start()) {
-		std::fprintf(stderr, "cannot start %s\n", qPrintable(QsdDaemon::binary()));
-		return 1;
-	}
-	// Something for the /debug section, as the demo writes.
-	daemon.rpc(QStringLiteral("debug.set"), {{QStringLiteral("path"), QStringLiteral("/debug/load")}, {QStringLiteral("value"), 0.42}});
-	daemon.rpc(QStringLiteral("debug.set"), {{QStringLiteral("path"), QStringLiteral("/debug/greeting")}, {QStringLiteral("value"), QStringLiteral("hello")}});
-	daemon.rpc(QStringLiteral("debug.set"),
-	           {{QStringLiteral("path"), QStringLiteral("/debug/media")},
-	            {QStringLiteral("value"), QVariantMap {{QStringLiteral("title"), QStringLiteral("Song")}, {QStringLiteral("playing"), true}}}});
-
-	QQmlApplicationEngine engine;
-	engine.addImportPath(QStringLiteral(QSD_QML_IMPORT_DIR));
-	engine.load(QUrl::fromLocalFile(QString::fromLocal8Bit(argv[1])));
-	if (engine.rootObjects().isEmpty()) return 1;
-	auto* window = qobject_cast<QQuickWindow*>(engine.rootObjects().constFirst());
-	if (!window) return 1;
-
-	auto* qsd = engine.singletonInstance<QObject*>(qmlTypeId("Qsd", 1, 0, "Qsd"));
-	if (!qsd || !waitFor([qsd] { return qsd->property("connected").toBool(); }, 10000)) {
-		std::fprintf(stderr, "the bar did not connect to qsd\n");
-		return 1;
-	}
-	// Let the delegates of the snapshot render (a few frames).
-	waitFor([] { return false; }, 300);
-
-	auto image = window->grabWindow();
-	if (image.isNull() || !image.save(QString::fromLocal8Bit(argv[2]))) {
-		std::fprintf(stderr, "cannot grab or save the window\n");
-		return 1;
-	}
+double grayVariance(const QImage& image) {
 	double sum = 0, sumSq = 0;
 	auto n = static_cast<double>(image.width()) * image.height();
 	for (int y = 0; y < image.height(); ++y)
@@ -77,8 +43,121 @@ int main(int argc, char** argv) {
 			sumSq += static_cast<double>(gray) * gray;
 		}
 	auto mean = sum / n;
-	auto variance = sumSq / n - mean * mean;
-	std::printf("%s: %dx%d, gray mean %.1f, variance %.1f\n", argv[2], image.width(), image.height(), mean, variance);
-	// A blank window (one colour) has variance 0; the bar's text and chips give far more.
-	return variance > 50.0 ? 0 : 1;
+	return sumSq / n - mean * mean;
+}
+
+QStringList visibleSections(QObject* bar) {
+	QVariant shown;
+	QMetaObject::invokeMethod(bar, "visibleSections", Q_RETURN_ARG(QVariant, shown));
+	return shown.toStringList();
+}
+
+QString withSuffix(const QString& path, const QString& suffix) {
+	auto dot = path.lastIndexOf(QLatin1Char('.'));
+	return path.left(dot) + QLatin1Char('-') + suffix + path.mid(dot);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+	QGuiApplication app(argc, argv);
+	QStringList args = app.arguments().mid(1);
+	QStringList expect, absent;
+	for (int i = 0; i + 1 < args.size(); ++i) {
+		if (args[i] == QStringLiteral("--expect")) expect = args.takeAt(i + 1).split(QLatin1Char(','), Qt::SkipEmptyParts), args.removeAt(i--);
+		else if (args[i] == QStringLiteral("--absent")) absent = args.takeAt(i + 1).split(QLatin1Char(','), Qt::SkipEmptyParts), args.removeAt(i--);
+	}
+	if (args.size() != 2) {
+		std::fprintf(stderr, "usage: %s BAR.qml OUT.png [--expect a,b] [--absent c,d]\n", argv[0]);
+		return 2;
+	}
+	const auto out = args[1];
+	QsdDaemon daemon;
+	qputenv("QSD_SOCKET", daemon.socketPath().toUtf8());
+	if (!daemon.start()) {
+		std::fprintf(stderr, "cannot start %s\n", qPrintable(QsdDaemon::binary()));
+		return 1;
+	}
+
+	QQmlApplicationEngine engine;
+	engine.addImportPath(QStringLiteral(QSD_QML_IMPORT_DIR));
+	engine.load(QUrl::fromLocalFile(args[0]));
+	if (engine.rootObjects().isEmpty()) return 1;
+	auto* bar = qobject_cast<QQuickWindow*>(engine.rootObjects().constFirst());
+	if (!bar) return 1;
+
+	auto* qsd = engine.singletonInstance<QObject*>(qmlTypeId("Qsd", 1, 0, "Qsd"));
+	if (!qsd || !waitFor([qsd] { return qsd->property("connected").toBool(); }, 10000)) {
+		std::fprintf(stderr, "the bar did not connect to qsd\n");
+		return 1;
+	}
+	// The backends fill their domains in as their services answer.
+	auto allShown = [&] {
+		auto shown = visibleSections(bar);
+		return std::all_of(expect.begin(), expect.end(), [&](const QString& s) { return shown.contains(s); });
+	};
+	waitFor(allShown, 20000);
+	settle(500);   // a few frames for the delegates
+	auto shown = visibleSections(bar);
+	std::printf("parts shown: %s\n", qPrintable(shown.join(QStringLiteral(", "))));
+	int status = 0;
+	for (const auto& s: expect)
+		if (!shown.contains(s)) std::fprintf(stderr, "expected part not shown: %s\n", qPrintable(s)), status = 1;
+	for (const auto& s: absent)
+		if (shown.contains(s)) std::fprintf(stderr, "part shown without its domain: %s\n", qPrintable(s)), status = 1;
+
+	auto image = bar->grabWindow();
+	if (image.isNull() || !image.save(out)) {
+		std::fprintf(stderr, "cannot grab or save the bar\n");
+		return 1;
+	}
+	auto variance = grayVariance(image);
+	std::printf("%s: %dx%d, gray variance %.1f\n", qPrintable(out), image.width(), image.height(), variance);
+	// A blank window (one colour) has variance 0; text and chips give far more.
+	if (variance <= 50.0) status = 1;
+
+	// The password prompt, as NetworkManager's "secrets required" failure opens it.
+	if (shown.contains(QStringLiteral("network")))
+		daemon.rpc(QStringLiteral("debug.emit"),
+		           {{QStringLiteral("topic"), QStringLiteral("network.connectionFailed")},
+		            {QStringLiteral("data"), QVariantMap {{QStringLiteral("device"), QStringLiteral("wlan0")},
+		                                                  {QStringLiteral("network"), QStringLiteral("Neighbour")},
+		                                                  {QStringLiteral("reason"), QStringLiteral("noSecrets")}}}});
+	const QMap<QString, QString> menuOf {{QStringLiteral("wifi"), QStringLiteral("network")}, {QStringLiteral("profile"), QStringLiteral("profile")},
+	                                     {QStringLiteral("audio"), QStringLiteral("volume")},  {QStringLiteral("tray"), QStringLiteral("tray")}};
+	for (const auto& menu: bar->property("menus").toStringList()) {
+		if (!shown.contains(menuOf.value(menu))) continue;
+		if (menu != QStringLiteral("wifi")) bar->setProperty("openMenu", menu);
+		QQuickWindow* popup = nullptr;
+		waitFor([&] {
+			for (auto* window: QGuiApplication::topLevelWindows())
+				if (window != bar && window->isVisible()) popup = qobject_cast<QQuickWindow*>(window);
+			return popup != nullptr;
+		}, 5000);
+		if (!popup) {
+			std::fprintf(stderr, "the %s menu did not open\n", qPrintable(menu));
+			status = 1;
+			continue;
+		}
+		settle(500);
+		auto menuImage = popup->grabWindow();
+		// The bar with the menu under it, on a dark desktop.
+		QImage picture(bar->width(), bar->height() + 4 + popup->height() + 10, QImage::Format_ARGB32);
+		picture.fill(QColor(QStringLiteral("#0d0e14")));
+		QPainter painter(&picture);
+		painter.drawImage(0, 0, bar->grabWindow());
+		// Offscreen windows have no alpha: clip to the menu's rounded frame (MenuWindow.qml).
+		QPainterPath frame;
+		frame.addRoundedRect(QRectF(popup->x() - bar->x(), popup->y() - bar->y(), popup->width(), popup->height()), 12, 12);
+		painter.setRenderHint(QPainter::Antialiasing);
+		painter.setClipPath(frame);
+		painter.drawImage(popup->x() - bar->x(), popup->y() - bar->y(), menuImage);
+		painter.end();
+		auto file = withSuffix(out, menu);
+		if (!picture.save(file)) status = 1;
+		std::printf("%s: the %s menu, %dx%d\n", qPrintable(file), qPrintable(menu), popup->width(), popup->height());
+		bar->setProperty("openMenu", QString());
+		waitFor([&] { return !popup->isVisible(); }, 5000);
+	}
+	return status;
 }

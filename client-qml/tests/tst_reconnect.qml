@@ -45,14 +45,16 @@ TestCase {
         compare(inflight.err.code, -32099)
         verify(Qsd.error.length > 0, "error says why")
 
-        // While disconnected, calls fail at once with the client's error.
-        var down = callSync("hello")
-        compare(down.err.code, -32099)
-        compare(down.err.message, "Not connected to qsd")
+        // A call made now waits for the daemon (tst_queue.qml covers the queue).
+        var waiting = { done: false }
+        Qsd.call("hello", {}, function(err, res) { waiting.err = err; waiting.res = res; waiting.done = true })
 
         verify(QsdDaemon.start())
         tryVerify(function() { return Qsd.connected }, 15000, "reconnected")
         verify(Qsd.epoch !== epoch, "a new daemon epoch")
+        tryVerify(function() { return waiting.done }, 10000, "the waiting call was sent once connected")
+        compare(waiting.err, null)
+        compare(waiting.res.epoch, Qsd.epoch)
         compare(Qsd.error, "")
         // The new daemon has no /debug: the binding follows.
         tryCompare(test, "survivor", undefined)

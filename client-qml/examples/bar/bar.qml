@@ -1,158 +1,131 @@
-// A small status bar over qsd, in plain Qt Quick: run it with
+// A status bar over qsd in plain Qt Quick: battery, power profile, network with a Wi-Fi menu,
+// volume with an output menu, and the tray with its menus. Run it with
 //   QML_IMPORT_PATH=<build>/client-qml/qml /usr/lib/qt6/bin/qml bar.qml
-// Every section binds to the tree; sections for domains the daemon does not have stay hidden.
+// Every part binds to the tree; a part whose domain the daemon does not have stays hidden.
 import QtQuick
 import QtQuick.Window
 import Qsd
 
 Window {
     id: bar
-    width: 1100
-    height: 34
+    width: 1280
+    height: Theme.barHeight
     visible: true
-    color: "#1e1f29"
+    color: Theme.background
     title: "qsd bar"
 
-    readonly property color fg: "#e6e6e6"
-    readonly property color dim: "#8a8fa3"
-    readonly property color good: "#50fa7b"
-    readonly property color warn: "#f1fa8c"
-    readonly property color bad: "#ff5555"
-    readonly property color accent: "#8be9fd"
-
-    // A rounded chip holding a row of content.
-    component Chip: Rectangle {
-        default property alias content: row.data
-        height: 24
-        width: row.implicitWidth + 16
-        radius: 12
-        color: "#2c2e3b"
-        Row {
-            id: row
-            anchors.centerIn: parent
-            spacing: 6
-        }
-    }
-    component Label: Text {
-        color: "#e6e6e6"
-        font.pixelSize: 13
-        anchors.verticalCenter: parent ? parent.verticalCenter : undefined
-    }
-    component Dot: Rectangle {
-        width: 8; height: 8; radius: 4
-        anchors.verticalCenter: parent ? parent.verticalCenter : undefined
+    // The menu shown under its chip: "", "wifi", "profile", "audio" or "tray".
+    property string openMenu: ""
+    property string trayItem: ""
+    readonly property var menus: ["wifi", "profile", "audio", "tray"]
+    function toggle(name) { openMenu = openMenu === name ? "" : name }
+    // The parts shown now, by name (the render test checks them).
+    function visibleSections() {
+        var shown = []
+        for (var part of [tray, volume, network, profile, battery])
+            if (part.visible) shown.push(part.objectName)
+        return shown
     }
 
-    function stateColor(state) {
-        switch (state) {
-        case "running": return bar.good
-        case "starting": return bar.warn
-        default: return bar.bad
-        }
-    }
-
+    // Left: the time, and the daemon when it is away.
     Row {
-        anchors.verticalCenter: parent.verticalCenter
         anchors.left: parent.left
-        anchors.leftMargin: 6
-        spacing: 6
+        anchors.leftMargin: 10
+        anchors.verticalCenter: parent.verticalCenter
+        spacing: 8
 
-        // The daemon itself.
-        Chip {
-            Dot { color: Qsd.connected ? bar.good : bar.bad }
-            Label {
-                text: Qsd.connected ? "qsd " + (Qsd.daemon?.version ?? "") : "qsd offline"
-                font.bold: true
-            }
-            Label {
-                visible: Qsd.connected
-                color: bar.dim
-                text: (Qsd.daemon?.clients ?? 0) + (Qsd.daemon?.clients === 1 ? " client" : " clients")
-            }
-            Label {
-                visible: !Qsd.connected && Qsd.error !== ""
-                color: bar.dim
-                text: "reconnecting…"
+        Label {
+            id: clock
+            property date now: new Date()
+            text: Qt.formatDateTime(now, "ddd d MMM   hh:mm")
+            font.bold: true
+            Timer {
+                interval: 1000
+                running: true
+                repeat: true
+                onTriggered: clock.now = new Date()
             }
         }
-
-        // One chip per backend, coloured by its state.
-        Repeater {
-            model: Qsd.model("/daemon/backends")
-            delegate: Chip {
-                id: backend
-                required property var model
-                Dot { color: bar.stateColor(backend.model.node?.state) }
-                Label { text: backend.model.id }
-                Label {
-                    visible: backend.model.node?.state !== "running"
-                    color: bar.dim
-                    text: backend.model.node?.state ?? ""
-                }
-            }
-        }
-
-        // Battery, when the daemon has /power with a battery.
         Chip {
-            id: battery
-            readonly property var device: Qsd.power?.displayDevice
-            readonly property real level: device?.percentage ?? 0
-            visible: Qsd.power?.available === true && device !== undefined && device !== null
+            visible: !Qsd.connected
+            color: Theme.surface
             Rectangle {
-                width: 26; height: 12; radius: 2
                 anchors.verticalCenter: parent.verticalCenter
-                color: "transparent"
-                border.color: bar.fg
-                Rectangle {
-                    x: 2; y: 2; height: parent.height - 4
-                    width: (parent.width - 4) * Math.max(0, Math.min(1, battery.level))
-                    color: battery.level < 0.15 ? bar.bad : battery.level < 0.3 ? bar.warn : bar.good
-                }
+                width: 8
+                height: 8
+                radius: 4
+                color: Theme.bad
             }
-            Label { text: Math.round(battery.level * 100) + "%" }
             Label {
-                color: bar.dim
-                text: battery.device?.state === "charging" ? "charging" : (Qsd.power?.onBattery ? "on battery" : "")
-            }
-        }
-
-        // Network, when the daemon has /network.
-        Chip {
-            visible: Qsd.network?.available === true
-            Label { text: Qsd.network?.wifiEnabled ? "wifi on" : "wifi off" }
-            Repeater {
-                model: Qsd.model("/network/devices")
-                delegate: Label {
-                    id: netdev
-                    required property var model
-                    color: netdev.model.node?.connected ? bar.accent : bar.dim
-                    text: netdev.model.id
-                }
-            }
-        }
-
-        // Whatever sits under /debug (the demo and the tests write there).
-        Repeater {
-            model: Qsd.model("/debug")
-            delegate: Chip {
-                id: entry
-                required property var model
-                Label { color: bar.dim; text: entry.model.id }
-                Label {
-                    color: bar.accent
-                    text: entry.model.node ? "{" + Object.keys(entry.model.value).length + "}" : JSON.stringify(entry.model.value)
-                }
+                text: Qsd.error === "" ? "connecting to qsd…" : "qsd is away, reconnecting…"
+                color: Theme.dim
             }
         }
     }
 
-    // Right side: revision and epoch, handy when watching the daemon.
+    // Right: the tray, then the status chips.
     Row {
-        anchors.verticalCenter: parent.verticalCenter
         anchors.right: parent.right
         anchors.rightMargin: 8
+        anchors.verticalCenter: parent.verticalCenter
         spacing: 6
-        Label { color: bar.dim; text: Qsd.connected ? "rev " + Qsd.revision : "" }
-        Label { color: bar.dim; text: Qsd.epoch.substring(0, 8) }
+
+        TrayArea {
+            id: tray
+            anchors.verticalCenter: parent.verticalCenter
+            rightPadding: 6
+            onMenuRequested: (item, icon) => {
+                bar.trayItem = item
+                bar.openMenu = "tray"
+            }
+        }
+        VolumeChip {
+            id: volume
+            highlighted: bar.openMenu === "audio"
+            onClicked: mouse => {
+                if (mouse.button === Qt.MiddleButton) Qsd.call("audio.setMuted", { node: volume.sinkKey, muted: !volume.muted })
+                else bar.toggle("audio")
+            }
+        }
+        NetworkChip {
+            id: network
+            highlighted: bar.openMenu === "wifi"
+            onClicked: bar.toggle("wifi")
+        }
+        ProfileChip {
+            id: profile
+            highlighted: bar.openMenu === "profile"
+            onClicked: bar.toggle("profile")
+        }
+        BatteryChip { id: battery }
+    }
+
+    WifiMenu {
+        bar: bar
+        anchorItem: network
+        device: network.wifi
+        open: bar.openMenu === "wifi" && network.visible
+        onDismissed: bar.openMenu = ""
+        onWantsOpen: bar.openMenu = "wifi"
+    }
+    ProfileMenu {
+        bar: bar
+        anchorItem: profile
+        open: bar.openMenu === "profile" && profile.visible
+        onDismissed: bar.openMenu = ""
+    }
+    AudioMenu {
+        bar: bar
+        anchorItem: volume
+        open: bar.openMenu === "audio" && volume.visible
+        onDismissed: bar.openMenu = ""
+    }
+    TrayMenu {
+        bar: bar
+        anchorItem: tray
+        // Opened from the renderer without a click: the first item's menu.
+        itemKey: bar.trayItem !== "" ? bar.trayItem : tray.items.count > 0 ? tray.items.idAt(0) : ""
+        open: bar.openMenu === "tray" && tray.visible
+        onDismissed: bar.openMenu = ""
     }
 }

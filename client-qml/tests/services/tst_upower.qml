@@ -3,8 +3,7 @@ import QtTest
 import Qsd
 
 // /power from a real qsd with its UPower backend, against python-dbusmock's UPower (started by
-// test_qml_upower.py). The QML side asks for a change by writing /debug/step; the Python side
-// changes the mock and the binding must follow.
+// run_services.py); driver.py changes the mock and the bindings must follow.
 TestCase {
     id: test
     name: "UPower"
@@ -16,20 +15,20 @@ TestCase {
     property var devices: Qsd.model("/power/devices")
 
     function step(name) {
-        var out = { done: false }
-        Qsd.call("debug.set", { path: "/debug/step", value: name }, function(err) { out.err = err; out.done = true })
-        tryVerify(function() { return out.done })
-        compare(out.err, null)
+        var r = QsdDaemon.drive("battery", [name])
+        compare(r.code, 0, r.output)
     }
 
     function initTestCase() {
+        verify(QsdDaemon.start())
         tryVerify(function() { return Qsd.connected }, 10000, "connected")
         tryVerify(function() { return Qsd.power?.available === true }, 10000, "/power available")
     }
 
     function test_1_batteryAsBindingAndModel() {
         tryCompare(test, "displayPercentage", 0.735, 10000)
-        compare(display.state, "discharging")
+        compare(display.state, QsdPower.deviceState.discharging)
+        compare(display.timeToEmpty, 7200)
         compare(Qsd.power.onBattery, true)
         tryCompare(test, "batteryPercentage", 0.735, 10000)
         tryCompare(devices, "count", 1)
@@ -40,7 +39,7 @@ TestCase {
     function test_2_changeFollows() {
         step("charge")
         tryCompare(test, "batteryPercentage", 0.42, 10000)
-        tryCompare(test, "batteryState", "charging", 10000)
+        tryCompare(test, "batteryState", QsdPower.deviceState.charging, 10000)
     }
 
     function test_3_deviceRemovedAndAdded() {

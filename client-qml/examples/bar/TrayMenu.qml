@@ -1,0 +1,56 @@
+import QtQuick
+import Qsd
+
+// A tray item's DBusMenu rendered in QML from /tray/items/<key>/menu (kept current by the
+// daemon): submenus open in place, checkboxes and radio items show their state, a click is
+// sent back to the application.
+MenuWindow {
+    id: menu
+    required property string itemKey
+    readonly property var item: itemKey !== "" ? Qsd.tray?.items?.[itemKey] ?? null : null
+    property var expanded: ({})   // submenu id -> open
+    title: item?.title || item?.tooltipTitle || item?.id || ""
+
+    function event(id, name) { Qsd.call("tray.menuEvent", { item: itemKey, id: id, event: name }) }
+    function toggle(entry) {
+        var next = Object.assign({}, expanded)
+        next[entry.id] = !expanded[entry.id]
+        expanded = next
+        if (next[entry.id]) {
+            // The application may fill the submenu now; the tree shows it when it does.
+            Qsd.call("tray.menuAboutToShow", { item: itemKey, id: entry.id })
+            event(entry.id, "opened")
+        } else {
+            event(entry.id, "closed")
+        }
+    }
+    function activate(entry) {
+        event(entry.id, "clicked")
+        dismissed()
+    }
+
+    onOpenChanged: {
+        if (itemKey === "") return
+        expanded = {}
+        if (open) {
+            Qsd.call("tray.menuAboutToShow", { item: itemKey, id: 0 })
+            event(0, "opened")
+        } else {
+            event(0, "closed")
+        }
+    }
+
+    TrayMenuEntries {
+        width: parent.width
+        menu: menu
+        entries: menu.item?.menu?.children ?? []
+        depth: 0
+    }
+    Label {
+        visible: (menu.item?.menu?.children ?? []).length === 0
+        leftPadding: 8
+        height: 26
+        color: Theme.dim
+        text: "No menu"
+    }
+}

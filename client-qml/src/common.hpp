@@ -1,0 +1,34 @@
+#pragma once
+// Small helpers shared by the module's sources.
+
+#include <qdeadlinetimer.h>
+
+#include <array>
+#include <string_view>
+
+namespace qsd::qml {
+
+// Client-side error code for requests that cannot reach the daemon (no connection, or the
+// connection was lost before the answer). Inside JSON-RPC's implementation-defined range and
+// never used by the daemon.
+constexpr int NOT_CONNECTED = -32099;
+// The daemon's "backend unavailable" error: the service behind an action is not there (yet).
+constexpr int BACKEND_UNAVAILABLE = -32000;
+
+// Monotonic milliseconds.
+inline qint64 nowMs() { return QDeadlineTimer::current().deadline(); }
+
+// Which backend writes which top-level domain (DESIGN.md, "The tree"; each backend's root()).
+struct DomainBackend {
+	std::string_view domain;
+	std::string_view backend;
+};
+constexpr std::array<DomainBackend, 5> DOMAIN_BACKENDS {{
+    {"network", "nm"},
+    {"power", "upower"},
+    {"audio", "pipewire"},
+    {"tray", "tray"},
+    {"wayland", "wayland"},
+}};
+
+} // namespace qsd::qml
