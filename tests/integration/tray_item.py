@@ -17,8 +17,8 @@ process. Each entry:
 Every item also exports org.qsdtest.Control at its path: Calls() returns the calls and signals it
 saw as JSON, Set(prop, json, signal) changes a property and emits a signal, AddMenuEntry(label)
 adds an entry and emits LayoutUpdated, BenchIcon(n) changes the icon and emits NewIcon,
-returning CLOCK_MONOTONIC (ns) just before the emission. Prints "ready" once every item is
-registered."""
+returning CLOCK_MONOTONIC (ns) just before the emission. Prints "ready" once every item's
+registration was answered (either way)."""
 
 import json
 import struct
@@ -315,6 +315,8 @@ class Item(dbus.service.Object):
         def failed(e):
             self.record("registerFailed", str(e))
             pending[0] -= 1
+            if pending[0] == 0:
+                print("ready", flush=True)
 
         self.bus.call_async(WATCHER, "/StatusNotifierWatcher", WATCHER, "RegisterStatusNotifierItem", "s", (self.arg(),),
                             done, failed)
