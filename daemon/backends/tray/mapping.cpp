@@ -217,7 +217,7 @@ std::vector<std::string> propertiesOfSignal(std::string_view member) {
 namespace {
 void parseInto(MenuNode& node, const LayoutStruct& layout, size_t depth, size_t& count, size_t& skipped) {
 	node.id = std::get<0>(layout);
-	node.props = std::get<1>(layout);
+	for (const auto& [k, v]: std::get<1>(layout)) setMenuProperty(node.props, k, v);
 	if (depth >= kMaxMenuDepth) {
 		skipped += std::get<2>(layout).size();
 		return;
@@ -274,51 +274,63 @@ std::string shortcutText(const std::vector<std::vector<std::string>>& shortcut) 
 	return out;
 }
 
-json menuEntry(const MenuNode& node, std::vector<uint8_t>* iconData) {
+void setMenuProperty(MenuProps& p, const std::string& key, const sdbus::Variant& value) {
+	auto str = [&] { return dbus::asString(value).value_or(""); };
+	auto boolean = [&](bool fallback) { return dbus::asBool(value).value_or(fallback); };
+	if (key == "label") p.label = str();
+	else if (key == "enabled") p.enabled = boolean(true);
+	else if (key == "visible") p.visible = boolean(true);
+	else if (key == "type") p.separator = str() == "separator";
+	else if (key == "toggle-type") {
+		auto t = str();
+		p.toggleType = t == "checkmark" || t == "radio" ? t : std::string();
+	} else if (key == "toggle-state") {
+		auto x = dbus::asInt(value);
+		p.toggleState = !x ? -1 : *x == 0 ? 0 : *x == 1 ? 1 : -1;
+	} else if (key == "icon-name") p.iconName = str();
+	else if (key == "icon-data") p.iconData = dbus::asBytes(value).value_or(std::vector<uint8_t>());
+	else if (key == "shortcut") {
+		auto s = dbus::as<std::vector<std::vector<std::string>>>(value);
+		p.shortcut = s ? shortcutText(*s) : std::string();
+	} else if (key == "children-display") p.submenu = str() == "submenu";
+	// Others (disposition, accessible-desc...) are not shown.
+}
+
+void resetMenuProperty(MenuProps& p, const std::string& key) {
+	static const MenuProps defaults;
+	if (key == "label") p.label = defaults.label;
+	else if (key == "enabled") p.enabled = defaults.enabled;
+	else if (key == "visible") p.visible = defaults.visible;
+	else if (key == "type") p.separator = defaults.separator;
+	else if (key == "toggle-type") p.toggleType = defaults.toggleType;
+	else if (key == "toggle-state") p.toggleState = defaults.toggleState;
+	else if (key == "icon-name") p.iconName = defaults.iconName;
+	else if (key == "icon-data") p.iconData.clear();
+	else if (key == "shortcut") p.shortcut.clear();
+	else if (key == "children-display") p.submenu = defaults.submenu;
+}
+
+json menuEntry(const MenuNode& node) {
 	const auto& p = node.props;
-	auto str = [&](const char* name, const char* fallback) {
-		const auto* v = dbus::find(p, name);
-		auto s = v ? dbus::asString(*v) : std::nullopt;
-		return s ? *s : std::string(fallback);
-	};
-	auto boolean = [&](const char* name, bool fallback) {
-		const auto* v = dbus::find(p, name);
-		auto b = v ? dbus::asBool(*v) : std::nullopt;
-		return b ? *b : fallback;
-	};
-	// Defaults as the DBusMenu specification gives them for absent properties.
 	json e = json::object();
 	e["id"] = node.id;
 	std::string mnemonic;
-	e["label"] = stripMnemonic(str("label", ""), &mnemonic);
+	e["label"] = stripMnemonic(p.label, &mnemonic);
 	e["mnemonic"] = mnemonic.empty() ? json(nullptr) : json(mnemonic);
-	e["enabled"] = boolean("enabled", true);
-	e["visible"] = boolean("visible", true);
-	e["type"] = str("type", "standard") == "separator" ? "separator" : "standard";
-	auto toggle = str("toggle-type", "");
-	e["toggleType"] = toggle == "checkmark" ? "checkmark" : toggle == "radio" ? "radio" : "none";
-	int64_t state = -1;
-	if (const auto* v = dbus::find(p, "toggle-state"))
-		if (auto x = dbus::asInt(*v)) state = *x == 0 ? 0 : *x == 1 ? 1 : -1;
-	e["toggleState"] = state;
-	e["iconName"] = str("icon-name", "");
-	std::string shortcut;
-	if (const auto* v = dbus::find(p, "shortcut"))
-		if (auto s = dbus::as<std::vector<std::vector<std::string>>>(*v)) shortcut = shortcutText(*s);
-	e["shortcut"] = shortcut.empty() ? json(nullptr) : json(shortcut);
-	e["submenu"] = str("children-display", "") == "submenu" || !node.children.empty();
-	if (iconData) {
-		iconData->clear();
-		if (const auto* v = dbus::find(p, "icon-data"))
-			if (auto bytes = dbus::asBytes(*v)) *iconData = std::move(*bytes);
-	}
+	e["enabled"] = p.enabled;
+	e["visible"] = p.visible;
+	e["type"] = p.separator ? "separator" : "standard";
+	e["toggleType"] = p.toggleType.empty() ? std::string("none") : p.toggleType;
+	e["toggleState"] = p.toggleState;
+	e["iconName"] = p.iconName;
+	e["shortcut"] = p.shortcut.empty() ? json(nullptr) : json(p.shortcut);
+	e["submenu"] = p.submenu || !node.children.empty();
 	return e;
 }
 
 json menuToJson(const MenuNode& root, const IconUrl& iconUrl) {
-	std::vector<uint8_t> data;
-	json e = menuEntry(root, &data);
-	e["icon"] = iconUrl(e["iconName"].get<std::string>(), data);
+	json e = menuEntry(root);
+	e["icon"] = iconUrl(root.props.iconName, root.props.iconData);
 	json children = json::array();
 	for (const auto& c: root.children) children.push_back(menuToJson(c, iconUrl));
 	e["children"] = std::move(children);
@@ -337,13 +349,14 @@ bool applyProperties(MenuNode& root, const std::vector<sdbus::Struct<int32_t, st
 	bool changed = false;
 	for (const auto& u: updated) {
 		if (auto* n = findNode(root, std::get<0>(u))) {
-			for (const auto& [k, val]: std::get<1>(u)) n->props[k] = val;
+			for (const auto& [k, val]: std::get<1>(u)) setMenuProperty(n->props, k, val);
 			changed = true;
 		}
 	}
 	for (const auto& r: removed) {
 		if (auto* n = findNode(root, std::get<0>(r))) {
-			for (const auto& k: std::get<1>(r)) changed |= n->props.erase(k) > 0;
+			for (const auto& k: std::get<1>(r)) resetMenuProperty(n->props, k);
+			changed = true;
 		}
 	}
 	return changed;

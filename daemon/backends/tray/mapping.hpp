@@ -104,10 +104,30 @@ struct MappedItem {
 // ------------------------------------------------------------------------------------------
 // DBusMenu
 
+// One DBusMenu entry's properties, decoded when they arrive (an sdbus::Variant costs about a
+// kilobyte each; a hundred-entry menu would hold hundreds). Defaults are the specification's.
+struct MenuProps {
+	std::string label;
+	bool enabled = true;
+	bool visible = true;
+	bool separator = false;          // type "separator"
+	std::string toggleType;          // "checkmark", "radio" or ""
+	int toggleState = -1;            // 1, 0, or -1 (anything else)
+	std::string iconName;
+	std::vector<uint8_t> iconData;   // PNG bytes
+	std::string shortcut;            // shortcutText() of the aas
+	bool submenu = false;            // children-display "submenu"
+};
+
+// Sets `key` from its wire value (a value of an unexpected type sets the default); and resets
+// `key` to its default (ItemsPropertiesUpdated's removed properties).
+void setMenuProperty(MenuProps& props, const std::string& key, const sdbus::Variant& value);
+void resetMenuProperty(MenuProps& props, const std::string& key);
+
 // One DBusMenu entry as GetLayout sends it, (ia{sv}av), recursively.
 struct MenuNode {
 	int32_t id = 0;
-	dbus::Properties props;
+	MenuProps props;
 	std::vector<MenuNode> children;
 };
 
@@ -124,8 +144,7 @@ constexpr size_t kMaxMenuEntries = 4096;
 
 // One entry's own fields (without icon and children): {id, label, mnemonic, enabled,
 // visible, type, toggleType, toggleState, iconName, shortcut, submenu}.
-// `iconData` receives icon-data (PNG bytes) when present.
-[[nodiscard]] nlohmann::json menuEntry(const MenuNode& node, std::vector<uint8_t>* iconData = nullptr);
+[[nodiscard]] nlohmann::json menuEntry(const MenuNode& node);
 
 // The label without DBusMenu's mnemonic markers ("_File" -> "File", "__" -> "_"), and the
 // access key ('f' for "_File"), "" when there is none.

@@ -84,8 +84,7 @@ private:
 		bool iconsDirty = true;
 		ResolvedIcon icon;
 		std::unique_ptr<Menu> menu;
-		bool menuDirty = true;
-		nlohmann::json menuValue = nullptr;
+		bool menuDirty = true;               // the menu in the tree is not the current one
 		std::vector<IconRef> menuFiles;
 	};
 
@@ -125,7 +124,8 @@ private:
 	[[nodiscard]] static std::string group(const std::string& key) { return "i:" + key + "|"; }
 	[[nodiscard]] static std::string itemPath(const std::string& key);
 	void bury(std::unique_ptr<sdbus::IProxy> proxy);
-	void sync(const std::string& path, const nlohmann::json& value);
+	// Writes `value` (an object) at `path` field by field; `keep` names a field left alone.
+	void sync(const std::string& path, const nlohmann::json& value, std::string_view keep = {});
 
 	// --- tray_menu.cpp
 	void setupMenu(Item& item, const std::string& menuPath);
@@ -136,7 +136,8 @@ private:
 	void fetchLayout(Item& item, int32_t parent, LayoutDone done = {});
 	void onMenuSignal(sdbus::Message& msg);
 	void refreshMenu(Item& item);
-	[[nodiscard]] nlohmann::json menuValue(Item& item);
+	// The menu as JSON (null without one); its icon files replace menuFiles.
+	[[nodiscard]] nlohmann::json menuJson(Item& item);
 
 	// --- tray_actions.cpp
 	void registerMethods();

@@ -52,8 +52,8 @@ void TrayBackend::bury(std::unique_ptr<sdbus::IProxy> proxy) {
 	else graveyard_.clear();
 }
 
-// Writes `value` (an object) at `path` as per-key changes, so a change addresses one field.
-void TrayBackend::sync(const std::string& path, const json& value) {
+// Per-key changes, so a change addresses one field.
+void TrayBackend::sync(const std::string& path, const json& value, std::string_view keep) {
 	const json* existing = context_.tree.find(path);
 	if (!existing || !existing->is_object() || !value.is_object()) {
 		context_.tree.set(path, value);
@@ -61,7 +61,7 @@ void TrayBackend::sync(const std::string& path, const json& value) {
 	}
 	std::vector<std::string> gone;
 	for (const auto& [key, _]: existing->items())
-		if (!value.contains(key)) gone.push_back(key);
+		if (!value.contains(key) && key != keep) gone.push_back(key);
 	for (const auto& key: gone) context_.tree.remove(pointer::join(path, key));
 	for (const auto& [key, v]: value.items()) {
 		const json* old = context_.tree.find(pointer::join(path, key));
@@ -331,14 +331,16 @@ void TrayBackend::publish(Item& item) {
 	v["overlayIcon"] = item.icon.overlayIcon;
 	v["service"] = item.address.service;
 	v["objectPath"] = item.address.path;
-	v["menu"] = menuValue(item);
 	auto path = itemPath(item.key);
 	if (!item.published) {
+		v["menu"] = menuJson(item);
 		context_.tree.set(path, std::move(v));
 		item.published = true;
-	} else {
-		sync(path, v);
+		return;
 	}
+	// The menu is rebuilt only when it changed (the tree holds the one copy of its JSON).
+	sync(path, v, "menu");
+	if (item.menuDirty) sync(pointer::join(path, "menu"), menuJson(item));
 }
 
 } // namespace qsd::tray

@@ -41,7 +41,6 @@ void TrayBackend::dropMenu(Item& item) {
 	if (s != menuSignals_.end() && s->second == item.key) menuSignals_.erase(s);
 	bury(std::move(item.menu->proxy));
 	item.menu.reset();
-	item.menuValue = nullptr;
 	item.menuFiles.clear();
 	item.menuDirty = true;
 }
@@ -142,23 +141,22 @@ void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 	}
 }
 
-json TrayBackend::menuValue(Item& item) {
+json TrayBackend::menuJson(Item& item) {
+	item.menuDirty = false;
 	if (!item.menu || !item.menu->root) {
 		item.menuFiles.clear();
 		return nullptr;
 	}
-	if (!item.menuDirty) return item.menuValue;
 	std::string themePath;
 	if (const auto* p = dbus::find(item.props, "IconThemePath"))
 		if (auto s = dbus::asString(*p)) themePath = *s;
 	std::vector<IconRef> files;
-	item.menuValue = menuToJson(*item.menu->root, [&](const std::string& name, const std::vector<uint8_t>& data) {
+	json value = menuToJson(*item.menu->root, [&](const std::string& name, const std::vector<uint8_t>& data) {
 		return resolver_->menuIcon(name, data, themePath, files);
 	});
 	// Swapped in after the new files exist: an unchanged icon keeps its file.
 	item.menuFiles.swap(files);
-	item.menuDirty = false;
-	return item.menuValue;
+	return value;
 }
 
 } // namespace qsd::tray
