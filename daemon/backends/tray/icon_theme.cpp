@@ -323,7 +323,8 @@ std::string IconTheme::lookupInTree(const std::string& name, const std::string& 
 		for (; !ec && it != fs::recursive_directory_iterator() && dirs.size() < kScanDirs; it.increment(ec)) {
 			if (it.depth() >= kScanDepth) it.disable_recursion_pending();
 			if (!it->is_directory(ec)) continue;
-			dirs.push_back(guessDirectory(fs::relative(it->path(), themeDir, ec).string()));
+			// The path below themeDir (fs::relative would resolve symlinks: a stat per component).
+			dirs.push_back(guessDirectory(it->path().string().substr(themeDir.size() + 1)));
 		}
 		std::sort(dirs.begin(), dirs.end(), [](const Directory& a, const Directory& b) { return a.path < b.path; });
 	}

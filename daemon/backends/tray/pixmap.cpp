@@ -135,6 +135,9 @@ std::optional<std::vector<uint8_t>> encodePng(const Image& image) {
 	png.width = png_uint_32(image.width);
 	png.height = png_uint_32(image.height);
 	png.format = PNG_FORMAT_RGBA;
+	// Icons are small: compressing them harder saves bytes nobody misses and costs time on the
+	// path from an item's NewIcon to the tree.
+	png.flags = PNG_IMAGE_FLAG_FAST;
 	png_alloc_size_t size = 0;
 	// First call: the size; second: the bytes.
 	if (!png_image_write_to_memory(&png, nullptr, &size, 0, image.rgba.data(), 0, nullptr)) return std::nullopt;

@@ -297,6 +297,11 @@ void TrayBackend::refresh(Item& item) {
 			             Item* it = findItem(key, serial);
 			             if (!it) return;
 			             --it->pendingGets;
+			             auto themePath = [&] {
+				             const auto* p = dbus::find(it->props, "IconThemePath");
+				             return p ? dbus::asString(*p).value_or("") : std::string();
+			             };
+			             std::string oldThemePath = prop == "IconThemePath" ? themePath() : std::string();
 			             if (!e) {
 				             it->props[prop] = std::move(v);
 			             } else if (!timedOut(*e)) {
@@ -306,7 +311,9 @@ void TrayBackend::refresh(Item& item) {
 				             log::info("tray", "{}: re-reading {} timed out; the old value stays", key, prop);
 			             }
 			             if (affectsIcon(prop)) it->iconsDirty = true;
-			             if (prop == "IconThemePath") it->menuDirty = true;
+			             // Menu icons are looked up in it; rebuilding a large menu for an unchanged
+			             // path (NewIcon re-reads it every time) would be wasted.
+			             if (prop == "IconThemePath" && themePath() != oldThemePath) it->menuDirty = true;
 			             // One publish for the signals of one burst: after the last answer.
 			             if (it->pendingGets == 0) propertiesRead(*it, false);
 		             });
