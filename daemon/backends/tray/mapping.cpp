@@ -288,7 +288,10 @@ void setMenuProperty(MenuProps& p, const std::string& key, const sdbus::Variant&
 		auto x = dbus::asInt(value);
 		p.toggleState = !x ? -1 : *x == 0 ? 0 : *x == 1 ? 1 : -1;
 	} else if (key == "icon-name") p.iconName = str();
-	else if (key == "icon-data") p.iconData = dbus::asBytes(value).value_or(std::vector<uint8_t>());
+	else if (key == "icon-data") {
+		p.iconData = dbus::asBytes(value).value_or(std::vector<uint8_t>());
+		if (p.iconData.size() > kMaxIconData) p.iconData.clear();
+	}
 	else if (key == "shortcut") {
 		auto s = dbus::as<std::vector<std::vector<std::string>>>(value);
 		p.shortcut = s ? shortcutText(*s) : std::string();

@@ -137,6 +137,8 @@ using LayoutStruct = sdbus::Struct<int32_t, std::map<std::string, sdbus::Variant
 // Bounds on what a peer may send: deeper levels and entries beyond the count are dropped.
 constexpr size_t kMaxMenuDepth = 16;
 constexpr size_t kMaxMenuEntries = 4096;
+// A menu entry's icon-data larger than this is ignored (it is written to a file).
+constexpr size_t kMaxIconData = 1 << 20;
 
 // GetLayout's layout -> a MenuNode tree. Children that are not (ia{sv}av) are skipped and
 // counted in `skipped`.
