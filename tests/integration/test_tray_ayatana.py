@@ -55,7 +55,7 @@ def test_a_libayatana_appindicator_item(env):
     env.start_qsd(backends=["tray"])
     c = env.client()
     sub = c.subscribe(["/tray"])
-    c.wait_value(sub, "/tray/available", True)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
     p, icon, record = start_ayatana(env)
     c.wait_for(lambda: len(ayatana_items(c, sub)) == 1 and p.poll() is None, timeout=60, what="the ayatana item")
     (k, it), = ayatana_items(c, sub).items()
@@ -96,7 +96,7 @@ def test_ayatana_item_across_a_watcher_takeover(env):
     mark = len(c.notifications)
     w.terminate()
     w.wait(10)
-    c.wait_value(sub, "/tray/isWatcher", True)
+    c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
     # ayatana registers again with the new watcher: same key, no second item, no blink.
     wait_until(lambda: k in t.registered(env), 30, what="listed by qsd")
     c.pump(1.0)

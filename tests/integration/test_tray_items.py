@@ -21,7 +21,7 @@ def tray(env):
     env.start_qsd(backends=["tray"])
     c = env.client()
     sub = c.subscribe(["/tray"])
-    c.wait_value(sub, "/tray/available", True)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
     return env, c, sub
 
 
@@ -32,7 +32,7 @@ def key(name):
 def wait_item(c, sub, name, pred=lambda it: True, what=None):
     k = key(name)
     c.wait_for(lambda: k in c.mirror(sub)["tray"]["items"] and pred(c.mirror(sub)["tray"]["items"][k]),
-               what=what or f"item {k}")
+               timeout=30, what=what or f"item {k}")
     return c.mirror(sub)["tray"]["items"][k]
 
 
@@ -146,7 +146,7 @@ def test_overlay_attention_and_files_removed_when_unused(tray):
     assert rows[4][4] == BLUE and rows[60][60] == RED
     assert it["overlayIcon"] is None
     # The plain icon's file is gone: nothing refers to it.
-    wait_until(lambda: not os.path.exists(t.file_of(plain)), what="old icon file removed")
+    wait_until(lambda: not os.path.exists(t.file_of(plain)), 30, what="old icon file removed")
     composed = it["icon"]
     # NeedsAttention: the attention pixmap (with the overlay); Active again: back to the same file name.
     t.set_prop(env, "org.qsdtest.Over", "Status", "NeedsAttention", "NewStatus")
@@ -182,8 +182,8 @@ def test_change_signals_update_fields_and_leaving_removes_files(tray):
     # The item exits: removed as a whole, and its icon file with it.
     p.terminate()
     p.wait(10)
-    c.wait_for(lambda: c.mirror(sub)["tray"]["items"] == {}, what="item removed")
-    wait_until(lambda: os.listdir(icons_dir(env)) == [], what="icon files removed")
+    c.wait_for(lambda: c.mirror(sub)["tray"]["items"] == {}, timeout=30, what="item removed")
+    wait_until(lambda: os.listdir(icons_dir(env)) == [], 30, what="icon files removed")
 
 
 def test_actions_reach_the_item(tray):

@@ -19,12 +19,12 @@ def menu(env):
     env.start_qsd(backends=["tray"])
     c = env.client()
     sub = c.subscribe(["/tray"])
-    c.wait_value(sub, "/tray/available", True)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
     theme = os.path.join(env.dir, "apptheme")
     t.write_png(os.path.join(theme, "hicolor", "32x32", "actions", "qsd-test-menu-icon.png"), 32, 32, (9, 9, 9, 255))
     t.start_items(env, [{"register": "name", "name": NAME, "menu": "demo",
                          "props": {"Id": "menu", "Status": "Active", "IconThemePath": theme}}])
-    c.wait_for(lambda: KEY in c.mirror(sub)["tray"]["items"], what="item with menu")
+    c.wait_for(lambda: KEY in c.mirror(sub)["tray"]["items"], timeout=30, what="item with menu")
     return env, c, sub
 
 
@@ -84,9 +84,9 @@ def test_the_menu_is_in_the_tree_when_the_item_appears(menu):
 def test_clicks_reach_the_item_and_its_updates_reach_the_tree(menu):
     env, c, sub = menu
     assert c.call("tray.menuEvent", {"item": KEY, "id": 4, "event": "clicked"}) == {"item": KEY, "id": 4}
-    c.wait_for(lambda: entry(root(c, sub), 4)["toggleState"] == 0, what="checkbox off")
+    c.wait_for(lambda: entry(root(c, sub), 4)["toggleState"] == 0, timeout=30, what="checkbox off")
     c.call("tray.menuEvent", {"item": KEY, "id": 6, "event": "clicked"})
-    c.wait_for(lambda: entry(root(c, sub), 6)["toggleState"] == 1, what="radio B on")
+    c.wait_for(lambda: entry(root(c, sub), 6)["toggleState"] == 1, timeout=30, what="radio B on")
     assert entry(root(c, sub), 5)["toggleState"] == 0
     c.call("tray.menuEvent", {"item": KEY, "id": 3, "event": "opened"})
     c.call("tray.menuEvent", {"item": KEY, "id": 3, "event": "hovered"})
@@ -116,7 +116,7 @@ def test_about_to_show_answers_after_the_refreshed_submenu_is_in_the_tree(menu):
 def test_layout_updated_changes_the_menu_in_the_tree(menu):
     env, c, sub = menu
     t.control(env, NAME).AddMenuEntry("Added later")
-    c.wait_for(lambda: root(c, sub)["children"][-1]["label"] == "Added later", what="new entry")
+    c.wait_for(lambda: root(c, sub)["children"][-1]["label"] == "Added later", timeout=30, what="new entry")
     assert [ch["id"] for ch in root(c, sub)["children"]][:5] == [1, 2, 3, 7, 8]
 
 
@@ -124,11 +124,11 @@ def test_an_item_without_dbusmenu_uses_context_menu(env):
     env.start_qsd(backends=["tray"])
     c = env.client()
     sub = c.subscribe(["/tray"])
-    c.wait_value(sub, "/tray/available", True)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
     # Wine's items (Quickshell #1096): "/NO_DBUSMENU", and ContextMenu is the way to a menu.
     t.start_items(env, [{"register": "name", "name": "org.qsdtest.Wine", "props": {"Id": "wine", "Menu": "/NO_DBUSMENU"}}])
     k = "org.qsdtest.Wine/StatusNotifierItem"
-    c.wait_for(lambda: k in c.mirror(sub)["tray"]["items"], what="wine item")
+    c.wait_for(lambda: k in c.mirror(sub)["tray"]["items"], timeout=30, what="wine item")
     it = c.mirror(sub)["tray"]["items"][k]
     assert it["hasMenu"] is False and it["menu"] is None
     c.call("tray.contextMenu", {"item": k, "x": 3, "y": 4})

@@ -32,8 +32,8 @@ def item_cfg(name=None, register="name", path="/StatusNotifierItem", **props):
 def test_qsd_is_the_watcher_with_the_full_api(env):
     env.start_qsd(backends=["tray"])
     c, sub = watch(env)
-    c.wait_value(sub, "/tray/available", True)
-    c.wait_value(sub, "/daemon/backends/tray/state", "running")
+    c.wait_value(sub, "/tray/available", True, timeout=30)
+    c.wait_value(sub, "/daemon/backends/tray/state", "running", timeout=30)
     assert c.mirror(sub)["tray"]["isWatcher"] is True
     import dbus
     bus = t.session(env)
@@ -65,7 +65,7 @@ def test_qsd_is_the_watcher_with_the_full_api(env):
 def test_registration_by_name_unique_name_and_path(env):
     env.start_qsd(backends=["tray"])
     c, sub = watch(env)
-    c.wait_value(sub, "/tray/available", True)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
     # Three processes (one object per path each), as three apps would be.
     p = t.start_items(env, [item_cfg("org.qsdtest.ByName", "name", Title="by name")])
     # The unique-name and path items own a name too, only to be found by the test.
@@ -76,7 +76,7 @@ def test_registration_by_name_unique_name_and_path(env):
     path_owner = t.owner(env, "org.qsdtest.Path")
     keys = {"org.qsdtest.ByName/StatusNotifierItem", unique + "/StatusNotifierItem",
             path_owner + "/org/ayatana/NotificationItem/by_path"}
-    c.wait_for(lambda: set(items(c, sub)) == keys, what="three items")
+    c.wait_for(lambda: set(items(c, sub)) == keys, timeout=30, what="three items")
     # The keys are the watcher's own spelling, in registration order on the bus.
     assert sorted(t.registered(env)) == sorted(keys)
     got = items(c, sub)
@@ -92,8 +92,8 @@ def test_registration_by_name_unique_name_and_path(env):
     # An item goes when its bus name goes: from the tree and from the watcher's list.
     p.terminate()
     p.wait(10)
-    c.wait_for(lambda: set(items(c, sub)) == keys - {"org.qsdtest.ByName/StatusNotifierItem"}, what="item removed")
-    wait_until(lambda: "org.qsdtest.ByName/StatusNotifierItem" not in t.registered(env), what="watcher list updated")
+    c.wait_for(lambda: set(items(c, sub)) == keys - {"org.qsdtest.ByName/StatusNotifierItem"}, timeout=30, what="item removed")
+    wait_until(lambda: "org.qsdtest.ByName/StatusNotifierItem" not in t.registered(env), 30, what="watcher list updated")
     assert c.mirror(sub)["tray"]["available"] is True
 
 
@@ -104,7 +104,7 @@ def test_items_started_before_qsd_register_when_it_appears(env):
     assert t.calls(env, "org.qsdtest.Early")[0][0] == "registerFailed"
     env.start_qsd(backends=["tray"])
     c, sub = watch(env)
-    c.wait_for(lambda: "org.qsdtest.Early/StatusNotifierItem" in items(c, sub), what="early item")
+    c.wait_for(lambda: "org.qsdtest.Early/StatusNotifierItem" in items(c, sub), timeout=30, what="early item")
     assert p.poll() is None
 
 
@@ -118,26 +118,26 @@ def test_host_of_another_watcher_then_takeover_without_blinking(env):
     two_key = t.owner(env, "org.qsdtest.Stubborn1") + "/org/ayatana/NotificationItem/two"
     env.start_qsd(backends=["tray"])
     c, sub = watch(env)
-    c.wait_value(sub, "/tray/available", True)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
     assert c.mirror(sub)["tray"]["isWatcher"] is False
-    c.wait_for(lambda: set(items(c, sub)) == {"org.qsdtest.Stubborn1/StatusNotifierItem", two_key}, what="hosted items")
+    c.wait_for(lambda: set(items(c, sub)) == {"org.qsdtest.Stubborn1/StatusNotifierItem", two_key}, timeout=30, what="hosted items")
     assert t.owner(env, t.WATCHER) == watcher_owner
     # qsd registered as a host of the other watcher.
     hosts = json.loads(str(t.control(env, t.WATCHER, "/StatusNotifierWatcher").Hosts()))
     assert any(h.startswith("org.kde.StatusNotifierHost-") for h in hosts)
     # The list is kept current while qsd hosts: an item registering now appears.
     late = t.start_items(env, [item_cfg("org.qsdtest.Late", "name", Title="late")])
-    c.wait_for(lambda: "org.qsdtest.Late/StatusNotifierItem" in items(c, sub), what="late item")
+    c.wait_for(lambda: "org.qsdtest.Late/StatusNotifierItem" in items(c, sub), timeout=30, what="late item")
     late.terminate()
     late.wait(10)
-    c.wait_for(lambda: "org.qsdtest.Late/StatusNotifierItem" not in items(c, sub), what="late item gone")
+    c.wait_for(lambda: "org.qsdtest.Late/StatusNotifierItem" not in items(c, sub), timeout=30, what="late item gone")
 
     # The other watcher exits: qsd owns the name in the same step and keeps every item.
     mark = len(c.notifications)
     w.terminate()
     w.wait(10)
-    c.wait_value(sub, "/tray/isWatcher", True)
-    wait_until(lambda: sorted(t.registered(env)) == sorted(["org.qsdtest.Stubborn1/StatusNotifierItem", two_key]),
+    c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
+    wait_until(lambda: sorted(t.registered(env)) == sorted(["org.qsdtest.Stubborn1/StatusNotifierItem", two_key]), 30,
                what="qsd lists the adopted items")
     assert set(items(c, sub)) == {"org.qsdtest.Stubborn1/StatusNotifierItem", two_key}
     c.pump(0.3)
@@ -156,7 +156,7 @@ def test_host_of_another_watcher_then_takeover_without_blinking(env):
 def test_a_bar_that_replaces_the_watcher_is_refused(env):
     env.start_qsd(backends=["tray"])
     c, sub = watch(env)
-    c.wait_value(sub, "/tray/isWatcher", True)
+    c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
     qsd_owner = t.owner(env, t.WATCHER)
     import dbus
     # Waybar once asked with REPLACE_EXISTING: qsd does not allow replacement, so it stays.
@@ -171,7 +171,7 @@ def test_a_bar_that_replaces_the_watcher_is_refused(env):
 def test_unavailable_answers_and_unknown_items(env):
     env.start_qsd(backends=["tray"])
     c, sub = watch(env)
-    c.wait_value(sub, "/tray/available", True)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
     with pytest.raises(RpcError) as e:
         c.call("tray.activate", {"item": "org.qsdtest.Nothing/StatusNotifierItem"})
     assert e.value.code == -32001 and e.value.data["param"] == "item"
