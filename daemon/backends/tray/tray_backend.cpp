@@ -255,16 +255,12 @@ void TrayBackend::readListed() {
 	             otherWatcher_->callMethodAsync("Get").onInterface(kPropsIface).withTimeout(kCallTimeout)
 	                 .withArguments(std::string(kWatcherIface), std::string("RegisteredStatusNotifierItems")),
 	             [this](const sdbus::Error* e, sdbus::Variant v) {
-		             if (e) {
-			             log::warning("tray", "reading {}'s items failed: {}: {}", otherOwner_, e->getName(), e->getMessage());
-			             return;
-		             }
-		             auto list = dbus::asStrings(v);
-		             if (!list) {
-			             reader_.wrongType(kWatcherName, "RegisteredStatusNotifierItems", &v);
-			             return;
-		             }
-		             syncListed(*list);
+		             // A watcher that cannot list its items is still followed: the items that
+		             // register from now on (its signals) are shown.
+		             auto list = e ? std::nullopt : dbus::asStrings(v);
+		             if (e) log::warning("tray", "reading {}'s items failed: {}: {}", otherOwner_, e->getName(), e->getMessage());
+		             else if (!list) reader_.wrongType(kWatcherName, "RegisteredStatusNotifierItems", &v);
+		             if (list) syncListed(*list);
 		             listRead_ = true;
 		             updateAvailable();
 	             });
