@@ -8,6 +8,7 @@
 #include "../answer.hpp"
 
 #include <qsd/protocol/jsonrpc.hpp>
+#include <qsd/protocol/mirror.hpp>
 
 #include <climits>
 
@@ -159,8 +160,10 @@ void TrayBackend::registerMethods() {
 				             }
 				             // The refreshed submenu is in the tree (and sent to subscribers) before
 				             // the answer, so a client that waited for it can show it at once.
-				             publish(*item);
-				             publishQueue_.erase(key);
+				             // (Only the menu when the item is out: its other fields may be
+				             // half re-read.)
+				             if (item->published) sync(pointer::join(itemPath(key), "menu"), menuJson(*item));
+				             else publish(*item);
 				             context_.tree.flush();
 				             answer->result({{"item", key}, {"id", id}, {"needUpdate", needUpdate}});
 			             });
