@@ -47,7 +47,8 @@ def test_fields_of_a_complete_item(tray):
         "Id": "full", "Title": "Full item", "Status": "Passive", "Category": "Communications",
         "IconName": "qsd-full", "AttentionIconName": "qsd-full-attention", "OverlayIconName": "",
         "IconThemePath": theme, "ItemIsMenu": True,
-        "ToolTip": {"title": "Tip", "description": "<b>bold</b> &amp; more"}}}])
+        # A tooltip with an icon of its own (not shown; skipped when read).
+        "ToolTip": {"title": "Tip", "description": "<b>bold</b> &amp; more", "pixmaps": [t.pixmap(48, 48, RED)]}}}])
     it = wait_item(c, sub, "org.qsdtest.Full")
     assert it["id"] == "full" and it["title"] == "Full item"
     assert it["status"] == "passive" and it["category"] == "communications"

@@ -70,7 +70,7 @@ def typed(name, value):
     if name in PIXMAP_PROPS:
         return pixmaps(value)
     if name == "ToolTip":
-        return dbus.Struct((value.get("icon", ""), dbus.Array([], signature="(iiay)"), value.get("title", ""),
+        return dbus.Struct((value.get("icon", ""), pixmaps(value.get("pixmaps", [])), value.get("title", ""),
                             value.get("description", "")), signature="sa(iiay)ss")
     if name == "Menu":
         return dbus.ObjectPath(value)

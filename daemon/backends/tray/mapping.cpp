@@ -118,7 +118,7 @@ std::optional<std::vector<Pixmap>> pixmapsOf(const sdbus::Variant& v) {
 	return out;
 }
 
-MappedItem mapItem(const dbus::Properties& props) {
+MappedItem mapItem(const dbus::Properties& props, const ItemPixmaps* pixmaps) {
 	MappedItem m;
 	json& v = m.value;
 	v = json::object();
@@ -152,15 +152,18 @@ MappedItem mapItem(const dbus::Properties& props) {
 	m.icons.themePath = themePath.value_or("");
 	m.icons.attention = status && *status == "NeedsAttention";
 
-	auto pix = [&](const char* prop, std::vector<Pixmap>& out) {
+	auto pix = [&](const char* prop, std::vector<Pixmap>& out, const std::vector<Pixmap>* decoded) {
 		const auto* p = dbus::find(props, prop);
-		if (!p) return;
+		if (!p) {
+			if (decoded) out = *decoded;
+			return;
+		}
 		if (auto x = pixmapsOf(*p)) out = std::move(*x);
 		else m.badProperties.emplace_back(prop);
 	};
-	pix("IconPixmap", m.icons.pixmaps);
-	pix("AttentionIconPixmap", m.icons.attentionPixmaps);
-	pix("OverlayIconPixmap", m.icons.overlayPixmaps);
+	pix("IconPixmap", m.icons.pixmaps, pixmaps ? &pixmaps->icon : nullptr);
+	pix("AttentionIconPixmap", m.icons.attentionPixmaps, pixmaps ? &pixmaps->attention : nullptr);
+	pix("OverlayIconPixmap", m.icons.overlayPixmaps, pixmaps ? &pixmaps->overlay : nullptr);
 
 	// ToolTip is (sa(iiay)ss): icon name, icon pixmaps, title, description (markup kept).
 	v["tooltipTitle"] = "";

@@ -75,6 +75,13 @@ struct IconSources {
 	bool attention = false;      // Status is NeedsAttention: the attention variant is wanted
 };
 
+// The item's pixmap properties, decoded (see wire.hpp).
+struct ItemPixmaps {
+	std::vector<Pixmap> icon;        // IconPixmap
+	std::vector<Pixmap> attention;   // AttentionIconPixmap
+	std::vector<Pixmap> overlay;     // OverlayIconPixmap
+};
+
 struct MappedItem {
 	// id, title, status, category, iconName, attentionIconName, overlayIconName, iconThemePath,
 	// tooltipTitle, tooltipDescription, onlyMenu, hasMenu (not icon, overlayIcon, menu: the
@@ -88,7 +95,9 @@ struct MappedItem {
 // org.kde.StatusNotifierItem properties -> the item's fields. Missing properties take the
 // documented defaults ("" for strings, "active" and "applicationStatus" for the enums, false);
 // a property of the wrong type gives null for its field (and is listed in badProperties).
-[[nodiscard]] MappedItem mapItem(const dbus::Properties& props);
+// Pixmap properties come from `pixmaps` when given and absent from `props` (a pixmap property
+// still in `props` is decoded from its variant, or reported as mistyped).
+[[nodiscard]] MappedItem mapItem(const dbus::Properties& props, const ItemPixmaps* pixmaps = nullptr);
 
 // The item's DBusMenu object path from its Menu property; "" when it has none (missing,
 // mistyped, "/", or "/NO_DBUSMENU", Quickshell #999).

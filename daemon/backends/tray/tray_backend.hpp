@@ -74,7 +74,8 @@ private:
 		std::string owner;                  // unique name ("" while GetNameOwner is out)
 		uint64_t serial = 0;                // tells a stale reply from one for a re-added key
 		std::unique_ptr<sdbus::IProxy> proxy;
-		dbus::Properties props;
+		dbus::Properties props;             // every property but the decoded pixmaps
+		ItemPixmaps pixmaps;                // IconPixmap and its siblings (see wire.hpp)
 		bool reading = false;               // the full read is out
 		bool read = false;                  // properties read at least once
 		bool failed = false;                // nothing could be read; retried on its next signal

@@ -3,6 +3,7 @@
 // re-reads them), and publishing /tray/items/<key>.
 
 #include "tray_backend.hpp"
+#include "wire.hpp"
 
 #include "../../log.hpp"
 
@@ -161,24 +162,35 @@ void TrayBackend::readItem(Item& item) {
 	item.failed = false;
 	auto key = item.key;
 	auto serial = item.serial;
-	calls_.start(group(key),
-	             item.proxy->callMethodAsync("GetAll").onInterface(kPropsIface).withTimeout(kCallTimeout)
-	                 .withArguments(std::string(kItemIface)),
-	             [this, key, serial](const sdbus::Error* e, dbus::Properties props) {
-		             Item* it = findItem(key, serial);
-		             if (!it) return;
-		             if (e) {
-			             // Some items fail GetAll as a whole (one property's getter throws): read
-			             // what can be read, one property at a time.
-			             log::info("tray", "{}: GetAll failed ({}: {}); reading its properties one by one", key, e->getName(),
-			                       e->getMessage());
-			             readItemByProperty(key, serial);
-			             return;
-		             }
-		             it->props = std::move(props);
-		             it->reading = false;
-		             propertiesRead(*it, true);
-	             });
+	// Raw calls: the replies are read by wire.hpp (pixmaps decoded in bulk).
+	auto call = item.proxy->createMethodCall(kPropsIface, "GetAll");
+	call << std::string(kItemIface);
+	calls_.start(
+	    group(key), *item.proxy, call,
+	    [this, key, serial](sdbus::MethodReply* reply, const sdbus::Error* e) {
+		    Item* it = findItem(key, serial);
+		    if (!it) return;
+		    std::string why = e ? e->getName() + ": " + e->getMessage() : std::string();
+		    if (reply) {
+			    dbus::Properties props;
+			    ItemPixmaps pixmaps;
+			    try {
+				    readProperties(*reply, props, pixmaps);
+				    it->props = std::move(props);
+				    it->pixmaps = std::move(pixmaps);
+				    it->reading = false;
+				    propertiesRead(*it, true);
+				    return;
+			    } catch (const sdbus::Error& x) {
+				    why = x.getMessage();
+			    }
+		    }
+		    // Some items fail GetAll as a whole (one property's getter throws): read what can be
+		    // read, one property at a time.
+		    log::info("tray", "{}: GetAll failed ({}); reading its properties one by one", key, why);
+		    readItemByProperty(key, serial);
+	    },
+	    kCallTimeout);
 }
 
 void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
@@ -186,29 +198,40 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 	if (!item) return;
 	struct Batch {
 		size_t left = kItemProperties.size();
-		dbus::Properties got;
+		dbus::Properties props;
+		ItemPixmaps pixmaps;
+		bool any = false;
 	};
 	auto batch = std::make_shared<Batch>();
 	for (const char* name: kItemProperties) {
 		std::string prop = name;
-		calls_.start(group(key),
-		             item->proxy->callMethodAsync("Get").onInterface(kPropsIface).withTimeout(kCallTimeout)
-		                 .withArguments(std::string(kItemIface), prop),
-		             [this, key, serial, batch, prop](const sdbus::Error* e, sdbus::Variant v) {
-			             if (!e) batch->got[prop] = std::move(v);
-			             if (--batch->left > 0) return;
-			             Item* it = findItem(key, serial);
-			             if (!it) return;
-			             it->reading = false;
-			             if (batch->got.empty()) {
-				             // Retried when the item shows signs of life (any of its signals).
-				             it->failed = true;
-				             log::warning("tray", "{}: none of its properties can be read; not shown", key);
-				             return;
-			             }
-			             it->props = std::move(batch->got);
-			             propertiesRead(*it, true);
-		             });
+		auto call = item->proxy->createMethodCall(kPropsIface, "Get");
+		call << std::string(kItemIface) << prop;
+		calls_.start(
+		    group(key), *item->proxy, call,
+		    [this, key, serial, batch, prop](sdbus::MethodReply* reply, const sdbus::Error*) {
+			    if (reply) {
+				    try {
+					    readProperty(*reply, prop, batch->props, batch->pixmaps);
+					    batch->any = true;
+				    } catch (const sdbus::Error&) {
+				    }
+			    }
+			    if (--batch->left > 0) return;
+			    Item* it = findItem(key, serial);
+			    if (!it) return;
+			    it->reading = false;
+			    if (!batch->any) {
+				    // Retried when the item shows signs of life (any of its signals).
+				    it->failed = true;
+				    log::warning("tray", "{}: none of its properties can be read; not shown", key);
+				    return;
+			    }
+			    it->props = std::move(batch->props);
+			    it->pixmaps = std::move(batch->pixmaps);
+			    propertiesRead(*it, true);
+		    },
+		    kCallTimeout);
 	}
 }
 
@@ -290,33 +313,42 @@ void TrayBackend::refresh(Item& item) {
 	auto serial = item.serial;
 	for (const auto& prop: props) {
 		++item.pendingGets;
-		calls_.start(group(key),
-		             item.proxy->callMethodAsync("Get").onInterface(kPropsIface).withTimeout(kCallTimeout)
-		                 .withArguments(std::string(kItemIface), prop),
-		             [this, key, serial, prop](const sdbus::Error* e, sdbus::Variant v) {
-			             Item* it = findItem(key, serial);
-			             if (!it) return;
-			             --it->pendingGets;
-			             auto themePath = [&] {
-				             const auto* p = dbus::find(it->props, "IconThemePath");
-				             return p ? dbus::asString(*p).value_or("") : std::string();
-			             };
-			             std::string oldThemePath = prop == "IconThemePath" ? themePath() : std::string();
-			             if (!e) {
-				             it->props[prop] = std::move(v);
-			             } else if (!timedOut(*e)) {
-				             // The item no longer has it: the field takes its default.
-				             it->props.erase(prop);
-			             } else {
-				             log::info("tray", "{}: re-reading {} timed out; the old value stays", key, prop);
-			             }
-			             if (affectsIcon(prop)) it->iconsDirty = true;
-			             // Menu icons are looked up in it; rebuilding a large menu for an unchanged
-			             // path (NewIcon re-reads it every time) would be wasted.
-			             if (prop == "IconThemePath" && themePath() != oldThemePath) it->menuDirty = true;
-			             // One publish for the signals of one burst: after the last answer.
-			             if (it->pendingGets == 0) propertiesRead(*it, false);
-		             });
+		auto call = item.proxy->createMethodCall(kPropsIface, "Get");
+		call << std::string(kItemIface) << prop;
+		calls_.start(
+		    group(key), *item.proxy, call,
+		    [this, key, serial, prop](sdbus::MethodReply* reply, const sdbus::Error* e) {
+			    Item* it = findItem(key, serial);
+			    if (!it) return;
+			    --it->pendingGets;
+			    auto themePath = [&] {
+				    const auto* p = dbus::find(it->props, "IconThemePath");
+				    return p ? dbus::asString(*p).value_or("") : std::string();
+			    };
+			    std::string oldThemePath = prop == "IconThemePath" ? themePath() : std::string();
+			    bool read = false;
+			    if (reply) {
+				    try {
+					    readProperty(*reply, prop, it->props, it->pixmaps);
+					    read = true;
+				    } catch (const sdbus::Error& x) {
+					    log::info("tray", "{}: {} could not be read: {}", key, prop, x.getMessage());
+				    }
+			    }
+			    if (!read && !(e && timedOut(*e))) {
+				    // The item no longer has it (or sent garbage): the field takes its default.
+				    forgetProperty(prop, it->props, it->pixmaps);
+			    } else if (!read) {
+				    log::info("tray", "{}: re-reading {} timed out; the old value stays", key, prop);
+			    }
+			    if (affectsIcon(prop)) it->iconsDirty = true;
+			    // Menu icons are looked up in it; rebuilding a large menu for an unchanged
+			    // path (NewIcon re-reads it every time) would be wasted.
+			    if (prop == "IconThemePath" && themePath() != oldThemePath) it->menuDirty = true;
+			    // One publish for the signals of one burst: after the last answer.
+			    if (it->pendingGets == 0) propertiesRead(*it, false);
+		    },
+		    kCallTimeout);
 	}
 }
 
@@ -326,7 +358,7 @@ void TrayBackend::refresh(Item& item) {
 void TrayBackend::publish(Item& item) {
 	// An item appears complete: properties read and, if it has a menu, its layout too.
 	if (!item.read || item.pendingGets > 0 || (item.menu && !item.menu->settled)) return;
-	auto m = mapItem(item.props);
+	auto m = mapItem(item.props, &item.pixmaps);
 	for (const auto& name: m.badProperties) reader_.wrongType(item.key, name, item.props);
 	if (item.iconsDirty) {
 		// The new files are made before the old handles go, so an unchanged icon keeps its file.
