@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Tray: (1) latency from an item's NewIcon signal to the tree.changed line at a qsd subscriber,
-(2) qsd's RSS with 50 items, each with a 100-entry DBusMenu.
+(2) qsd's RSS with 50 items, each with a 100-entry DBusMenu (and with 10 items of 15 entries).
 
 (1) A test item (tests/integration/tray_item.py) changes its icon and emits NewIcon in its
 BenchIcon method, which returns CLOCK_MONOTONIC read just before the emission. One small C
@@ -204,6 +204,40 @@ def latency(env, exe, kind, samples, warmup):
     return bus, qsd, missed
 
 
+def rss(env, count, entries):
+    env.stop_qsd()
+    env.start_qsd(backends=["tray"], debug_api=False)
+    c = env.client()
+    sub = c.subscribe(["/tray/available"])
+    c.wait_value(sub, "/tray/available", True)
+    time.sleep(0.5)
+    before = rss_kib(env.daemon.pid)
+    cfg = [{"register": "path", "path": f"/item/{i}", "menu": entries,
+            "props": {"Id": f"bench-{i}", "Title": f"Item {i}", "Status": "Active",
+                      "IconPixmap": [[32, 32, [i, 100, 200, 255]]]}} for i in range(count)]
+    t0 = time.monotonic()
+    items = trayutil.start_items(env, cfg, log="rss-items")
+    sub2 = c.subscribe(["/tray/items"])
+
+    def complete():
+        got = c.mirror(sub2).get("tray", {}).get("items", {})
+        return len(got) == count and all(len(i["menu"]["children"]) == entries for i in got.values())
+
+    c.wait_for(complete, timeout=120, what="all items with their menus")
+    elapsed = time.monotonic() - t0
+    time.sleep(0.5)
+    after = rss_kib(env.daemon.pid)
+    icons = len(os.listdir(os.path.join(env.run, "qsd", "icons")))
+    size = len(json.dumps(c.call("tree.get", {"path": "/tray"})["value"]))
+    print(f"Tray RSS, {count} items x {entries}-entry menu (one process serving them, registered by path)")
+    print(f"  qsd RSS before items : {before} KiB")
+    print(f"  qsd RSS with items   : {after} KiB  (+{after - before} KiB, {(after - before) / count:.1f} KiB per item)")
+    print(f"  /tray as JSON        : {size / 1024:.0f} KiB; icon files: {icons}; all in the tree {elapsed:.2f} s after start")
+    c.close()
+    items.terminate()
+    items.wait(10)
+
+
 def main():
     quick = os.environ.get("QSD_BENCH_QUICK") == "1" or "--quick" in sys.argv
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
@@ -230,37 +264,10 @@ def main():
             print(f"    ratio qsd / plain host             : p50 {pct(qsd, 50) / pct(bus, 50):.2f}x   p99 "
                   f"{pct(qsd, 99) / pct(bus, 99):.2f}x")
 
-        # RSS: a fresh daemon, so the latency runs do not count.
-        env.stop_qsd()
-        env.start_qsd(backends=["tray"], debug_api=False)
-        c = env.client()
-        sub = c.subscribe(["/tray/available"])
-        c.wait_value(sub, "/tray/available", True)
-        time.sleep(0.5)
-        before = rss_kib(env.daemon.pid)
-        count, entries = (10, 100) if quick else (50, 100)
-        cfg = [{"register": "path", "path": f"/item/{i}", "menu": entries,
-                "props": {"Id": f"bench-{i}", "Title": f"Item {i}", "Status": "Active",
-                          "IconPixmap": [[32, 32, [i, 100, 200, 255]]]}} for i in range(count)]
-        t0 = time.monotonic()
-        trayutil.start_items(env, cfg, log="rss-items")
-        sub2 = c.subscribe(["/tray/items"])
-
-        def complete():
-            got = c.mirror(sub2).get("tray", {}).get("items", {})
-            return len(got) == count and all(len(i["menu"]["children"]) == entries for i in got.values())
-
-        c.wait_for(complete, timeout=120, what="all items with their menus")
-        elapsed = time.monotonic() - t0
-        time.sleep(0.5)
-        after = rss_kib(env.daemon.pid)
-        icons = len(os.listdir(os.path.join(env.run, "qsd", "icons")))
-        size = len(json.dumps(c.call("tree.get", {"path": "/tray"})["value"]))
-        print(f"Tray RSS, {count} items x {entries}-entry menu (one process serving them, registered by path)")
-        print(f"  qsd RSS before items : {before} KiB")
-        print(f"  qsd RSS with items   : {after} KiB  (+{after - before} KiB, {(after - before) / count:.1f} KiB per item)")
-        print(f"  /tray as JSON        : {size / 1024:.0f} KiB; icon files: {icons}; all in the tree {elapsed:.2f} s after start")
-        c.close()
+        # RSS: a fresh daemon per case, so the latency runs do not count.
+        cases = [(10, 15), (10, 100)] if quick else [(10, 15), (50, 100)]
+        for count, entries in cases:
+            rss(env, count, entries)
     finally:
         env.close()
 
