@@ -67,13 +67,17 @@ def test_fields_of_a_complete_item(tray):
 def test_a_free_text_status_is_shown_and_a_mistyped_category_degrades(tray):
     env, c, sub = tray
     t.start_items(env, [{"register": "name", "name": "org.qsdtest.Odd", "props": {
-        "Id": "odd", "Status": "Connected to server", "Category": 5}}])
+        "Id": "odd", "Status": "Connected to server", "Category": 5, "IconPixmap": "not pixels",
+        "OverlayIconPixmap": [t.pixmap(8, 8, RED)]}}])
     it = wait_item(c, sub, "org.qsdtest.Odd")
     # Never hidden (Quickshell #495): the raw string is the status.
     assert it["status"] == "Connected to server"
     assert it["category"] is None
+    # No icon from a string pixmap; the overlay alone is given as such.
+    assert it["icon"] is None and t.read_png(t.file_of(it["overlayIcon"]))[0] == 8
     log = env.qsd_log()
     assert "property Category has the unexpected D-Bus type 'i'" in log
+    assert "property IconPixmap has the unexpected D-Bus type 's'" in log
     # Logged once, however often the item is read again.
     t.set_prop(env, "org.qsdtest.Odd", "Title", "again", "NewTitle")
     wait_item(c, sub, "org.qsdtest.Odd", lambda i: i["title"] == "again")

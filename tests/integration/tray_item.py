@@ -67,6 +67,8 @@ def png_bytes(w, h, rgba):
 
 
 def typed(name, value):
+    if name in PIXMAP_PROPS and isinstance(value, str):
+        return dbus.String(value)  # a mistyped pixmap on purpose
     if name in PIXMAP_PROPS:
         return pixmaps(value)
     if name == "ToolTip":
