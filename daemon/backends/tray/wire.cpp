@@ -37,7 +37,8 @@ std::vector<Pixmap> readPixmaps(sd_bus_message* m) {
 		size_t size = 0;
 		check(sd_bus_message_read_array(m, 'y', &data, &size), "pixmap data");
 		const auto* bytes = static_cast<const uint8_t*>(data);
-		p.argb.assign(bytes, bytes + size);
+		// Larger than any usable pixmap: not copied (the entry is invalid, never chosen).
+		if (size <= size_t(kMaxPixmapSide) * size_t(kMaxPixmapSide) * 4) p.argb.assign(bytes, bytes + size);
 		check(sd_bus_message_exit_container(m), "pixmap");
 		out.push_back(std::move(p));
 	}
