@@ -5,6 +5,7 @@ tray.menuEvent reaches the app's GTK handler. Also the same app against another 
 exits: ayatana registers again with qsd, and the item stays listed throughout."""
 
 import os
+import random
 import shutil
 import signal
 
@@ -25,8 +26,10 @@ def start_ayatana(env):
     e.update(NO_AT_BRIDGE="1", GDK_BACKEND="x11")
     # Its own process group: xvfb-run does not pass a SIGTERM on to the app or to Xvfb, so the
     # group is signalled (here and, through the negative pid, by Env.close()).
-    p = env.spawn([XVFB, "-a", PY, os.path.join(t.HERE, "tray_ayatana_item.py"), record, theme], "ayatana", env=e,
-                  start_new_session=True)
+    # -a looks for a free display from -n on; a random start keeps tests that run at the same
+    # time from racing for the same number.
+    p = env.spawn([XVFB, "-a", "-n", str(random.randint(100, 5000)), PY, os.path.join(t.HERE, "tray_ayatana_item.py"),
+                   record, theme], "ayatana", env=e, start_new_session=True)
     env.procs.append(("pid", -p.pid))
     return p, icon, record
 
@@ -37,6 +40,12 @@ def stop_group(p):
     except ProcessLookupError:
         pass
     p.wait(15)
+
+
+def alive(p):
+    if p.poll() is not None:
+        raise RuntimeError(f"the ayatana item exited with {p.returncode}")
+    return True
 
 
 def ayatana_items(c, sub):
@@ -57,7 +66,7 @@ def test_a_libayatana_appindicator_item(env):
     sub = c.subscribe(["/tray"])
     c.wait_value(sub, "/tray/available", True, timeout=30)
     p, icon, record = start_ayatana(env)
-    c.wait_for(lambda: len(ayatana_items(c, sub)) == 1 and p.poll() is None, timeout=60, what="the ayatana item")
+    c.wait_for(lambda: alive(p) and len(ayatana_items(c, sub)) == 1, timeout=60, what="the ayatana item")
     (k, it), = ayatana_items(c, sub).items()
     # Registered by object path: the key is its unique name and that path.
     assert k.startswith(":") and "/org/ayatana/NotificationItem/" in k
@@ -86,7 +95,7 @@ def test_a_libayatana_appindicator_item(env):
 def test_ayatana_item_across_a_watcher_takeover(env):
     w = t.start_watcher(env)
     p, icon, record = start_ayatana(env)
-    wait_until(lambda: any("ayatana" in s for s in t.registered(env)), 60, what="registered with the other watcher")
+    wait_until(lambda: alive(p) and any("ayatana" in s for s in t.registered(env)), 60, what="registered with the other watcher")
     env.start_qsd(backends=["tray"])
     c = env.client()
     sub = c.subscribe(["/tray"])
