@@ -120,6 +120,17 @@ def test_layout_updated_changes_the_menu_in_the_tree(menu):
     assert [ch["id"] for ch in root(c, sub)["children"]][:5] == [1, 2, 3, 7, 8]
 
 
+def test_a_new_menu_path_is_read_again(menu):
+    env, c, sub = menu
+    # A path with no menu behind it: the menu cannot be read and is null (hasMenu stays true).
+    t.set_prop(env, NAME, "Menu", "/Nothing/Here", "NewMenu")
+    c.wait_for(lambda: c.mirror(sub)["tray"]["items"][KEY]["menu"] is None, timeout=30, what="menu gone")
+    assert c.mirror(sub)["tray"]["items"][KEY]["hasMenu"] is True
+    t.set_prop(env, NAME, "Menu", "/StatusNotifierItem/Menu", "NewMenu")
+    c.wait_for(lambda: root(c, sub) is not None and [ch["id"] for ch in root(c, sub)["children"]] == [1, 2, 3, 7, 8],
+               timeout=30, what="menu back")
+
+
 def test_an_item_without_dbusmenu_uses_context_menu(env):
     env.start_qsd(backends=["tray"])
     c = env.client()

@@ -247,6 +247,10 @@ class Item(dbus.service.Object):
     def NewStatus(self, status):
         pass
 
+    @dbus.service.signal(ITEM, signature="")
+    def NewMenu(self):
+        pass
+
     @dbus.service.method(PROPS, in_signature="ss", out_signature="v")
     def Get(self, iface, prop):
         if iface != ITEM or prop not in self.props:

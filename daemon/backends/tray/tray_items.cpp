@@ -356,8 +356,10 @@ void TrayBackend::refresh(Item& item) {
 // publishing
 
 void TrayBackend::publish(Item& item) {
-	// An item appears complete: properties read and, if it has a menu, its layout too.
-	if (!item.read || item.pendingGets > 0 || (item.menu && !item.menu->settled)) return;
+	// An item appears complete: properties read and, if it has a menu, its layout too. Later, a
+	// menu being read (a new Menu path) keeps the old one in the tree until it is.
+	bool menuReady = !item.menu || item.menu->settled;
+	if (!item.read || item.pendingGets > 0 || (!item.published && !menuReady)) return;
 	auto m = mapItem(item.props, &item.pixmaps);
 	for (const auto& name: m.badProperties) reader_.wrongType(item.key, name, item.props);
 	if (item.iconsDirty) {
@@ -379,7 +381,7 @@ void TrayBackend::publish(Item& item) {
 	}
 	// The menu is rebuilt only when it changed (the tree holds the one copy of its JSON).
 	sync(path, v, "menu");
-	if (item.menuDirty) sync(pointer::join(path, "menu"), menuJson(item));
+	if (item.menuDirty && menuReady) sync(pointer::join(path, "menu"), menuJson(item));
 }
 
 } // namespace qsd::tray
