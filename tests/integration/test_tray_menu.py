@@ -53,6 +53,8 @@ def test_the_menu_is_in_the_tree_when_the_item_appears(menu):
     m = it["menu"]
     assert m["id"] == 0 and m["submenu"] is True
     assert [ch["id"] for ch in m["children"]] == [1, 2, 3, 7, 8]
+    # The item also sent a child that is not (ia{sv}av): skipped, and said so.
+    assert "1 menu entries were not (ia{sv}av)" in env.qsd_log()
     opened = entry(m, 1)
     assert opened["label"] == "Open" and opened["mnemonic"] == "o" and opened["type"] == "standard"
     # icon-data (PNG bytes) is written as a file; icon-name is looked up in the item's theme path.
@@ -129,6 +131,20 @@ def test_a_new_menu_path_is_read_again(menu):
     t.set_prop(env, NAME, "Menu", "/StatusNotifierItem/Menu", "NewMenu")
     c.wait_for(lambda: root(c, sub) is not None and [ch["id"] for ch in root(c, sub)["children"]] == [1, 2, 3, 7, 8],
                timeout=30, what="menu back")
+
+
+def test_a_menu_deeper_than_the_limit_is_cut(env):
+    env.start_qsd(backends=["tray"])
+    c = env.client()
+    sub = c.subscribe(["/tray"])
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Deep", "menu": "deep", "props": {"Id": "deep"}}])
+    k = "org.qsdtest.Deep/StatusNotifierItem"
+    c.wait_for(lambda: k in c.mirror(sub)["tray"]["items"], timeout=30, what="deep item")
+    node, depth = c.mirror(sub)["tray"]["items"][k]["menu"], 0
+    while node["children"]:
+        node, depth = node["children"][0], depth + 1
+    assert depth == 16 and node["label"] == "Level 16"
+    assert "1 menu entries were not (ia{sv}av) or over the limits" in env.qsd_log()
 
 
 def test_an_item_without_dbusmenu_uses_context_menu(env):

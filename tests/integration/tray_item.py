@@ -9,7 +9,8 @@ process. Each entry:
   path       the item's object path (default /StatusNotifierItem)
   props      item properties; pixmaps are [[w, h, [r, g, b, a], "tl"?], ...] ("tl": only the
              top-left quadrant has the colour, the rest is transparent)
-  menu       "demo" (a submenu, a checkbox and a radio group) or an integer N (N flat entries)
+  menu       "demo" (a submenu, a checkbox and a radio group), "deep" (20 nested submenus) or an
+             integer N (N flat entries)
   getAllFails  GetAll answers an error (the host must read property by property)
   slow       seconds Activate takes to answer (an unresponsive item)
   reregister register again whenever the watcher name changes owner (as ayatana does)
@@ -91,6 +92,7 @@ class Menu(dbus.service.Object):
         self.log = log
         self.revision = 1
         self.entries = {0: {"props": {"children-display": "submenu"}, "children": []}}
+        self.junk = spec == "demo"
         if spec == "demo":
             self.add(0, 1, {"label": "_Open", "icon-data": dbus.ByteArray(png_bytes(16, 16, (0, 200, 0, 255)))})
             self.add(0, 2, {"type": "separator"})
@@ -101,6 +103,9 @@ class Menu(dbus.service.Object):
             self.add(0, 7, {"label": "Disabled", "enabled": dbus.Boolean(False), "icon-name": "qsd-test-menu-icon"})
             self.add(0, 8, {"label": "Quit", "shortcut": dbus.Array([dbus.Array(["Control", "q"], signature="s")],
                                                                       signature="as")})
+        elif spec == "deep":
+            for i in range(1, 21):  # a chain of 20 submenus
+                self.add(i - 1, i, {"label": f"Level {i}", "children-display": "submenu"})
         else:
             for i in range(1, int(spec) + 1):
                 self.add(0, i, {"label": f"Entry {i}", "enabled": dbus.Boolean(i % 3 != 0)})
@@ -114,6 +119,9 @@ class Menu(dbus.service.Object):
         e = self.entries[eid]
         children = [] if depth == 0 else [dbus.Struct(self.node(c, depth - 1), signature="ia{sv}av", variant_level=1)
                                            for c in e["children"]]
+        if eid == 0 and depth != 0 and self.junk:
+            # A child that is not a layout: the host must skip it.
+            children.append(dbus.String("not an entry", variant_level=1))
         return dbus.Struct((dbus.Int32(eid), dbus.Dictionary(e["props"], signature="sv"),
                             dbus.Array(children, signature="v")), signature="ia{sv}av")
 

@@ -21,13 +21,15 @@ namespace {
 using PixmapStruct = sdbus::Struct<int32_t, int32_t, std::vector<uint8_t>>;
 using ToolTipStruct = sdbus::Struct<std::string, std::vector<PixmapStruct>, std::string, std::string>;
 
-LayoutStruct layout(int32_t id, std::map<std::string, sdbus::Variant> props, std::vector<LayoutStruct> children = {}) {
-	std::vector<sdbus::Variant> v;
-	for (auto& c: children) v.emplace_back(c);
-	return LayoutStruct(id, std::move(props), std::move(v));
+// A menu entry as wire.hpp builds it from a GetLayout reply: its properties set one by one.
+MenuNode node(int32_t id, std::map<std::string, sdbus::Variant> props, std::vector<MenuNode> children = {}) {
+	MenuNode n;
+	n.id = id;
+	for (const auto& [k, v]: props) setMenuProperty(n.props, k, v);
+	n.children = std::move(children);
+	return n;
 }
 
-json noIcon(const std::string&, const std::vector<uint8_t>&) { return nullptr; }
 
 } // namespace
 
@@ -170,24 +172,21 @@ TEST(TrayItemMapping, SignalsInvalidateTheirProperties) {
 }
 
 TEST(TrayMenu, LayoutToJson) {
-	auto l = layout(0, {{"children-display", sdbus::Variant(std::string("submenu"))}},
-	                {layout(1, {{"label", sdbus::Variant(std::string("_Open file"))}}),
-	                 layout(2, {{"type", sdbus::Variant(std::string("separator"))}}),
-	                 layout(3, {{"label", sdbus::Variant(std::string("More"))}, {"children-display", sdbus::Variant(std::string("submenu"))}},
-	                        {layout(4, {{"label", sdbus::Variant(std::string("Check"))},
-	                                    {"toggle-type", sdbus::Variant(std::string("checkmark"))},
-	                                    {"toggle-state", sdbus::Variant(int32_t(1))}}),
-	                         layout(5, {{"label", sdbus::Variant(std::string("Radio"))},
-	                                    {"toggle-type", sdbus::Variant(std::string("radio"))},
-	                                    {"toggle-state", sdbus::Variant(int32_t(7))},
-	                                    {"enabled", sdbus::Variant(false)},
-	                                    {"visible", sdbus::Variant(false)}})}),
-	                 layout(6, {{"label", sdbus::Variant(std::string("Quit"))},
-	                            {"icon-name", sdbus::Variant(std::string("application-exit"))},
-	                            {"shortcut", sdbus::Variant(std::vector<std::vector<std::string>>{{"Control", "q"}})}})});
-	size_t skipped = 0;
-	auto root = parseLayout(l, skipped);
-	EXPECT_EQ(skipped, 0u);
+	auto root = node(0, {{"children-display", sdbus::Variant(std::string("submenu"))}},
+	                 {node(1, {{"label", sdbus::Variant(std::string("_Open file"))}}),
+	                  node(2, {{"type", sdbus::Variant(std::string("separator"))}}),
+	                  node(3, {{"label", sdbus::Variant(std::string("More"))}, {"children-display", sdbus::Variant(std::string("submenu"))}},
+	                       {node(4, {{"label", sdbus::Variant(std::string("Check"))},
+	                                 {"toggle-type", sdbus::Variant(std::string("checkmark"))},
+	                                 {"toggle-state", sdbus::Variant(int32_t(1))}}),
+	                        node(5, {{"label", sdbus::Variant(std::string("Radio"))},
+	                                 {"toggle-type", sdbus::Variant(std::string("radio"))},
+	                                 {"toggle-state", sdbus::Variant(int32_t(7))},
+	                                 {"enabled", sdbus::Variant(false)},
+	                                 {"visible", sdbus::Variant(false)}})}),
+	                  node(6, {{"label", sdbus::Variant(std::string("Quit"))},
+	                           {"icon-name", sdbus::Variant(std::string("application-exit"))},
+	                           {"shortcut", sdbus::Variant(std::vector<std::vector<std::string>>{{"Control", "q"}})}})});
 	std::vector<std::string> asked;
 	auto j = menuToJson(root, [&](const std::string& name, const std::vector<uint8_t>&) -> json {
 		asked.push_back(name);
@@ -228,39 +227,33 @@ TEST(TrayMenu, LayoutToJson) {
 	EXPECT_EQ(keys, required);
 }
 
-TEST(TrayMenu, BadChildrenAreSkippedAndDepthIsBounded) {
-	LayoutStruct l(0, {}, {sdbus::Variant(std::string("not a layout")), sdbus::Variant(layout(1, {}))});
-	size_t skipped = 0;
-	auto root = parseLayout(l, skipped);
-	EXPECT_EQ(skipped, 1u);
-	ASSERT_EQ(root.children.size(), 1u);
-	EXPECT_EQ(root.children[0].id, 1);
-
-	// Deeper than kMaxMenuDepth (D-Bus itself stops at 32 nested structs).
-	LayoutStruct deep = layout(20, {});
-	for (int i = 19; i >= 0; --i) deep = layout(i, {}, {deep});
-	skipped = 0;
-	root = parseLayout(deep, skipped);
-	size_t depth = 0;
-	for (const MenuNode* n = &root; !n->children.empty(); n = &n->children[0]) ++depth;
-	EXPECT_EQ(depth, kMaxMenuDepth);
-	EXPECT_EQ(skipped, 1u);
-}
-
-TEST(TrayMenu, PropertiesUpdatedInPlace) {
-	size_t skipped = 0;
-	auto root = parseLayout(layout(0, {}, {layout(1, {{"label", sdbus::Variant(std::string("A"))}, {"enabled", sdbus::Variant(false)}}),
-	                                       layout(2, {{"toggle-state", sdbus::Variant(int32_t(0))}})}),
-	                        skipped);
-	using Updated = sdbus::Struct<int32_t, std::map<std::string, sdbus::Variant>>;
-	using Removed = sdbus::Struct<int32_t, std::vector<std::string>>;
-	EXPECT_TRUE(applyProperties(root, {Updated(2, {{"toggle-state", sdbus::Variant(int32_t(1))}})}, {Removed(1, {"enabled"})}));
-	auto j = menuToJson(root, noIcon);
-	EXPECT_EQ(j["children"][0]["enabled"], true);   // removed: back to the default
-	EXPECT_EQ(j["children"][0]["label"], "A");
-	EXPECT_EQ(j["children"][1]["toggleState"], 1);
-	EXPECT_FALSE(applyProperties(root, {Updated(9, {})}, {}));
-	EXPECT_EQ(findNode(root, 2)->id, 2);
+TEST(TrayMenu, PropertiesSetFromTheWireAndResetToTheirDefaults) {
+	MenuProps p;
+	setMenuProperty(p, "label", sdbus::Variant(std::string("A")));
+	setMenuProperty(p, "enabled", sdbus::Variant(false));
+	setMenuProperty(p, "toggle-state", sdbus::Variant(int32_t(1)));
+	setMenuProperty(p, "toggle-type", sdbus::Variant(std::string("radio")));
+	setMenuProperty(p, "icon-data", sdbus::Variant(std::vector<uint8_t>{1, 2, 3}));
+	setMenuProperty(p, "disposition", sdbus::Variant(std::string("alert")));   // not shown: ignored
+	EXPECT_EQ(p.label, "A");
+	EXPECT_FALSE(p.enabled);
+	EXPECT_EQ(p.toggleState, 1);
+	EXPECT_EQ(p.toggleType, "radio");
+	EXPECT_EQ(p.iconData, (std::vector<uint8_t>{1, 2, 3}));
+	// A value of an unexpected type takes the default.
+	setMenuProperty(p, "enabled", sdbus::Variant(std::string("no")));
+	EXPECT_TRUE(p.enabled);
+	setMenuProperty(p, "toggle-type", sdbus::Variant(std::string("switch")));
+	EXPECT_EQ(p.toggleType, "");
+	// ItemsPropertiesUpdated's removed properties go back to the defaults.
+	resetMenuProperty(p, "label");
+	resetMenuProperty(p, "toggle-state");
+	resetMenuProperty(p, "icon-data");
+	EXPECT_EQ(p.label, "");
+	EXPECT_EQ(p.toggleState, -1);
+	EXPECT_TRUE(p.iconData.empty());
+	auto root = node(0, {}, {node(1, {}), node(2, {}, {node(3, {})})});
+	EXPECT_EQ(findNode(root, 3)->id, 3);
 	EXPECT_EQ(findNode(root, 9), nullptr);
 }
 

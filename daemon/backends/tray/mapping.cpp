@@ -217,33 +217,6 @@ std::vector<std::string> propertiesOfSignal(std::string_view member) {
 // ------------------------------------------------------------------------------------------
 // DBusMenu
 
-namespace {
-void parseInto(MenuNode& node, const LayoutStruct& layout, size_t depth, size_t& count, size_t& skipped) {
-	node.id = std::get<0>(layout);
-	for (const auto& [k, v]: std::get<1>(layout)) setMenuProperty(node.props, k, v);
-	if (depth >= kMaxMenuDepth) {
-		skipped += std::get<2>(layout).size();
-		return;
-	}
-	for (const auto& child: std::get<2>(layout)) {
-		auto sub = dbus::as<LayoutStruct>(child);
-		if (!sub || count >= kMaxMenuEntries) {
-			++skipped;
-			continue;
-		}
-		++count;
-		parseInto(node.children.emplace_back(), *sub, depth + 1, count, skipped);
-	}
-}
-} // namespace
-
-MenuNode parseLayout(const LayoutStruct& layout, size_t& skipped) {
-	MenuNode root;
-	size_t count = 1;
-	parseInto(root, layout, 0, count, skipped);
-	return root;
-}
-
 std::string stripMnemonic(std::string_view label, std::string* mnemonic) {
 	std::string out;
 	out.reserve(label.size());
@@ -348,24 +321,6 @@ MenuNode* findNode(MenuNode& root, int32_t id) {
 	for (auto& c: root.children)
 		if (auto* n = findNode(c, id)) return n;
 	return nullptr;
-}
-
-bool applyProperties(MenuNode& root, const std::vector<sdbus::Struct<int32_t, std::map<std::string, sdbus::Variant>>>& updated,
-                     const std::vector<sdbus::Struct<int32_t, std::vector<std::string>>>& removed) {
-	bool changed = false;
-	for (const auto& u: updated) {
-		if (auto* n = findNode(root, std::get<0>(u))) {
-			for (const auto& [k, val]: std::get<1>(u)) setMenuProperty(n->props, k, val);
-			changed = true;
-		}
-	}
-	for (const auto& r: removed) {
-		if (auto* n = findNode(root, std::get<0>(r))) {
-			for (const auto& k: std::get<1>(r)) resetMenuProperty(n->props, k);
-			changed = true;
-		}
-	}
-	return changed;
 }
 
 std::string fileUrl(std::string_view path) {

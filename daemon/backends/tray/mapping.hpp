@@ -140,18 +140,12 @@ struct MenuNode {
 	std::vector<MenuNode> children;
 };
 
-// The (ia{sv}av) struct of a GetLayout reply and of each of its children.
-using LayoutStruct = sdbus::Struct<int32_t, std::map<std::string, sdbus::Variant>, std::vector<sdbus::Variant>>;
-
-// Bounds on what a peer may send: deeper levels and entries beyond the count are dropped.
+// Bounds on what a peer may send: deeper levels and entries beyond the count are dropped
+// (wire.hpp reads layouts).
 constexpr size_t kMaxMenuDepth = 16;
 constexpr size_t kMaxMenuEntries = 4096;
 // A menu entry's icon-data larger than this is ignored (it is written to a file).
 constexpr size_t kMaxIconData = 1 << 20;
-
-// GetLayout's layout -> a MenuNode tree. Children that are not (ia{sv}av) are skipped and
-// counted in `skipped`.
-[[nodiscard]] MenuNode parseLayout(const LayoutStruct& layout, size_t& skipped);
 
 // One entry's own fields (without icon and children): {id, label, mnemonic, enabled,
 // visible, type, toggleType, toggleState, iconName, shortcut, submenu}.
@@ -172,11 +166,6 @@ using IconUrl = std::function<nlohmann::json(const std::string& iconName, const 
 
 // Finds the node with `id` in the tree (nullptr when absent).
 [[nodiscard]] MenuNode* findNode(MenuNode& root, int32_t id);
-
-// Applies ItemsPropertiesUpdated's (ia{sv}) updates and (ias) removals to the tree. Returns
-// true when any node changed.
-bool applyProperties(MenuNode& root, const std::vector<sdbus::Struct<int32_t, std::map<std::string, sdbus::Variant>>>& updated,
-                     const std::vector<sdbus::Struct<int32_t, std::vector<std::string>>>& removed);
 
 // ------------------------------------------------------------------------------------------
 

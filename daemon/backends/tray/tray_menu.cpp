@@ -4,6 +4,7 @@
 // applied in place.
 
 #include "tray_backend.hpp"
+#include "wire.hpp"
 
 #include "../../log.hpp"
 
@@ -49,11 +50,24 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 	auto key = item.key;
 	auto serial = item.serial;
 	auto menuSerial = item.menu->serial;
+	// A raw call: the reply is read by wire.hpp, straight into the menu tree.
+	auto call = item.menu->proxy->createMethodCall(kMenuIface, "GetLayout");
+	call << parent << int32_t(-1) << std::vector<std::string>{};
 	calls_.start(
-	    group(key),
-	    item.menu->proxy->callMethodAsync("GetLayout").onInterface(kMenuIface).withTimeout(kCallTimeout)
-	        .withArguments(parent, int32_t(-1), std::vector<std::string>{}),
-	    [this, key, serial, menuSerial, parent, done](const sdbus::Error* e, uint32_t, LayoutStruct layout) {
+	    group(key), *item.menu->proxy, call,
+	    [this, key, serial, menuSerial, parent, done](sdbus::MethodReply* reply, const sdbus::Error* error) {
+		    std::optional<sdbus::Error> failure;
+		    if (error) failure = *error;
+		    MenuNode node;
+		    size_t skipped = 0;
+		    if (reply) {
+			    try {
+				    node = readLayout(*reply, skipped);
+			    } catch (const sdbus::Error& x) {
+				    failure = x;
+			    }
+		    }
+		    const sdbus::Error* e = failure ? &*failure : nullptr;
 		    Item* it = findItem(key, serial);
 		    if (!it || !it->menu || it->menu->serial != menuSerial) {
 			    if (done) done(nullptr, e);
@@ -70,8 +84,6 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 			    if (done) done(it, e);
 			    return;
 		    }
-		    size_t skipped = 0;
-		    MenuNode node = parseLayout(layout, skipped);
 		    if (skipped) log::info("tray", "{}: {} menu entries were not (ia{{sv}}av) or over the limits; skipped", key, skipped);
 		    if (parent == 0 || !menu.root) {
 			    if (parent == 0) menu.root = std::move(node);
@@ -90,7 +102,8 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 		    it->menuDirty = true;
 		    queuePublish(*it);
 		    if (done) done(it, nullptr);
-	    });
+	    },
+	    kCallTimeout);
 }
 
 void TrayBackend::refreshMenu(Item& item) {
@@ -122,10 +135,9 @@ void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 			menuQueue_.insert(item->key);
 			deferred_.setEnabled(SD_EVENT_ONESHOT);
 		} else if (member == "ItemsPropertiesUpdated") {
-			std::vector<sdbus::Struct<int32_t, std::map<std::string, sdbus::Variant>>> updated;
-			std::vector<sdbus::Struct<int32_t, std::vector<std::string>>> removed;
-			msg >> updated >> removed;
-			if (item->menu->root && applyProperties(*item->menu->root, updated, removed)) {
+			// Applied in place, no call. Before the first layout there is nothing to apply to:
+			// that layout is newer.
+			if (item->menu->root && readPropertiesUpdated(msg, *item->menu->root)) {
 				item->menuDirty = true;
 				queuePublish(*item);
 			}

@@ -88,7 +88,119 @@ void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& p
 	props[name] = std::move(v);
 }
 
+// An entry's a{sv} at the message's position.
+void readMenuProps(sdbus::Message& msg, MenuProps& props) {
+	sd_bus_message* m = Raw::of(msg);
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}"), "menu properties");
+	for (;;) {
+		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
+		check(r, "menu property");
+		if (r == 0) break;
+		const char* key = nullptr;
+		check(sd_bus_message_read_basic(m, 's', &key), "menu property name");
+		std::string name = key ? key : "";
+		char type = 0;
+		const char* contents = nullptr;
+		check(sd_bus_message_peek_type(m, &type, &contents), "menu property value");
+		if (name == "icon-data" && contents && std::strcmp(contents, "ay") == 0) {
+			check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, "ay"), "icon-data");
+			const void* data = nullptr;
+			size_t size = 0;
+			check(sd_bus_message_read_array(m, 'y', &data, &size), "icon-data");
+			const auto* bytes = static_cast<const uint8_t*>(data);
+			if (size <= kMaxIconData) props.iconData.assign(bytes, bytes + size);
+			else props.iconData.clear();
+			check(sd_bus_message_exit_container(m), "icon-data");
+		} else {
+			sdbus::Variant v;
+			msg >> v;
+			setMenuProperty(props, name, v);
+		}
+		check(sd_bus_message_exit_container(m), "menu property");
+	}
+	check(sd_bus_message_exit_container(m), "menu properties");
+}
+
+// One (ia{sv}av) at the message's position (inside its variant, for a child).
+void readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count, size_t& skipped) {
+	sd_bus_message* m = Raw::of(msg);
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "ia{sv}av"), "menu entry");
+	check(sd_bus_message_read_basic(m, 'i', &node.id), "menu entry id");
+	readMenuProps(msg, node.props);
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "v"), "menu children");
+	for (;;) {
+		char type = 0;
+		const char* contents = nullptr;
+		int r = sd_bus_message_peek_type(m, &type, &contents);
+		check(r, "menu child");
+		if (r == 0) break;
+		bool layout = contents && std::strcmp(contents, "(ia{sv}av)") == 0;
+		if (!layout || depth + 1 > kMaxMenuDepth || count >= kMaxMenuEntries) {
+			check(sd_bus_message_skip(m, "v"), "menu child");
+			++skipped;
+			continue;
+		}
+		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, "(ia{sv}av)"), "menu child");
+		++count;
+		readNode(msg, node.children.emplace_back(), depth + 1, count, skipped);
+		check(sd_bus_message_exit_container(m), "menu child");
+	}
+	check(sd_bus_message_exit_container(m), "menu children");
+	check(sd_bus_message_exit_container(m), "menu entry");
+}
+
 } // namespace
+
+MenuNode readLayout(sdbus::Message& reply, size_t& skipped) {
+	sd_bus_message* m = Raw::of(reply);
+	uint32_t revision = 0;
+	check(sd_bus_message_read_basic(m, 'u', &revision), "layout revision");
+	MenuNode root;
+	size_t count = 1;
+	readNode(reply, root, 0, count, skipped);
+	return root;
+}
+
+bool readPropertiesUpdated(sdbus::Message& signal, MenuNode& root) {
+	sd_bus_message* m = Raw::of(signal);
+	bool changed = false;
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(ia{sv})"), "updated");
+	for (;;) {
+		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "ia{sv}");
+		check(r, "updated entry");
+		if (r == 0) break;
+		int32_t id = 0;
+		check(sd_bus_message_read_basic(m, 'i', &id), "updated id");
+		MenuNode* node = findNode(root, id);
+		MenuProps scratch;   // an entry the tree does not have: read and dropped
+		readMenuProps(signal, node ? node->props : scratch);
+		changed |= node != nullptr;
+		check(sd_bus_message_exit_container(m), "updated entry");
+	}
+	check(sd_bus_message_exit_container(m), "updated");
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(ias)"), "removed");
+	for (;;) {
+		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "ias");
+		check(r, "removed entry");
+		if (r == 0) break;
+		int32_t id = 0;
+		check(sd_bus_message_read_basic(m, 'i', &id), "removed id");
+		MenuNode* node = findNode(root, id);
+		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "s"), "removed names");
+		for (;;) {
+			const char* name = nullptr;
+			int n = sd_bus_message_read_basic(m, 's', &name);
+			check(n, "removed name");
+			if (n == 0) break;
+			if (node && name) resetMenuProperty(node->props, name);
+		}
+		check(sd_bus_message_exit_container(m), "removed names");
+		changed |= node != nullptr;
+		check(sd_bus_message_exit_container(m), "removed entry");
+	}
+	check(sd_bus_message_exit_container(m), "removed");
+	return changed;
+}
 
 void forgetProperty(const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps) {
 	props.erase(name);
