@@ -1,0 +1,342 @@
+#include "mapping.hpp"
+
+#include <array>
+#include <cctype>
+
+namespace qsd::tray {
+
+using json = nlohmann::json;
+
+namespace {
+
+bool isElementChar(char c, bool allowDash) {
+	return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (allowDash && c == '-');
+}
+
+struct EnumName {
+	const char* wire;
+	const char* tree;
+};
+
+template <size_t N>
+std::string fromTable(const std::array<EnumName, N>& table, std::string_view value) {
+	for (const auto& e: table)
+		if (value == e.wire) return e.tree;
+	return std::string(value);
+}
+
+constexpr std::array<EnumName, 3> kStatus = {{
+    {"Passive", "passive"},
+    {"Active", "active"},
+    {"NeedsAttention", "needsAttention"},
+}};
+
+constexpr std::array<EnumName, 4> kCategory = {{
+    {"ApplicationStatus", "applicationStatus"},
+    {"Communications", "communications"},
+    {"SystemServices", "systemServices"},
+    {"Hardware", "hardware"},
+}};
+
+using PixmapStruct = sdbus::Struct<int32_t, int32_t, std::vector<uint8_t>>;
+using ToolTipStruct = sdbus::Struct<std::string, std::vector<PixmapStruct>, std::string, std::string>;
+
+} // namespace
+
+// In sync with the D-Bus specification, "Valid Names" (and sd-bus's service_name_is_valid).
+bool isValidBusName(std::string_view name) {
+	if (name.empty() || name.size() > 255) return false;
+	bool unique = name[0] == ':';
+	std::string_view rest = unique ? name.substr(1) : name;
+	size_t elements = 0;
+	size_t start = 0;
+	while (start <= rest.size()) {
+		size_t dot = rest.find('.', start);
+		std::string_view element = rest.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+		if (element.empty()) return false;
+		// Elements of well-known names must not start with a digit; unique names' may.
+		if (!unique && std::isdigit(static_cast<unsigned char>(element[0]))) return false;
+		for (char c: element)
+			if (!isElementChar(c, true)) return false;
+		++elements;
+		if (dot == std::string_view::npos) break;
+		start = dot + 1;
+	}
+	return elements >= 2;
+}
+
+bool isValidObjectPath(std::string_view path) {
+	if (path.empty() || path[0] != '/') return false;
+	if (path.size() == 1) return true;
+	if (path.back() == '/') return false;
+	char prev = '/';
+	for (size_t i = 1; i < path.size(); ++i) {
+		char c = path[i];
+		if (c == '/') {
+			if (prev == '/') return false;
+		} else if (!isElementChar(c, false)) {
+			return false;
+		}
+		prev = c;
+	}
+	return true;
+}
+
+std::optional<ItemAddress> parseListed(std::string_view entry) {
+	ItemAddress a;
+	auto slash = entry.find('/');
+	if (slash == std::string_view::npos) {
+		a.service = std::string(entry);
+		a.path = kDefaultItemPath;
+	} else {
+		a.service = std::string(entry.substr(0, slash));
+		a.path = std::string(entry.substr(slash));
+	}
+	if (!isValidBusName(a.service) || !isValidObjectPath(a.path)) return std::nullopt;
+	return a;
+}
+
+std::optional<ItemAddress> parseRegistration(std::string_view arg, std::string_view sender) {
+	if (!arg.empty() && arg[0] == '/') {
+		// libappindicator and ayatana pass only their object path: the caller is the service.
+		ItemAddress a{std::string(sender), std::string(arg)};
+		if (!isValidBusName(a.service) || !isValidObjectPath(a.path)) return std::nullopt;
+		return a;
+	}
+	return parseListed(arg);
+}
+
+std::string statusName(std::string_view status) { return fromTable(kStatus, status); }
+std::string categoryName(std::string_view category) { return fromTable(kCategory, category); }
+
+std::optional<std::vector<Pixmap>> pixmapsOf(const sdbus::Variant& v) {
+	auto raw = dbus::as<std::vector<PixmapStruct>>(v);
+	if (!raw) return std::nullopt;
+	std::vector<Pixmap> out;
+	out.reserve(raw->size());
+	for (auto& p: *raw) out.push_back(Pixmap{std::get<0>(p), std::get<1>(p), std::move(std::get<2>(p))});
+	return out;
+}
+
+MappedItem mapItem(const dbus::Properties& props, const ItemPixmaps* pixmaps) {
+	MappedItem m;
+	json& v = m.value;
+	v = json::object();
+
+	// A string property: its value, `fallback` when missing, null (and reported) when mistyped.
+	auto str = [&](const char* name, const char* fallback) -> std::optional<std::string> {
+		const auto* p = dbus::find(props, name);
+		if (!p) return std::string(fallback);
+		auto s = dbus::asString(*p);
+		if (!s) m.badProperties.emplace_back(name);
+		return s;
+	};
+	auto put = [&](const char* field, const std::optional<std::string>& s) { v[field] = s ? json(*s) : json(nullptr); };
+
+	put("id", str("Id", ""));
+	put("title", str("Title", ""));
+	auto status = str("Status", "Active");
+	v["status"] = status ? json(statusName(*status)) : json(nullptr);
+	auto category = str("Category", "ApplicationStatus");
+	v["category"] = category ? json(categoryName(*category)) : json(nullptr);
+
+	auto name = str("IconName", ""), attention = str("AttentionIconName", ""), overlay = str("OverlayIconName", "");
+	auto themePath = str("IconThemePath", "");
+	put("iconName", name);
+	put("attentionIconName", attention);
+	put("overlayIconName", overlay);
+	put("iconThemePath", themePath);
+	m.icons.name = name.value_or("");
+	m.icons.attentionName = attention.value_or("");
+	m.icons.overlayName = overlay.value_or("");
+	m.icons.themePath = themePath.value_or("");
+	m.icons.attention = status && *status == "NeedsAttention";
+
+	auto pix = [&](const char* prop, std::vector<Pixmap>& out, const std::vector<Pixmap>* decoded) {
+		const auto* p = dbus::find(props, prop);
+		if (!p) {
+			if (decoded) out = *decoded;
+			return;
+		}
+		if (auto x = pixmapsOf(*p)) out = std::move(*x);
+		else m.badProperties.emplace_back(prop);
+	};
+	pix("IconPixmap", m.icons.pixmaps, pixmaps ? &pixmaps->icon : nullptr);
+	pix("AttentionIconPixmap", m.icons.attentionPixmaps, pixmaps ? &pixmaps->attention : nullptr);
+	pix("OverlayIconPixmap", m.icons.overlayPixmaps, pixmaps ? &pixmaps->overlay : nullptr);
+
+	// ToolTip is (sa(iiay)ss): icon name, icon pixmaps, title, description (markup kept).
+	v["tooltipTitle"] = "";
+	v["tooltipDescription"] = "";
+	if (const auto* p = dbus::find(props, "ToolTip")) {
+		if (auto t = dbus::as<ToolTipStruct>(*p)) {
+			v["tooltipTitle"] = std::get<2>(*t);
+			v["tooltipDescription"] = std::get<3>(*t);
+		} else {
+			m.badProperties.emplace_back("ToolTip");
+			v["tooltipTitle"] = nullptr;
+			v["tooltipDescription"] = nullptr;
+		}
+	}
+
+	v["onlyMenu"] = false;
+	if (const auto* p = dbus::find(props, "ItemIsMenu")) {
+		auto b = dbus::asBool(*p);
+		if (!b) m.badProperties.emplace_back("ItemIsMenu");
+		v["onlyMenu"] = b ? json(*b) : json(nullptr);
+	}
+
+	if (const auto* p = dbus::find(props, "Menu"); p && !dbus::asString(*p)) m.badProperties.emplace_back("Menu");
+	m.menuPath = menuPathOf(props);
+	v["hasMenu"] = !m.menuPath.empty();
+	return m;
+}
+
+std::string menuPathOf(const dbus::Properties& props) {
+	const auto* p = dbus::find(props, "Menu");
+	auto path = p ? dbus::asString(*p) : std::nullopt;
+	// "/" and "/NO_DBUSMENU" (Quickshell #999) mean no menu.
+	if (!path || !isValidObjectPath(*path) || *path == "/" || *path == "/NO_DBUSMENU") return {};
+	return *path;
+}
+
+std::vector<std::string> propertiesOfSignal(std::string_view member) {
+	if (member == "NewTitle") return {"Title"};
+	// IconThemePath has no signal of its own in the KDE specification: it changes with the icon.
+	if (member == "NewIcon") return {"IconName", "IconPixmap", "IconThemePath"};
+	if (member == "NewAttentionIcon") return {"AttentionIconName", "AttentionIconPixmap", "AttentionMovieName"};
+	if (member == "NewOverlayIcon") return {"OverlayIconName", "OverlayIconPixmap"};
+	if (member == "NewToolTip") return {"ToolTip"};
+	if (member == "NewStatus") return {"Status"};
+	if (member == "NewMenu") return {"Menu"};
+	// libappindicator's extension.
+	if (member == "NewIconThemePath") return {"IconThemePath"};
+	return {};
+}
+
+// ------------------------------------------------------------------------------------------
+// DBusMenu
+
+std::string stripMnemonic(std::string_view label, std::string* mnemonic) {
+	std::string out;
+	out.reserve(label.size());
+	bool found = false;
+	for (size_t i = 0; i < label.size(); ++i) {
+		if (label[i] != '_') {
+			out += label[i];
+			continue;
+		}
+		if (i + 1 < label.size() && label[i + 1] == '_') {
+			out += '_';
+			++i;
+			continue;
+		}
+		// The first single underscore marks the access key; later ones are dropped too.
+		if (!found && i + 1 < label.size() && mnemonic) {
+			*mnemonic = std::string(1, char(std::tolower(static_cast<unsigned char>(label[i + 1]))));
+			found = true;
+		}
+	}
+	return out;
+}
+
+std::string shortcutText(const std::vector<std::vector<std::string>>& shortcut) {
+	std::string out;
+	for (const auto& combo: shortcut) {
+		if (combo.empty()) continue;
+		if (!out.empty()) out += ", ";
+		for (size_t i = 0; i < combo.size(); ++i) out += (i ? "+" : "") + combo[i];
+	}
+	return out;
+}
+
+void setMenuProperty(MenuProps& p, const std::string& key, const sdbus::Variant& value) {
+	auto str = [&] { return dbus::asString(value).value_or(""); };
+	auto boolean = [&](bool fallback) { return dbus::asBool(value).value_or(fallback); };
+	if (key == "label") p.label = str();
+	else if (key == "enabled") p.enabled = boolean(true);
+	else if (key == "visible") p.visible = boolean(true);
+	else if (key == "type") p.separator = str() == "separator";
+	else if (key == "toggle-type") {
+		auto t = str();
+		p.toggleType = t == "checkmark" || t == "radio" ? t : std::string();
+	} else if (key == "toggle-state") {
+		auto x = dbus::asInt(value);
+		p.toggleState = !x ? -1 : *x == 0 ? 0 : *x == 1 ? 1 : -1;
+	} else if (key == "icon-name") p.iconName = str();
+	else if (key == "icon-data") {
+		p.iconData = dbus::asBytes(value).value_or(std::vector<uint8_t>());
+		if (p.iconData.size() > kMaxIconData) p.iconData.clear();
+	}
+	else if (key == "shortcut") {
+		auto s = dbus::as<std::vector<std::vector<std::string>>>(value);
+		p.shortcut = s ? shortcutText(*s) : std::string();
+	} else if (key == "children-display") p.submenu = str() == "submenu";
+	// Others (disposition, accessible-desc...) are not shown.
+}
+
+void resetMenuProperty(MenuProps& p, const std::string& key) {
+	static const MenuProps defaults;
+	if (key == "label") p.label = defaults.label;
+	else if (key == "enabled") p.enabled = defaults.enabled;
+	else if (key == "visible") p.visible = defaults.visible;
+	else if (key == "type") p.separator = defaults.separator;
+	else if (key == "toggle-type") p.toggleType = defaults.toggleType;
+	else if (key == "toggle-state") p.toggleState = defaults.toggleState;
+	else if (key == "icon-name") p.iconName = defaults.iconName;
+	else if (key == "icon-data") p.iconData.clear();
+	else if (key == "shortcut") p.shortcut.clear();
+	else if (key == "children-display") p.submenu = defaults.submenu;
+}
+
+json menuEntry(const MenuNode& node) {
+	const auto& p = node.props;
+	json e = json::object();
+	e["id"] = node.id;
+	std::string mnemonic;
+	e["label"] = stripMnemonic(p.label, &mnemonic);
+	e["mnemonic"] = mnemonic.empty() ? json(nullptr) : json(mnemonic);
+	e["enabled"] = p.enabled;
+	e["visible"] = p.visible;
+	e["type"] = p.separator ? "separator" : "standard";
+	e["toggleType"] = p.toggleType.empty() ? std::string("none") : p.toggleType;
+	e["toggleState"] = p.toggleState;
+	e["iconName"] = p.iconName;
+	e["shortcut"] = p.shortcut.empty() ? json(nullptr) : json(p.shortcut);
+	e["submenu"] = p.submenu || !node.children.empty();
+	return e;
+}
+
+json menuToJson(const MenuNode& root, const IconUrl& iconUrl) {
+	json e = menuEntry(root);
+	e["icon"] = iconUrl(root.props.iconName, root.props.iconData);
+	json children = json::array();
+	for (const auto& c: root.children) children.push_back(menuToJson(c, iconUrl));
+	e["children"] = std::move(children);
+	return e;
+}
+
+MenuNode* findNode(MenuNode& root, int32_t id) {
+	if (root.id == id) return &root;
+	for (auto& c: root.children)
+		if (auto* n = findNode(c, id)) return n;
+	return nullptr;
+}
+
+std::string fileUrl(std::string_view path) {
+	static const char* hex = "0123456789ABCDEF";
+	std::string out = "file://";
+	for (unsigned char c: path) {
+		if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == ',' || c == '=' ||
+		    c == '@' || c == ':') {
+			out += char(c);
+		} else {
+			out += '%';
+			out += hex[c >> 4];
+			out += hex[c & 15];
+		}
+	}
+	return out;
+}
+
+} // namespace qsd::tray

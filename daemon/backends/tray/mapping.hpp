@@ -1,0 +1,175 @@
+#pragma once
+// Pure mapping from StatusNotifierItem and DBusMenu wire values to /tray tree values. No I/O and
+// no state: every function here is unit-tested (tests/unit/tray_mapping_test.cpp) and the
+// tables are documented in docs/backends/tray.md.
+
+#include "pixmap.hpp"
+
+#include "../../dbus/variant.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qsd::tray {
+
+// ------------------------------------------------------------------------------------------
+// Item addresses
+
+// Where an item lives: the bus name to call and the object path of its
+// org.kde.StatusNotifierItem object.
+struct ItemAddress {
+	std::string service;
+	std::string path;
+
+	// The watcher's spelling, "service/path" ("org.example.App/StatusNotifierItem",
+	// ":1.42/org/ayatana/NotificationItem/foo"): the item's key in /tray/items.
+	[[nodiscard]] std::string key() const { return service + path; }
+	bool operator==(const ItemAddress&) const = default;
+};
+
+constexpr const char* kDefaultItemPath = "/StatusNotifierItem";
+
+// D-Bus syntax checks (the specification's rules for bus names and object paths).
+[[nodiscard]] bool isValidBusName(std::string_view name);
+[[nodiscard]] bool isValidObjectPath(std::string_view path);
+
+// The argument of RegisterStatusNotifierItem, sent by `sender` (its unique name):
+//   "/org/ayatana/NotificationItem/foo" -> {sender, that path}   (libappindicator, ayatana)
+//   "org.example.App"                   -> {"org.example.App", "/StatusNotifierItem"} (KDE)
+//   ":1.42/Some/Path"                   -> {":1.42", "/Some/Path"}  (the watcher's own spelling)
+// std::nullopt when the service or the path is not valid D-Bus syntax.
+[[nodiscard]] std::optional<ItemAddress> parseRegistration(std::string_view arg, std::string_view sender);
+
+// An entry of another watcher's RegisteredStatusNotifierItems: "service/path", or a bare
+// service (some watchers list those), which means "/StatusNotifierItem".
+[[nodiscard]] std::optional<ItemAddress> parseListed(std::string_view entry);
+
+// ------------------------------------------------------------------------------------------
+// Enums
+
+// Status: "Passive" -> "passive", "Active" -> "active", "NeedsAttention" -> "needsAttention";
+// any other string is kept as sent, never hidden (a free-text Status, Quickshell #495).
+[[nodiscard]] std::string statusName(std::string_view status);
+// Category: "ApplicationStatus" -> "applicationStatus", "Communications" -> "communications",
+// "SystemServices" -> "systemServices", "Hardware" -> "hardware"; other strings as sent.
+[[nodiscard]] std::string categoryName(std::string_view category);
+
+// ------------------------------------------------------------------------------------------
+// Item properties
+
+// What the icon resolution needs from an item, read out of its properties.
+struct IconSources {
+	std::string name;            // IconName
+	std::string attentionName;   // AttentionIconName
+	std::string overlayName;     // OverlayIconName
+	std::string themePath;       // IconThemePath
+	std::vector<Pixmap> pixmaps;           // IconPixmap
+	std::vector<Pixmap> attentionPixmaps;  // AttentionIconPixmap
+	std::vector<Pixmap> overlayPixmaps;    // OverlayIconPixmap
+	bool attention = false;      // Status is NeedsAttention: the attention variant is wanted
+};
+
+// The item's pixmap properties, decoded (see wire.hpp).
+struct ItemPixmaps {
+	std::vector<Pixmap> icon;        // IconPixmap
+	std::vector<Pixmap> attention;   // AttentionIconPixmap
+	std::vector<Pixmap> overlay;     // OverlayIconPixmap
+};
+
+struct MappedItem {
+	// id, title, status, category, iconName, attentionIconName, overlayIconName, iconThemePath,
+	// tooltipTitle, tooltipDescription, onlyMenu, hasMenu (not icon, overlayIcon, menu: the
+	// backend resolves those).
+	nlohmann::json value;
+	IconSources icons;
+	std::string menuPath;                 // "" when the item has no DBusMenu
+	std::vector<std::string> badProperties;   // of an unexpected D-Bus type (fields are null)
+};
+
+// org.kde.StatusNotifierItem properties -> the item's fields. Missing properties take the
+// documented defaults ("" for strings, "active" and "applicationStatus" for the enums, false);
+// a property of the wrong type gives null for its field (and is listed in badProperties).
+// Pixmap properties come from `pixmaps` when given and absent from `props` (a pixmap property
+// still in `props` is decoded from its variant, or reported as mistyped).
+[[nodiscard]] MappedItem mapItem(const dbus::Properties& props, const ItemPixmaps* pixmaps = nullptr);
+
+// The item's DBusMenu object path from its Menu property; "" when it has none (missing,
+// mistyped, "/", or "/NO_DBUSMENU", Quickshell #999).
+[[nodiscard]] std::string menuPathOf(const dbus::Properties& props);
+
+// The properties each change signal of an item invalidates (NewTitle -> Title, NewIcon ->
+// IconName, IconPixmap, IconThemePath, ...); empty for a signal that is not a change signal.
+[[nodiscard]] std::vector<std::string> propertiesOfSignal(std::string_view member);
+
+// The item's a(iiay) pixmaps (IconPixmap and its siblings); std::nullopt for another type.
+[[nodiscard]] std::optional<std::vector<Pixmap>> pixmapsOf(const sdbus::Variant& v);
+
+// ------------------------------------------------------------------------------------------
+// DBusMenu
+
+// One DBusMenu entry's properties, decoded when they arrive (an sdbus::Variant costs about a
+// kilobyte each; a hundred-entry menu would hold hundreds). Defaults are the specification's.
+struct MenuProps {
+	std::string label;
+	bool enabled = true;
+	bool visible = true;
+	bool separator = false;          // type "separator"
+	std::string toggleType;          // "checkmark", "radio" or ""
+	int toggleState = -1;            // 1, 0, or -1 (anything else)
+	std::string iconName;
+	std::vector<uint8_t> iconData;   // PNG bytes
+	std::string shortcut;            // shortcutText() of the aas
+	bool submenu = false;            // children-display "submenu"
+};
+
+// Sets `key` from its wire value (a value of an unexpected type sets the default); and resets
+// `key` to its default (ItemsPropertiesUpdated's removed properties).
+void setMenuProperty(MenuProps& props, const std::string& key, const sdbus::Variant& value);
+void resetMenuProperty(MenuProps& props, const std::string& key);
+
+// One DBusMenu entry as GetLayout sends it, (ia{sv}av), recursively.
+struct MenuNode {
+	int32_t id = 0;
+	MenuProps props;
+	std::vector<MenuNode> children;
+};
+
+// Bounds on what a peer may send: deeper levels and entries beyond the count are dropped
+// (wire.hpp reads layouts).
+constexpr size_t kMaxMenuDepth = 16;
+constexpr size_t kMaxMenuEntries = 4096;
+// A menu entry's icon-data larger than this is ignored (it is written to a file).
+constexpr size_t kMaxIconData = 1 << 20;
+
+// One entry's own fields (without icon and children): {id, label, mnemonic, enabled,
+// visible, type, toggleType, toggleState, iconName, shortcut, submenu}.
+[[nodiscard]] nlohmann::json menuEntry(const MenuNode& node);
+
+// The label without DBusMenu's mnemonic markers ("_File" -> "File", "__" -> "_"), and the
+// access key ('f' for "_File"), "" when there is none.
+[[nodiscard]] std::string stripMnemonic(std::string_view label, std::string* mnemonic = nullptr);
+
+// The shortcut property (aas: [["Control", "q"]]) as text: keys joined by "+", several
+// shortcuts by ", " ("Control+q"); "" when there is none.
+[[nodiscard]] std::string shortcutText(const std::vector<std::vector<std::string>>& shortcut);
+
+// The menu tree as JSON: menuEntry() of each node plus `icon` (from `iconUrl`, called for every
+// node with its icon-name and icon-data) and `children`, in menu order.
+using IconUrl = std::function<nlohmann::json(const std::string& iconName, const std::vector<uint8_t>& iconData)>;
+[[nodiscard]] nlohmann::json menuToJson(const MenuNode& root, const IconUrl& iconUrl);
+
+// Finds the node with `id` in the tree (nullptr when absent).
+[[nodiscard]] MenuNode* findNode(MenuNode& root, int32_t id);
+
+// ------------------------------------------------------------------------------------------
+
+// A file path as a file:// URL, percent-encoding what RFC 3986 does not allow in a path.
+[[nodiscard]] std::string fileUrl(std::string_view path);
+
+} // namespace qsd::tray

@@ -1,0 +1,183 @@
+#pragma once
+// The "tray" backend: /tray from StatusNotifierItems on the session bus. qsd is the session's
+// StatusNotifierWatcher when the name is free (a polite one: it never replaces another), a host
+// of the other watcher otherwise, and takes the name over when that watcher leaves. Items are
+// read completely (properties, icon, DBusMenu layout) before they appear in the tree.
+//
+// The code is split along its seams: tray_backend.cpp (start-up, the watcher and host roles),
+// tray_items.cpp (items: reading, change signals, publishing), tray_menu.cpp (DBusMenu layouts)
+// and tray_actions.cpp (the tray.* methods). The pure parts are mapping, pixmap, icon_theme.
+
+#include "icon_store.hpp"
+#include "icon_theme.hpp"
+#include "icons.hpp"
+#include "mapping.hpp"
+
+#include "../../dbus/call_set.hpp"
+#include "../../dbus/name_watcher.hpp"
+#include "../../dbus/variant.hpp"
+#include "../backend.hpp"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace qsd::tray {
+
+constexpr const char* kWatcherName = "org.kde.StatusNotifierWatcher";
+constexpr const char* kWatcherPath = "/StatusNotifierWatcher";
+constexpr const char* kWatcherIface = "org.kde.StatusNotifierWatcher";
+constexpr const char* kItemIface = "org.kde.StatusNotifierItem";
+constexpr const char* kMenuIface = "com.canonical.dbusmenu";
+constexpr const char* kPropsIface = "org.freedesktop.DBus.Properties";
+constexpr const char* kRoot = "/tray";
+constexpr const char* kItems = "/tray/items";
+// Every call to an item or its menu: an unresponsive item gives an error after this, and never
+// holds anything else up.
+constexpr std::chrono::seconds kCallTimeout{5};
+
+class TrayBackend final: public Backend {
+public:
+	explicit TrayBackend(BackendContext& context);
+	~TrayBackend() override;
+
+	std::string_view id() const override { return "tray"; }
+	std::string_view root() const override { return kRoot; }
+
+	void start() override;
+	void stop() override;
+
+private:
+	enum class Role {
+		None,      // nobody owns the watcher name (or we do not know yet)
+		Watcher,   // qsd owns org.kde.StatusNotifierWatcher
+		Host,      // another process owns it; qsd is its host
+	};
+
+	struct Menu {
+		uint64_t serial = 0;                // tells a stale reply from one for a new menu
+		std::string path;
+		std::unique_ptr<sdbus::IProxy> proxy;
+		std::optional<MenuNode> root;       // the layout; nullopt until read (or when it failed)
+		bool settled = false;               // the first GetLayout answered, either way
+		std::set<int32_t> pendingParents;   // LayoutUpdated parents not yet fetched
+	};
+
+	struct Item {
+		ItemAddress address;
+		std::string key;
+		std::string owner;                  // unique name ("" while GetNameOwner is out)
+		uint64_t serial = 0;                // tells a stale reply from one for a re-added key
+		std::unique_ptr<sdbus::IProxy> proxy;
+		dbus::Properties props;             // every property but the decoded pixmaps
+		ItemPixmaps pixmaps;                // IconPixmap and its siblings (see wire.hpp)
+		bool reading = false;               // the full read is out
+		bool read = false;                  // properties read at least once
+		bool failed = false;                // nothing could be read; retried on its next signal
+		bool published = false;
+		int pendingGets = 0;                // targeted re-reads out
+		std::set<std::string> dirty;        // properties to re-read
+		bool iconsDirty = true;
+		ResolvedIcon icon;
+		std::unique_ptr<Menu> menu;
+		bool menuDirty = true;               // the menu in the tree is not the current one
+		std::vector<IconRef> menuFiles;
+	};
+
+	// --- tray_backend.cpp: start-up, roles, the watcher object, hosting another watcher
+	void installMatches();
+	void exportWatcher();
+	void requestNames();
+	void watcherOwnerChanged();
+	void becomeWatcher();
+	void becomeHost(const std::string& owner);
+	void becomeNone();
+	void onRegisterItem(sdbus::MethodCall call);
+	void onRegisterHost(sdbus::MethodCall call);
+	void onOtherWatcherSignal(sdbus::Message& msg);
+	void onNameOwnerChanged(sdbus::Message& msg);
+	void syncListed(const std::vector<std::string>& entries);
+	void readListed();
+	void emitWatcher(const char* member, const std::string* arg = nullptr);
+	void watcherItemsChanged();
+	void updateAvailable();
+	[[nodiscard]] std::vector<std::string> registeredItems() const;
+
+	// --- tray_items.cpp
+	bool addItem(const ItemAddress& address, std::string owner);
+	void removeItem(const std::string& key, const char* why);
+	void ownerKnown(Item& item);
+	void readItem(Item& item);
+	void readItemByProperty(const std::string& key, uint64_t serial);
+	void propertiesRead(Item& item, bool iconsChanged);
+	void onItemSignal(sdbus::Message& msg);
+	void queueRefresh(Item& item, const std::vector<std::string>& props);
+	void queuePublish(Item& item);
+	void runDeferred();
+	void refresh(Item& item);
+	void publish(Item& item);
+	[[nodiscard]] Item* findItem(const std::string& key, uint64_t serial = 0);
+	[[nodiscard]] static std::string group(const std::string& key) { return "i:" + key + "|"; }
+	[[nodiscard]] static std::string itemPath(const std::string& key);
+	void bury(std::unique_ptr<sdbus::IProxy> proxy);
+	// Writes `value` (an object) at `path` field by field; `keep` names a field left alone.
+	void sync(const std::string& path, const nlohmann::json& value, std::string_view keep = {});
+
+	// --- tray_menu.cpp
+	void setupMenu(Item& item, const std::string& menuPath);
+	void dropMenu(Item& item);
+	// GetLayout(parent, -1, []) and splice the answer into the item's menu; `done(ok)` after.
+	// `done` gets the item (nullptr when it or its menu went away meanwhile) and the error.
+	using LayoutDone = std::function<void(Item* item, const sdbus::Error* error)>;
+	void fetchLayout(Item& item, int32_t parent, LayoutDone done = {});
+	void onMenuSignal(sdbus::Message& msg);
+	void refreshMenu(Item& item);
+	// The menu as JSON (null without one); its icon files replace menuFiles.
+	[[nodiscard]] nlohmann::json menuJson(Item& item);
+
+	// --- tray_actions.cpp
+	void registerMethods();
+	Item& actionItem(const rpc::Params& p);
+
+	sdbus::IConnection* conn_ = nullptr;
+	bool started_ = false;
+	std::string unique_;                         // our own unique name
+	std::string hostName_;                       // org.kde.StatusNotifierHost-<pid>
+	dbus::CallSet calls_{"tray"};
+	dbus::PropertyReader reader_{"tray"};
+	std::vector<MethodRegistration> methods_;
+	std::vector<sdbus::Slot> matches_;
+	std::unique_ptr<sdbus::IProxy> busProxy_;
+	std::unique_ptr<sdbus::IObject> object_;     // our /StatusNotifierWatcher
+	std::unique_ptr<NameWatcher> watcherName_;
+	std::unique_ptr<sdbus::IProxy> otherWatcher_;   // the watcher we host, by its unique name
+	Role role_ = Role::None;
+	std::string otherOwner_;                     // its unique name
+	bool listRead_ = false;                      // its RegisteredStatusNotifierItems read
+	std::set<std::string> hosts_;                // other hosts registered with our watcher
+
+	std::map<std::string, Item> items_;          // by key
+	std::vector<std::string> order_;             // keys in registration order (as the watcher lists them)
+	std::map<std::string, std::set<std::string>> services_;   // bus name -> keys
+	std::map<std::string, std::string> itemSignals_;          // owner '\n' item path -> key
+	std::map<std::string, std::string> menuSignals_;          // owner '\n' menu path -> key
+	uint64_t nextSerial_ = 1;
+
+	std::set<std::string> refreshQueue_;         // keys with properties to re-read
+	std::set<std::string> menuQueue_;            // keys with LayoutUpdated to fetch
+	std::set<std::string> publishQueue_;         // keys to publish
+	EventSource deferred_;
+	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
+	EventSource reaper_;
+
+	std::unique_ptr<IconTheme> theme_;
+	std::unique_ptr<IconStore> store_;
+	std::unique_ptr<IconResolver> resolver_;
+};
+
+} // namespace qsd::tray

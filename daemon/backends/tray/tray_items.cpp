@@ -1,0 +1,387 @@
+// Items: registration bookkeeping, reading an item completely before it appears, the change
+// signals (coalesced: every signal of one dispatch marks properties dirty, one deferred pass
+// re-reads them), and publishing /tray/items/<key>.
+
+#include "tray_backend.hpp"
+#include "wire.hpp"
+
+#include "../../log.hpp"
+
+#include <qsd/protocol/mirror.hpp>
+
+#include <algorithm>
+#include <array>
+
+namespace qsd::tray {
+
+using json = nlohmann::json;
+
+namespace {
+
+// What the fallback reads one by one when an item's GetAll fails.
+constexpr std::array<const char*, 16> kItemProperties = {
+    "Id",       "Title",         "Status",          "Category",           "IconName",          "IconPixmap",
+    "Menu",     "ItemIsMenu",    "IconThemePath",   "AttentionIconName",  "AttentionIconPixmap",
+    "OverlayIconName", "OverlayIconPixmap", "ToolTip", "WindowId", "AttentionMovieName"};
+
+bool affectsIcon(const std::string& prop) {
+	return prop == "IconName" || prop == "IconPixmap" || prop == "AttentionIconName" || prop == "AttentionIconPixmap" ||
+	       prop == "OverlayIconName" || prop == "OverlayIconPixmap" || prop == "IconThemePath" || prop == "Status";
+}
+
+std::string index(const std::string& owner, const std::string& path) { return owner + '\n' + path; }
+
+bool timedOut(const sdbus::Error& e) {
+	return e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout";
+}
+
+} // namespace
+
+std::string TrayBackend::itemPath(const std::string& key) { return pointer::join(kItems, key); }
+
+TrayBackend::Item* TrayBackend::findItem(const std::string& key, uint64_t serial) {
+	auto it = items_.find(key);
+	if (it == items_.end() || (serial && it->second.serial != serial)) return nullptr;
+	return &it->second;
+}
+
+void TrayBackend::bury(std::unique_ptr<sdbus::IProxy> proxy) {
+	// A proxy dropped inside one of its own reply handlers must outlive that handler.
+	if (!proxy) return;
+	graveyard_.push_back(std::move(proxy));
+	if (reaper_) reaper_.setEnabled(SD_EVENT_ONESHOT);
+	else graveyard_.clear();
+}
+
+// Per-key changes, so a change addresses one field.
+void TrayBackend::sync(const std::string& path, const json& value, std::string_view keep) {
+	const json* existing = context_.tree.find(path);
+	if (!existing || !existing->is_object() || !value.is_object()) {
+		context_.tree.set(path, value);
+		return;
+	}
+	std::vector<std::string> gone;
+	for (const auto& [key, _]: existing->items())
+		if (!value.contains(key) && key != keep) gone.push_back(key);
+	for (const auto& key: gone) context_.tree.remove(pointer::join(path, key));
+	for (const auto& [key, v]: value.items()) {
+		const json* old = context_.tree.find(pointer::join(path, key));
+		if (old && old->is_object() && v.is_object()) sync(pointer::join(path, key), v);
+		else context_.tree.set(pointer::join(path, key), v);
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// registration
+
+bool TrayBackend::addItem(const ItemAddress& address, std::string owner) {
+	auto key = address.key();
+	if (items_.count(key)) return false;
+	if (address.service[0] == ':') owner = address.service;
+	// The same object under a second key (an app registering by name and by path): one icon.
+	if (!owner.empty() && itemSignals_.count(index(owner, address.path))) {
+		log::info("tray", "{} is the item {} again; not added twice", key, itemSignals_[index(owner, address.path)]);
+		return false;
+	}
+	auto& item = items_[key];
+	item.address = address;
+	item.key = key;
+	item.serial = nextSerial_++;
+	services_[address.service].insert(key);
+	order_.push_back(key);
+	log::info("tray", "item {} registered", key);
+	if (!owner.empty()) {
+		item.owner = owner;
+		ownerKnown(item);
+	} else {
+		auto serial = item.serial;
+		calls_.start(group(key),
+		             busProxy_->callMethodAsync("GetNameOwner").onInterface("org.freedesktop.DBus").withArguments(address.service),
+		             [this, key, serial](const sdbus::Error* e, std::string found) {
+			             Item* it = findItem(key, serial);
+			             if (!it) return;
+			             if (e) {
+				             removeItem(key, "its bus name has no owner");
+				             return;
+			             }
+			             if (itemSignals_.count(index(found, it->address.path))) {
+				             removeItem(key, "a second key for an item already listed");
+				             return;
+			             }
+			             it->owner = found;
+			             ownerKnown(*it);
+		             });
+	}
+	if (role_ == Role::Watcher) {
+		emitWatcher("StatusNotifierItemRegistered", &key);
+		watcherItemsChanged();
+	}
+	return true;
+}
+
+void TrayBackend::removeItem(const std::string& key, const char* why) {
+	auto it = items_.find(key);
+	if (it == items_.end()) return;
+	auto& item = it->second;
+	log::info("tray", "item {} removed: {}", key, why);
+	calls_.cancelPrefix(group(key));
+	if (!item.owner.empty()) {
+		auto s = itemSignals_.find(index(item.owner, item.address.path));
+		if (s != itemSignals_.end() && s->second == key) itemSignals_.erase(s);
+	}
+	dropMenu(item);
+	if (auto s = services_.find(item.address.service); s != services_.end()) {
+		s->second.erase(key);
+		if (s->second.empty()) services_.erase(s);
+	}
+	order_.erase(std::remove(order_.begin(), order_.end(), key), order_.end());
+	bury(std::move(item.proxy));
+	if (item.published) context_.tree.remove(itemPath(key));
+	reader_.forget(key);
+	// Last: the item's icon files are released (and deleted) with it.
+	items_.erase(it);
+	if (role_ == Role::Watcher) {
+		emitWatcher("StatusNotifierItemUnregistered", &key);
+		watcherItemsChanged();
+	}
+}
+
+void TrayBackend::ownerKnown(Item& item) {
+	itemSignals_[index(item.owner, item.address.path)] = item.key;
+	// Calls go to the owner's unique name: the process this item belongs to, whatever happens
+	// to a well-known name later (a new owner is a new item and must register).
+	item.proxy = sdbus::createProxy(*conn_, item.owner, item.address.path);
+	readItem(item);
+}
+
+// ---------------------------------------------------------------------------------------------
+// reading
+
+void TrayBackend::readItem(Item& item) {
+	item.reading = true;
+	item.failed = false;
+	auto key = item.key;
+	auto serial = item.serial;
+	// Raw calls: the replies are read by wire.hpp (pixmaps decoded in bulk).
+	auto call = item.proxy->createMethodCall(kPropsIface, "GetAll");
+	call << std::string(kItemIface);
+	calls_.start(
+	    group(key), *item.proxy, call,
+	    [this, key, serial](sdbus::MethodReply* reply, const sdbus::Error* e) {
+		    Item* it = findItem(key, serial);
+		    if (!it) return;
+		    std::string why = e ? e->getName() + ": " + e->getMessage() : std::string();
+		    if (reply) {
+			    dbus::Properties props;
+			    ItemPixmaps pixmaps;
+			    try {
+				    readProperties(*reply, props, pixmaps);
+				    it->props = std::move(props);
+				    it->pixmaps = std::move(pixmaps);
+				    it->reading = false;
+				    propertiesRead(*it, true);
+				    return;
+			    } catch (const sdbus::Error& x) {
+				    why = x.getMessage();
+			    }
+		    }
+		    // Some items fail GetAll as a whole (one property's getter throws): read what can be
+		    // read, one property at a time.
+		    log::info("tray", "{}: GetAll failed ({}); reading its properties one by one", key, why);
+		    readItemByProperty(key, serial);
+	    },
+	    kCallTimeout);
+}
+
+void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
+	Item* item = findItem(key, serial);
+	if (!item) return;
+	struct Batch {
+		size_t left = kItemProperties.size();
+		dbus::Properties props;
+		ItemPixmaps pixmaps;
+		bool any = false;
+	};
+	auto batch = std::make_shared<Batch>();
+	for (const char* name: kItemProperties) {
+		std::string prop = name;
+		auto call = item->proxy->createMethodCall(kPropsIface, "Get");
+		call << std::string(kItemIface) << prop;
+		calls_.start(
+		    group(key), *item->proxy, call,
+		    [this, key, serial, batch, prop](sdbus::MethodReply* reply, const sdbus::Error*) {
+			    if (reply) {
+				    try {
+					    readProperty(*reply, prop, batch->props, batch->pixmaps);
+					    batch->any = true;
+				    } catch (const sdbus::Error&) {
+				    }
+			    }
+			    if (--batch->left > 0) return;
+			    Item* it = findItem(key, serial);
+			    if (!it) return;
+			    it->reading = false;
+			    if (!batch->any) {
+				    // Retried when the item shows signs of life (any of its signals).
+				    it->failed = true;
+				    log::warning("tray", "{}: none of its properties can be read; not shown", key);
+				    return;
+			    }
+			    it->props = std::move(batch->props);
+			    it->pixmaps = std::move(batch->pixmaps);
+			    propertiesRead(*it, true);
+		    },
+		    kCallTimeout);
+	}
+}
+
+void TrayBackend::propertiesRead(Item& item, bool iconsChanged) {
+	item.read = true;
+	if (iconsChanged) item.iconsDirty = true;
+	auto menuPath = menuPathOf(item.props);
+	if (menuPath.empty()) dropMenu(item);
+	else if (!item.menu || item.menu->path != menuPath) setupMenu(item, menuPath);
+	queuePublish(item);
+}
+
+// ---------------------------------------------------------------------------------------------
+// change signals
+
+void TrayBackend::onItemSignal(sdbus::Message& msg) {
+	try {
+		auto found = itemSignals_.find(index(msg.getSender(), msg.getPath()));
+		if (found == itemSignals_.end()) return;
+		Item* item = findItem(found->second);
+		if (!item) return;
+		std::string member = msg.getMemberName();
+		if (member == "NewStatus" && item->read && !item->reading) {
+			// NewStatus carries the new status: no call needed.
+			std::string type, contents;
+			msg.peekType(type, contents);
+			if (type == "s") {
+				std::string status;
+				msg >> status;
+				item->props["Status"] = sdbus::Variant(status);
+				item->iconsDirty = true;
+				queuePublish(*item);
+				return;
+			}
+		}
+		auto props = propertiesOfSignal(member);
+		if (!props.empty()) queueRefresh(*item, props);
+	} catch (const sdbus::Error& e) {
+		log::warning("tray", "malformed item signal from {}: {}", msg.getSender(), e.getMessage());
+	}
+}
+
+void TrayBackend::queueRefresh(Item& item, const std::vector<std::string>& props) {
+	// While the full read is out, its answer is newer than this signal.
+	if (item.reading) return;
+	if (!item.read) {
+		if (item.failed && item.proxy) readItem(item);
+		return;
+	}
+	item.dirty.insert(props.begin(), props.end());
+	refreshQueue_.insert(item.key);
+	deferred_.setEnabled(SD_EVENT_ONESHOT);
+}
+
+void TrayBackend::queuePublish(Item& item) {
+	publishQueue_.insert(item.key);
+	deferred_.setEnabled(SD_EVENT_ONESHOT);
+}
+
+void TrayBackend::runDeferred() {
+	// Each queue is taken whole first: handling one entry may queue more (for the next pass).
+	auto take = [](std::set<std::string>& q) {
+		std::set<std::string> out;
+		out.swap(q);
+		return out;
+	};
+	for (const auto& key: take(refreshQueue_))
+		if (Item* item = findItem(key)) refresh(*item);
+	for (const auto& key: take(menuQueue_))
+		if (Item* item = findItem(key)) refreshMenu(*item);
+	for (const auto& key: take(publishQueue_))
+		if (Item* item = findItem(key)) publish(*item);
+}
+
+void TrayBackend::refresh(Item& item) {
+	std::set<std::string> props;
+	props.swap(item.dirty);
+	auto key = item.key;
+	auto serial = item.serial;
+	for (const auto& prop: props) {
+		++item.pendingGets;
+		auto call = item.proxy->createMethodCall(kPropsIface, "Get");
+		call << std::string(kItemIface) << prop;
+		calls_.start(
+		    group(key), *item.proxy, call,
+		    [this, key, serial, prop](sdbus::MethodReply* reply, const sdbus::Error* e) {
+			    Item* it = findItem(key, serial);
+			    if (!it) return;
+			    --it->pendingGets;
+			    auto themePath = [&] {
+				    const auto* p = dbus::find(it->props, "IconThemePath");
+				    return p ? dbus::asString(*p).value_or("") : std::string();
+			    };
+			    std::string oldThemePath = prop == "IconThemePath" ? themePath() : std::string();
+			    bool read = false;
+			    if (reply) {
+				    try {
+					    readProperty(*reply, prop, it->props, it->pixmaps);
+					    read = true;
+				    } catch (const sdbus::Error& x) {
+					    log::info("tray", "{}: {} could not be read: {}", key, prop, x.getMessage());
+				    }
+			    }
+			    if (!read && !(e && timedOut(*e))) {
+				    // The item no longer has it (or sent garbage): the field takes its default.
+				    forgetProperty(prop, it->props, it->pixmaps);
+			    } else if (!read) {
+				    log::info("tray", "{}: re-reading {} timed out; the old value stays", key, prop);
+			    }
+			    if (affectsIcon(prop)) it->iconsDirty = true;
+			    // Menu icons are looked up in it; rebuilding a large menu for an unchanged
+			    // path (NewIcon re-reads it every time) would be wasted.
+			    if (prop == "IconThemePath" && themePath() != oldThemePath) it->menuDirty = true;
+			    // One publish for the signals of one burst: after the last answer.
+			    if (it->pendingGets == 0) propertiesRead(*it, false);
+		    },
+		    kCallTimeout);
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// publishing
+
+void TrayBackend::publish(Item& item) {
+	// An item appears complete: properties read and, if it has a menu, its layout too. Later, a
+	// menu being read (a new Menu path) keeps the old one in the tree until it is.
+	bool menuReady = !item.menu || item.menu->settled;
+	if (!item.read || item.pendingGets > 0 || (!item.published && !menuReady)) return;
+	auto m = mapItem(item.props, &item.pixmaps);
+	for (const auto& name: m.badProperties) reader_.wrongType(item.key, name, item.props);
+	if (item.iconsDirty) {
+		// The new files are made before the old handles go, so an unchanged icon keeps its file.
+		item.icon = resolver_->resolve(m.icons);
+		item.iconsDirty = false;
+	}
+	json v = std::move(m.value);
+	v["icon"] = item.icon.icon;
+	v["overlayIcon"] = item.icon.overlayIcon;
+	v["service"] = item.address.service;
+	v["objectPath"] = item.address.path;
+	auto path = itemPath(item.key);
+	if (!item.published) {
+		v["menu"] = menuJson(item);
+		context_.tree.set(path, std::move(v));
+		item.published = true;
+		return;
+	}
+	// The menu is rebuilt only when it changed (the tree holds the one copy of its JSON).
+	sync(path, v, "menu");
+	if (item.menuDirty && menuReady) sync(pointer::join(path, "menu"), menuJson(item));
+}
+
+} // namespace qsd::tray

@@ -1,0 +1,174 @@
+// DBusMenu (com.canonical.dbusmenu): each item's menu is fetched as soon as the item is read, so
+// it is in the tree before anyone opens it (Waybar #5285: a first click showed an empty menu),
+// and kept current: LayoutUpdated re-fetches the submenu it names, ItemsPropertiesUpdated is
+// applied in place.
+
+#include "tray_backend.hpp"
+#include "wire.hpp"
+
+#include "../../log.hpp"
+
+namespace qsd::tray {
+
+using json = nlohmann::json;
+
+namespace {
+std::string index(const std::string& owner, const std::string& path) { return owner + '\n' + path; }
+// More submenus than this changed at once: one fetch of the whole menu is cheaper.
+constexpr size_t kMaxPartialFetches = 8;
+} // namespace
+
+void TrayBackend::setupMenu(Item& item, const std::string& menuPath) {
+	dropMenu(item);
+	auto menu = std::make_unique<Menu>();
+	menu->serial = nextSerial_++;
+	menu->path = menuPath;
+	menu->proxy = sdbus::createProxy(*conn_, item.owner, menuPath);
+	menuSignals_[index(item.owner, menuPath)] = item.key;
+	item.menu = std::move(menu);
+	item.menuDirty = true;
+	// Apps that fill their menu lazily do it on AboutToShow of the root; sent first, so the
+	// layout asked for next already has it (the answer itself does not matter).
+	calls_.start(group(item.key),
+	             item.menu->proxy->callMethodAsync("AboutToShow").onInterface(kMenuIface).withTimeout(kCallTimeout)
+	                 .withArguments(int32_t(0)),
+	             [](const sdbus::Error*, bool) {});
+	fetchLayout(item, 0);
+}
+
+void TrayBackend::dropMenu(Item& item) {
+	if (!item.menu) return;
+	auto s = menuSignals_.find(index(item.owner, item.menu->path));
+	if (s != menuSignals_.end() && s->second == item.key) menuSignals_.erase(s);
+	bury(std::move(item.menu->proxy));
+	item.menu.reset();
+	item.menuFiles.clear();
+	item.menuDirty = true;
+}
+
+void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
+	auto key = item.key;
+	auto serial = item.serial;
+	auto menuSerial = item.menu->serial;
+	// A raw call: the reply is read by wire.hpp, straight into the menu tree.
+	auto call = item.menu->proxy->createMethodCall(kMenuIface, "GetLayout");
+	call << parent << int32_t(-1) << std::vector<std::string>{};
+	calls_.start(
+	    group(key), *item.menu->proxy, call,
+	    [this, key, serial, menuSerial, parent, done](sdbus::MethodReply* reply, const sdbus::Error* error) {
+		    std::optional<sdbus::Error> failure;
+		    if (error) failure = *error;
+		    MenuNode node;
+		    size_t skipped = 0;
+		    if (reply) {
+			    try {
+				    node = readLayout(*reply, skipped);
+			    } catch (const sdbus::Error& x) {
+				    failure = x;
+			    }
+		    }
+		    const sdbus::Error* e = failure ? &*failure : nullptr;
+		    Item* it = findItem(key, serial);
+		    if (!it || !it->menu || it->menu->serial != menuSerial) {
+			    if (done) done(nullptr, e);
+			    return;
+		    }
+		    auto& menu = *it->menu;
+		    bool first = !menu.settled;
+		    menu.settled = true;
+		    if (e) {
+			    // A menu that cannot be read is null; the item is shown without it.
+			    if (first) log::warning("tray", "{}: reading its menu {} failed: {}: {}", key, menu.path, e->getName(), e->getMessage());
+			    else log::info("tray", "{}: reading submenu {} failed: {}: {}", key, parent, e->getName(), e->getMessage());
+			    queuePublish(*it);
+			    if (done) done(it, e);
+			    return;
+		    }
+		    if (skipped) log::info("tray", "{}: {} menu entries were not (ia{{sv}}av) or over the limits; skipped", key, skipped);
+		    if (parent == 0 || !menu.root) {
+			    if (parent == 0) menu.root = std::move(node);
+			    else menu.pendingParents.insert(0);   // a submenu before the root: fetch everything
+		    } else if (MenuNode* at = findNode(*menu.root, parent)) {
+			    at->props = std::move(node.props);
+			    at->children = std::move(node.children);
+		    } else {
+			    // The submenu left the tree meanwhile: the whole menu is re-read.
+			    menu.pendingParents.insert(0);
+		    }
+		    if (!menu.pendingParents.empty()) {
+			    menuQueue_.insert(key);
+			    deferred_.setEnabled(SD_EVENT_ONESHOT);
+		    }
+		    it->menuDirty = true;
+		    queuePublish(*it);
+		    if (done) done(it, nullptr);
+	    },
+	    kCallTimeout);
+}
+
+void TrayBackend::refreshMenu(Item& item) {
+	if (!item.menu) return;
+	auto& menu = *item.menu;
+	std::set<int32_t> parents;
+	parents.swap(menu.pendingParents);
+	// The first fetch is still out: its answer is newer than the signal.
+	if (!menu.settled || parents.empty()) return;
+	if (!menu.root || parents.count(0) || parents.size() > kMaxPartialFetches) {
+		fetchLayout(item, 0);
+		return;
+	}
+	for (auto p: parents) fetchLayout(item, p);
+}
+
+void TrayBackend::onMenuSignal(sdbus::Message& msg) {
+	try {
+		auto found = menuSignals_.find(index(msg.getSender(), msg.getPath()));
+		if (found == menuSignals_.end()) return;
+		Item* item = findItem(found->second);
+		if (!item || !item->menu) return;
+		std::string member = msg.getMemberName();
+		if (member == "LayoutUpdated") {
+			uint32_t revision = 0;
+			int32_t parent = 0;
+			msg >> revision >> parent;
+			item->menu->pendingParents.insert(parent);
+			menuQueue_.insert(item->key);
+			deferred_.setEnabled(SD_EVENT_ONESHOT);
+		} else if (member == "ItemsPropertiesUpdated") {
+			// Applied in place, no call. Before the first layout there is nothing to apply to:
+			// that layout is newer.
+			if (item->menu->root && readPropertiesUpdated(msg, *item->menu->root)) {
+				item->menuDirty = true;
+				queuePublish(*item);
+			}
+		} else if (member == "ItemActivationRequested") {
+			// The app asks hosts to open its menu at this entry (a global shortcut, say).
+			int32_t id = 0;
+			uint32_t timestamp = 0;
+			msg >> id >> timestamp;
+			emitEvent("tray.menuActivationRequested", {{"item", item->key}, {"id", id}});
+		}
+	} catch (const sdbus::Error& e) {
+		log::warning("tray", "malformed menu signal from {}: {}", msg.getSender(), e.getMessage());
+	}
+}
+
+json TrayBackend::menuJson(Item& item) {
+	item.menuDirty = false;
+	if (!item.menu || !item.menu->root) {
+		item.menuFiles.clear();
+		return nullptr;
+	}
+	std::string themePath;
+	if (const auto* p = dbus::find(item.props, "IconThemePath"))
+		if (auto s = dbus::asString(*p)) themePath = *s;
+	std::vector<IconRef> files;
+	json value = menuToJson(*item.menu->root, [&](const std::string& name, const std::vector<uint8_t>& data) {
+		return resolver_->menuIcon(name, data, themePath, files);
+	});
+	// Swapped in after the new files exist: an unchanged icon keeps its file.
+	item.menuFiles.swap(files);
+	return value;
+}
+
+} // namespace qsd::tray

@@ -1,0 +1,229 @@
+#include "wire.hpp"
+
+#include <systemd/sd-bus.h>
+
+#include <cstring>
+
+namespace qsd::tray {
+
+namespace {
+
+// The sd_bus_message under an sdbus::Message. `&Raw::msg_` names Message's protected member
+// through a derived class, which forms a pointer to Message's member; applying it to any
+// Message is well-formed. (sdbus-c++ 1.2 offers no bulk array read.)
+struct Raw: sdbus::Message {
+	static sd_bus_message* of(const sdbus::Message& m) { return static_cast<sd_bus_message*>(m.*(&Raw::msg_)); }
+};
+
+void check(int r, const char* what) {
+	if (r < 0) throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", std::string("malformed item property: ") + what + ": " +
+	                                                                           std::strerror(-r));
+}
+
+using PixmapStruct = sdbus::Struct<int32_t, int32_t, std::vector<uint8_t>>;
+using ToolTipStruct = sdbus::Struct<std::string, std::vector<PixmapStruct>, std::string, std::string>;
+
+// An a(iiay) at the message's position.
+std::vector<Pixmap> readPixmaps(sd_bus_message* m) {
+	std::vector<Pixmap> out;
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(iiay)"), "pixmaps");
+	for (;;) {
+		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "iiay");
+		check(r, "pixmap");
+		if (r == 0) break;
+		Pixmap p;
+		check(sd_bus_message_read(m, "ii", &p.width, &p.height), "pixmap size");
+		const void* data = nullptr;
+		size_t size = 0;
+		check(sd_bus_message_read_array(m, 'y', &data, &size), "pixmap data");
+		const auto* bytes = static_cast<const uint8_t*>(data);
+		// Larger than any usable pixmap: not copied (the entry is invalid, never chosen).
+		if (size <= size_t(kMaxPixmapSide) * size_t(kMaxPixmapSide) * 4) p.argb.assign(bytes, bytes + size);
+		check(sd_bus_message_exit_container(m), "pixmap");
+		out.push_back(std::move(p));
+	}
+	check(sd_bus_message_exit_container(m), "pixmaps");
+	return out;
+}
+
+std::vector<Pixmap>* slot(ItemPixmaps& pixmaps, const std::string& name) {
+	if (name == "IconPixmap") return &pixmaps.icon;
+	if (name == "AttentionIconPixmap") return &pixmaps.attention;
+	if (name == "OverlayIconPixmap") return &pixmaps.overlay;
+	return nullptr;
+}
+
+// The variant at the message's position, the value of property `name`.
+void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps) {
+	sd_bus_message* m = Raw::of(msg);
+	char type = 0;
+	const char* contents = nullptr;
+	check(sd_bus_message_peek_type(m, &type, &contents), "value");
+	std::string signature = contents ? contents : "";
+	if (auto* out = slot(pixmaps, name); out && type == SD_BUS_TYPE_VARIANT && signature == "a(iiay)") {
+		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, "a(iiay)"), name.c_str());
+		*out = readPixmaps(m);
+		check(sd_bus_message_exit_container(m), name.c_str());
+		props.erase(name);
+		return;
+	}
+	if (name == "ToolTip" && type == SD_BUS_TYPE_VARIANT && signature == "(sa(iiay)ss)") {
+		// Only the texts are shown; the tooltip's pixmaps are skipped, never decoded.
+		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, "(sa(iiay)ss)"), "ToolTip");
+		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "sa(iiay)ss"), "ToolTip");
+		const char* icon = nullptr;
+		const char* title = nullptr;
+		const char* description = nullptr;
+		check(sd_bus_message_read_basic(m, 's', &icon), "ToolTip icon");
+		check(sd_bus_message_skip(m, "a(iiay)"), "ToolTip pixmaps");
+		check(sd_bus_message_read(m, "ss", &title, &description), "ToolTip texts");
+		check(sd_bus_message_exit_container(m), "ToolTip");
+		check(sd_bus_message_exit_container(m), "ToolTip");
+		props[name] = sdbus::Variant(ToolTipStruct(icon ? icon : "", {}, title ? title : "", description ? description : ""));
+		return;
+	}
+	sdbus::Variant v;
+	msg >> v;
+	if (auto* out = slot(pixmaps, name)) out->clear();   // mistyped: reported by the mapping
+	props[name] = std::move(v);
+}
+
+// An entry's a{sv} at the message's position.
+void readMenuProps(sdbus::Message& msg, MenuProps& props) {
+	sd_bus_message* m = Raw::of(msg);
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}"), "menu properties");
+	for (;;) {
+		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
+		check(r, "menu property");
+		if (r == 0) break;
+		const char* key = nullptr;
+		check(sd_bus_message_read_basic(m, 's', &key), "menu property name");
+		std::string name = key ? key : "";
+		char type = 0;
+		const char* contents = nullptr;
+		check(sd_bus_message_peek_type(m, &type, &contents), "menu property value");
+		if (name == "icon-data" && contents && std::strcmp(contents, "ay") == 0) {
+			check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, "ay"), "icon-data");
+			const void* data = nullptr;
+			size_t size = 0;
+			check(sd_bus_message_read_array(m, 'y', &data, &size), "icon-data");
+			const auto* bytes = static_cast<const uint8_t*>(data);
+			if (size <= kMaxIconData) props.iconData.assign(bytes, bytes + size);
+			else props.iconData.clear();
+			check(sd_bus_message_exit_container(m), "icon-data");
+		} else {
+			sdbus::Variant v;
+			msg >> v;
+			setMenuProperty(props, name, v);
+		}
+		check(sd_bus_message_exit_container(m), "menu property");
+	}
+	check(sd_bus_message_exit_container(m), "menu properties");
+}
+
+// One (ia{sv}av) at the message's position (inside its variant, for a child).
+void readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count, size_t& skipped) {
+	sd_bus_message* m = Raw::of(msg);
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "ia{sv}av"), "menu entry");
+	check(sd_bus_message_read_basic(m, 'i', &node.id), "menu entry id");
+	readMenuProps(msg, node.props);
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "v"), "menu children");
+	for (;;) {
+		char type = 0;
+		const char* contents = nullptr;
+		int r = sd_bus_message_peek_type(m, &type, &contents);
+		check(r, "menu child");
+		if (r == 0) break;
+		bool layout = contents && std::strcmp(contents, "(ia{sv}av)") == 0;
+		if (!layout || depth + 1 > kMaxMenuDepth || count >= kMaxMenuEntries) {
+			check(sd_bus_message_skip(m, "v"), "menu child");
+			++skipped;
+			continue;
+		}
+		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, "(ia{sv}av)"), "menu child");
+		++count;
+		readNode(msg, node.children.emplace_back(), depth + 1, count, skipped);
+		check(sd_bus_message_exit_container(m), "menu child");
+	}
+	check(sd_bus_message_exit_container(m), "menu children");
+	check(sd_bus_message_exit_container(m), "menu entry");
+}
+
+} // namespace
+
+MenuNode readLayout(sdbus::Message& reply, size_t& skipped) {
+	sd_bus_message* m = Raw::of(reply);
+	uint32_t revision = 0;
+	check(sd_bus_message_read_basic(m, 'u', &revision), "layout revision");
+	MenuNode root;
+	size_t count = 1;
+	readNode(reply, root, 0, count, skipped);
+	return root;
+}
+
+bool readPropertiesUpdated(sdbus::Message& signal, MenuNode& root) {
+	sd_bus_message* m = Raw::of(signal);
+	bool changed = false;
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(ia{sv})"), "updated");
+	for (;;) {
+		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "ia{sv}");
+		check(r, "updated entry");
+		if (r == 0) break;
+		int32_t id = 0;
+		check(sd_bus_message_read_basic(m, 'i', &id), "updated id");
+		MenuNode* node = findNode(root, id);
+		MenuProps scratch;   // an entry the tree does not have: read and dropped
+		readMenuProps(signal, node ? node->props : scratch);
+		changed |= node != nullptr;
+		check(sd_bus_message_exit_container(m), "updated entry");
+	}
+	check(sd_bus_message_exit_container(m), "updated");
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(ias)"), "removed");
+	for (;;) {
+		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "ias");
+		check(r, "removed entry");
+		if (r == 0) break;
+		int32_t id = 0;
+		check(sd_bus_message_read_basic(m, 'i', &id), "removed id");
+		MenuNode* node = findNode(root, id);
+		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "s"), "removed names");
+		for (;;) {
+			const char* name = nullptr;
+			int n = sd_bus_message_read_basic(m, 's', &name);
+			check(n, "removed name");
+			if (n == 0) break;
+			if (node && name) resetMenuProperty(node->props, name);
+		}
+		check(sd_bus_message_exit_container(m), "removed names");
+		changed |= node != nullptr;
+		check(sd_bus_message_exit_container(m), "removed entry");
+	}
+	check(sd_bus_message_exit_container(m), "removed");
+	return changed;
+}
+
+void forgetProperty(const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps) {
+	props.erase(name);
+	if (auto* out = slot(pixmaps, name)) out->clear();
+}
+
+void readProperties(sdbus::Message& msg, dbus::Properties& props, ItemPixmaps& pixmaps) {
+	sd_bus_message* m = Raw::of(msg);
+	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}"), "properties");
+	for (;;) {
+		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
+		check(r, "property");
+		if (r == 0) break;
+		const char* key = nullptr;
+		check(sd_bus_message_read_basic(m, 's', &key), "property name");
+		readValue(msg, key ? key : "", props, pixmaps);
+		check(sd_bus_message_exit_container(m), "property");
+	}
+	check(sd_bus_message_exit_container(m), "properties");
+}
+
+void readProperty(sdbus::Message& msg, const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps) {
+	readValue(msg, name, props, pixmaps);
+}
+
+} // namespace qsd::tray

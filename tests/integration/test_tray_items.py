@@ -1,0 +1,243 @@
+"""Tray items in /tray/items with qsd as the watcher: their fields, non-standard and mistyped
+values, icons (pixmaps written as PNG files, themes in a private IconThemePath tree, the overlay,
+the attention variant, files removed when unused), change signals, and the item actions,
+including an item that does not answer. Real items (tray_item.py) on a private session bus."""
+
+import os
+import threading
+
+import pytest
+
+import trayutil as t
+from qsdtest import RpcError, wait_until
+
+RED = (255, 0, 0, 255)
+BLUE = (0, 0, 255, 255)
+GREEN = (0, 255, 0, 255)
+
+
+@pytest.fixture
+def tray(env):
+    env.start_qsd(backends=["tray"])
+    c = env.client()
+    sub = c.subscribe(["/tray"])
+    c.wait_value(sub, "/tray/available", True, timeout=30)
+    return env, c, sub
+
+
+def key(name):
+    return name + "/StatusNotifierItem"
+
+
+def wait_item(c, sub, name, pred=lambda it: True, what=None):
+    k = key(name)
+    c.wait_for(lambda: k in c.mirror(sub)["tray"]["items"] and pred(c.mirror(sub)["tray"]["items"][k]),
+               timeout=30, what=what or f"item {k}")
+    return c.mirror(sub)["tray"]["items"][k]
+
+
+def icons_dir(env):
+    return os.path.join(env.run, "qsd", "icons")
+
+
+def test_fields_of_a_complete_item(tray):
+    env, c, sub = tray
+    theme = os.path.join(env.dir, "apptheme")
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Full", "props": {
+        "Id": "full", "Title": "Full item", "Status": "Passive", "Category": "Communications",
+        "IconName": "qsd-full", "AttentionIconName": "qsd-full-attention", "OverlayIconName": "",
+        "IconThemePath": theme, "ItemIsMenu": True,
+        # A tooltip with an icon of its own (not shown; skipped when read).
+        "ToolTip": {"title": "Tip", "description": "<b>bold</b> &amp; more", "pixmaps": [t.pixmap(48, 48, RED)]}}}])
+    it = wait_item(c, sub, "org.qsdtest.Full")
+    assert it["id"] == "full" and it["title"] == "Full item"
+    assert it["status"] == "passive" and it["category"] == "communications"
+    assert it["iconName"] == "qsd-full" and it["attentionIconName"] == "qsd-full-attention"
+    assert it["iconThemePath"] == theme
+    assert it["tooltipTitle"] == "Tip"
+    assert it["tooltipDescription"] == "<b>bold</b> &amp; more"  # markup kept as sent
+    assert it["onlyMenu"] is True and it["hasMenu"] is False and it["menu"] is None
+    assert it["icon"] is None  # the name is nowhere and there is no pixmap
+    assert it["service"] == "org.qsdtest.Full" and it["objectPath"] == "/StatusNotifierItem"
+    # Every field of the schema, no more.
+    schema = c.call("rpc.discover")["components"]["schemas"]["TrayItem"]
+    assert set(it) == set(schema["required"]) == set(schema["properties"])
+
+
+def test_a_free_text_status_is_shown_and_a_mistyped_category_degrades(tray):
+    env, c, sub = tray
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Odd", "props": {
+        "Id": "odd", "Status": "Connected to server", "Category": 5, "IconPixmap": "not pixels",
+        "OverlayIconPixmap": [t.pixmap(8, 8, RED)]}}])
+    it = wait_item(c, sub, "org.qsdtest.Odd")
+    # Never hidden (Quickshell #495): the raw string is the status.
+    assert it["status"] == "Connected to server"
+    assert it["category"] is None
+    # No icon from a string pixmap; the overlay alone is given as such.
+    assert it["icon"] is None and t.read_png(t.file_of(it["overlayIcon"]))[0] == 8
+    log = env.qsd_log()
+    assert "property Category has the unexpected D-Bus type 'i'" in log
+    assert "property IconPixmap has the unexpected D-Bus type 's'" in log
+    # Logged once, however often the item is read again.
+    t.set_prop(env, "org.qsdtest.Odd", "Title", "again", "NewTitle")
+    wait_item(c, sub, "org.qsdtest.Odd", lambda i: i["title"] == "again")
+    assert env.qsd_log().count("property Category has the unexpected") == 1
+
+
+def test_an_item_whose_getall_fails_is_read_property_by_property(tray):
+    env, c, sub = tray
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.NoGetAll", "getAllFails": True,
+                         "props": {"Id": "nogetall", "Title": "read one by one", "Status": "Active"}}])
+    it = wait_item(c, sub, "org.qsdtest.NoGetAll")
+    assert it["title"] == "read one by one" and it["status"] == "active"
+    assert ["GetAll"] in t.calls(env, "org.qsdtest.NoGetAll")
+
+
+def test_pixmap_icons_are_png_files_of_the_best_size(tray):
+    env, c, sub = tray
+    # 16, 96 and 32: the smallest at least 64 px is 96.
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Pix", "props": {"Id": "pix", "IconPixmap": [
+        t.pixmap(16, 16, RED), t.pixmap(96, 96, RED), t.pixmap(32, 32, RED)]}}])
+    # None is that large: the largest.
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Small", "props": {"Id": "small", "IconPixmap": [
+        t.pixmap(22, 22, BLUE), t.pixmap(16, 16, BLUE)]}}])
+    it = wait_item(c, sub, "org.qsdtest.Pix")
+    path = t.file_of(it["icon"])
+    assert os.path.dirname(path) == icons_dir(env)
+    w, h, rows = t.read_png(path)
+    assert (w, h) == (96, 96)
+    assert rows[0][0] == RED and rows[95][95] == RED  # ARGB -> RGBA
+    small = wait_item(c, sub, "org.qsdtest.Small")
+    w, h, rows = t.read_png(t.file_of(small["icon"]))
+    assert (w, h) == (22, 22) and rows[10][10] == BLUE
+
+
+def test_theme_icons_from_a_private_icon_theme_path(tray):
+    env, c, sub = tray
+    theme = os.path.join(env.dir, "apptheme")
+    # An app's own hicolor tree without index.theme (Quickshell #26/#147), and a flat file.
+    tree_icon = os.path.join(theme, "hicolor", "48x48", "apps", "qsd-private-icon.png")
+    t.write_png(tree_icon, 48, 48, GREEN)
+    t.write_png(os.path.join(theme, "hicolor", "16x16", "apps", "qsd-private-icon.png"), 16, 16, GREEN)
+    flat_icon = os.path.join(theme, "qsd-flat-icon.png")
+    t.write_png(flat_icon, 24, 24, BLUE)
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Themed", "props": {
+        "Id": "themed", "IconName": "qsd-private-icon", "IconThemePath": theme,
+        # A pixmap too: the theme icon wins.
+        "IconPixmap": [t.pixmap(8, 8, RED)]}}])
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Flat", "props": {
+        "Id": "flat", "IconName": "qsd-flat-icon", "IconThemePath": theme}}])
+    it = wait_item(c, sub, "org.qsdtest.Themed")
+    # The theme's own file (the nearest size to 64: 48), not a copy.
+    assert t.file_of(it["icon"]) == tree_icon
+    assert t.file_of(wait_item(c, sub, "org.qsdtest.Flat")["icon"]) == flat_icon
+    # Nothing was written for theme icons.
+    assert os.listdir(icons_dir(env)) == []
+
+
+def test_overlay_attention_and_files_removed_when_unused(tray):
+    env, c, sub = tray
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Over", "props": {
+        "Id": "over", "Status": "Active", "IconPixmap": [t.pixmap(64, 64, RED)],
+        "AttentionIconPixmap": [t.pixmap(64, 64, GREEN)]}}])
+    it = wait_item(c, sub, "org.qsdtest.Over")
+    plain = it["icon"]
+    assert t.read_png(t.file_of(plain))[2][0][0] == RED
+    # An overlay (top-left quadrant blue, the rest transparent) is composed over the icon.
+    t.set_prop(env, "org.qsdtest.Over", "OverlayIconPixmap", [t.pixmap(32, 32, BLUE, quadrant=True)], "NewOverlayIcon")
+    it = wait_item(c, sub, "org.qsdtest.Over", lambda i: i["icon"] != plain, "composed icon")
+    w, h, rows = t.read_png(t.file_of(it["icon"]))
+    assert (w, h) == (64, 64)
+    assert rows[4][4] == BLUE and rows[60][60] == RED
+    assert it["overlayIcon"] is None
+    # The plain icon's file is gone: nothing refers to it.
+    wait_until(lambda: not os.path.exists(t.file_of(plain)), 30, what="old icon file removed")
+    composed = it["icon"]
+    # NeedsAttention: the attention pixmap (with the overlay); Active again: back to the same file name.
+    t.set_prop(env, "org.qsdtest.Over", "Status", "NeedsAttention", "NewStatus")
+    it = wait_item(c, sub, "org.qsdtest.Over", lambda i: i["status"] == "needsAttention", "attention")
+    rows = t.read_png(t.file_of(it["icon"]))[2]
+    assert rows[60][60] == GREEN and rows[4][4] == BLUE
+    t.set_prop(env, "org.qsdtest.Over", "Status", "Active", "NewStatus")
+    it = wait_item(c, sub, "org.qsdtest.Over", lambda i: i["status"] == "active", "active again")
+    assert it["icon"] == composed
+    assert sorted(os.listdir(icons_dir(env))) == [os.path.basename(t.file_of(composed))]
+
+
+def test_change_signals_update_fields_and_leaving_removes_files(tray):
+    env, c, sub = tray
+    p = t.start_items(env, [{"register": "name", "name": "org.qsdtest.Change", "props": {
+        "Id": "change", "Title": "before", "Status": "Active", "IconPixmap": [t.pixmap(64, 64, RED)]}}])
+    it = wait_item(c, sub, "org.qsdtest.Change")
+    first = it["icon"]
+    mark = len(c.notifications)
+    t.set_prop(env, "org.qsdtest.Change", "Title", "after", "NewTitle")
+    wait_item(c, sub, "org.qsdtest.Change", lambda i: i["title"] == "after", "new title")
+    # One field changed, one field in the patch.
+    changes = [ch for n in c.notifications[mark:] if n["method"] == "tree.changed" for ch in n["params"]["changes"]]
+    assert [ch["path"] for ch in changes] == ["/tray/items/org.qsdtest.Change~1StatusNotifierItem/title"]
+    t.set_prop(env, "org.qsdtest.Change", "ToolTip", {"title": "t", "description": "d"}, "NewToolTip")
+    wait_item(c, sub, "org.qsdtest.Change", lambda i: i["tooltipDescription"] == "d", "tooltip")
+    t.set_prop(env, "org.qsdtest.Change", "IconPixmap", [t.pixmap(64, 64, BLUE)], "NewIcon")
+    it = wait_item(c, sub, "org.qsdtest.Change", lambda i: i["icon"] != first, "new icon")
+    assert t.read_png(t.file_of(it["icon"]))[2][0][0] == BLUE
+    # A property the item drops takes its default.
+    t.set_prop(env, "org.qsdtest.Change", "Title", None, "NewTitle")
+    wait_item(c, sub, "org.qsdtest.Change", lambda i: i["title"] == "", "title dropped")
+    # The item exits: removed as a whole, and its icon file with it.
+    p.terminate()
+    p.wait(10)
+    c.wait_for(lambda: c.mirror(sub)["tray"]["items"] == {}, timeout=30, what="item removed")
+    wait_until(lambda: os.listdir(icons_dir(env)) == [], 30, what="icon files removed")
+
+
+def test_actions_reach_the_item(tray):
+    env, c, sub = tray
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Act", "props": {"Id": "act"}}])
+    wait_item(c, sub, "org.qsdtest.Act")
+    k = key("org.qsdtest.Act")
+    assert c.call("tray.activate", {"item": k, "x": 10, "y": 20}) == {"item": k}
+    c.call("tray.secondaryActivate", {"item": k})
+    c.call("tray.contextMenu", {"item": k, "x": 5, "y": 6})
+    c.call("tray.scroll", {"item": k, "delta": 3, "orientation": "horizontal"})
+    c.call("tray.scroll", {"item": k, "delta": -1})
+    got = [x for x in t.calls(env, "org.qsdtest.Act") if x[0] in ("Activate", "SecondaryActivate", "ContextMenu", "Scroll")]
+    assert got == [["Activate", 10, 20], ["SecondaryActivate", 0, 0], ["ContextMenu", 5, 6], ["Scroll", 3, "horizontal"],
+                   ["Scroll", -1, "vertical"]]
+    # qsctl has the same form.
+    r = env.qsctl("call", "tray.activate", f"item={k}", "x=7", "y=8")
+    assert r.returncode == 0, r.stderr
+    assert ["Activate", 7, 8] in t.calls(env, "org.qsdtest.Act")
+    with pytest.raises(RpcError) as e:
+        c.call("tray.activate", {"item": k, "x": 1 << 40})
+    assert e.value.code == -32602 and e.value.data["param"] == "x"
+
+
+def test_an_item_that_does_not_answer_never_blocks_the_daemon(tray):
+    env, c, sub = tray
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Slow", "slow": 8, "props": {"Id": "slow"}}])
+    wait_item(c, sub, "org.qsdtest.Slow")
+    k = key("org.qsdtest.Slow")
+    result = {}
+
+    def activate():
+        other = env.client()
+        try:
+            other.call("tray.activate", {"item": k}, timeout=30)
+        except RpcError as e:
+            result["error"] = e
+        finally:
+            result["done"] = True
+            other.close()
+
+    th = threading.Thread(target=activate)
+    th.start()
+    # While the item hangs, qsd answers everyone else.
+    for _ in range(5):
+        assert c.call("tree.get", {"path": "/tray/available"})["value"] is True
+    assert "done" not in result
+    th.join(30)
+    e = result["error"]
+    assert e.code == -32002
+    assert k in e.message and "5 s" in e.message
+    assert e.data["item"] == k and e.data["name"] == "org.freedesktop.DBus.Error.NoReply"

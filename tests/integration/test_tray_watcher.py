@@ -1,0 +1,180 @@
+"""The tray backend as the session's StatusNotifierWatcher and as a host of another watcher, on
+a private session bus with real items (tray_item.py) and a small watcher (tray_watcher.py).
+Assertions go through qsd's socket, and through the bus where the watcher API is the subject."""
+
+import json
+
+import pytest
+
+import trayutil as t
+from qsdtest import RpcError, wait_until
+
+ITEMS = "/tray/items"
+
+
+def watch(env):
+    c = env.client()
+    sub = c.subscribe(["/tray", "/daemon/backends/tray"])
+    return c, sub
+
+
+def items(c, sub):
+    return c.mirror(sub)["tray"]["items"]
+
+
+def item_cfg(name=None, register="name", path="/StatusNotifierItem", **props):
+    cfg = {"register": register, "path": path, "props": {"Id": props.pop("Id", name or path), "Status": "Active", **props}}
+    if name:
+        cfg["name"] = name
+    return cfg
+
+
+def test_qsd_is_the_watcher_with_the_full_api(env):
+    env.start_qsd(backends=["tray"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
+    c.wait_value(sub, "/daemon/backends/tray/state", "running", timeout=30)
+    assert c.mirror(sub)["tray"]["isWatcher"] is True
+    import dbus
+    bus = t.session(env)
+    assert t.owner(env, t.WATCHER) == t.owner(env, t.WATCHER)  # owned
+    obj = bus.get_object(t.WATCHER, "/StatusNotifierWatcher")
+    props = obj.GetAll(t.WATCHER, dbus_interface="org.freedesktop.DBus.Properties")
+    assert list(props["RegisteredStatusNotifierItems"]) == []
+    assert bool(props["IsStatusNotifierHostRegistered"]) is True
+    assert int(props["ProtocolVersion"]) == 0
+    # qsd is a host too, under the conventional name.
+    names = [str(n) for n in bus.list_names()]
+    assert any(n.startswith("org.kde.StatusNotifierHost-") for n in names)
+    # Introspection lists the four signals.
+    xml = str(obj.Introspect(dbus_interface="org.freedesktop.DBus.Introspectable"))
+    for s in ("StatusNotifierItemRegistered", "StatusNotifierItemUnregistered", "StatusNotifierHostRegistered",
+              "StatusNotifierHostUnregistered", "RegisterStatusNotifierHost"):
+        assert s in xml, s
+    # Another host registers: accepted.
+    obj.RegisterStatusNotifierHost("org.kde.StatusNotifierHost-4242", dbus_interface=t.WATCHER)
+    # An invalid registration is refused with InvalidArgs; a name nobody owns with NameHasNoOwner.
+    with pytest.raises(dbus.exceptions.DBusException) as e:
+        obj.RegisterStatusNotifierItem("not a name", dbus_interface=t.WATCHER)
+    assert e.value.get_dbus_name() == "org.freedesktop.DBus.Error.InvalidArgs"
+    with pytest.raises(dbus.exceptions.DBusException) as e:
+        obj.RegisterStatusNotifierItem("org.qsdtest.Nobody", dbus_interface=t.WATCHER)
+    assert e.value.get_dbus_name() == "org.freedesktop.DBus.Error.NameHasNoOwner"
+
+
+def test_registration_by_name_unique_name_and_path(env):
+    env.start_qsd(backends=["tray"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
+    # Three processes (one object per path each), as three apps would be.
+    p = t.start_items(env, [item_cfg("org.qsdtest.ByName", "name", Title="by name")])
+    # The unique-name and path items own a name too, only to be found by the test.
+    t.start_items(env, [dict(item_cfg("org.qsdtest.Unique", "unique", Id="by-unique", Title="by unique name"))])
+    t.start_items(env, [item_cfg("org.qsdtest.Path", "path", "/org/ayatana/NotificationItem/by_path", Id="by-path",
+                                 Title="by path")])
+    unique = t.owner(env, "org.qsdtest.Unique")
+    path_owner = t.owner(env, "org.qsdtest.Path")
+    keys = {"org.qsdtest.ByName/StatusNotifierItem", unique + "/StatusNotifierItem",
+            path_owner + "/org/ayatana/NotificationItem/by_path"}
+    c.wait_for(lambda: set(items(c, sub)) == keys, timeout=30, what="three items")
+    # The keys are the watcher's own spelling, in registration order on the bus.
+    assert sorted(t.registered(env)) == sorted(keys)
+    got = items(c, sub)
+    assert got["org.qsdtest.ByName/StatusNotifierItem"]["title"] == "by name"
+    assert got["org.qsdtest.ByName/StatusNotifierItem"]["service"] == "org.qsdtest.ByName"
+    assert got[unique + "/StatusNotifierItem"]["title"] == "by unique name"
+    assert got[path_owner + "/org/ayatana/NotificationItem/by_path"]["objectPath"] == "/org/ayatana/NotificationItem/by_path"
+    # Registering again is harmless: still three.
+    import dbus
+    t.session(env).get_object(t.WATCHER, "/StatusNotifierWatcher").RegisterStatusNotifierItem(
+        "org.qsdtest.ByName", dbus_interface=t.WATCHER)
+    assert len(t.registered(env)) == 3
+    # An item goes when its bus name goes: from the tree and from the watcher's list.
+    p.terminate()
+    p.wait(10)
+    c.wait_for(lambda: set(items(c, sub)) == keys - {"org.qsdtest.ByName/StatusNotifierItem"}, timeout=30, what="item removed")
+    wait_until(lambda: "org.qsdtest.ByName/StatusNotifierItem" not in t.registered(env), 30, what="watcher list updated")
+    assert c.mirror(sub)["tray"]["available"] is True
+
+
+def test_items_started_before_qsd_register_when_it_appears(env):
+    # The items start with no watcher at all (their registration fails); like real apps they
+    # register when a watcher appears.
+    p = t.start_items(env, [dict(item_cfg("org.qsdtest.Early", "name"), reregister=True)])
+    assert t.calls(env, "org.qsdtest.Early")[0][0] == "registerFailed"
+    env.start_qsd(backends=["tray"])
+    c, sub = watch(env)
+    c.wait_for(lambda: "org.qsdtest.Early/StatusNotifierItem" in items(c, sub), timeout=30, what="early item")
+    assert p.poll() is None
+
+
+def test_host_of_another_watcher_then_takeover_without_blinking(env):
+    w = t.start_watcher(env)
+    watcher_owner = t.owner(env, t.WATCHER)
+    # Two items that never register again on their own (like trayscale), registered with the
+    # other watcher before qsd starts.
+    t.start_items(env, [item_cfg("org.qsdtest.Stubborn1", "name", Title="one"),
+                        item_cfg(None, "path", "/org/ayatana/NotificationItem/two", Id="two", Title="two")])
+    two_key = t.owner(env, "org.qsdtest.Stubborn1") + "/org/ayatana/NotificationItem/two"
+    env.start_qsd(backends=["tray"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
+    assert c.mirror(sub)["tray"]["isWatcher"] is False
+    c.wait_for(lambda: set(items(c, sub)) == {"org.qsdtest.Stubborn1/StatusNotifierItem", two_key}, timeout=30, what="hosted items")
+    assert t.owner(env, t.WATCHER) == watcher_owner
+    # qsd registered as a host of the other watcher.
+    hosts = json.loads(str(t.control(env, t.WATCHER, "/StatusNotifierWatcher").Hosts()))
+    assert any(h.startswith("org.kde.StatusNotifierHost-") for h in hosts)
+    # The list is kept current while qsd hosts: an item registering now appears.
+    late = t.start_items(env, [item_cfg("org.qsdtest.Late", "name", Title="late")])
+    c.wait_for(lambda: "org.qsdtest.Late/StatusNotifierItem" in items(c, sub), timeout=30, what="late item")
+    late.terminate()
+    late.wait(10)
+    c.wait_for(lambda: "org.qsdtest.Late/StatusNotifierItem" not in items(c, sub), timeout=30, what="late item gone")
+
+    # The other watcher exits: qsd owns the name in the same step and keeps every item.
+    mark = len(c.notifications)
+    w.terminate()
+    w.wait(10)
+    c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
+    wait_until(lambda: sorted(t.registered(env)) == sorted(["org.qsdtest.Stubborn1/StatusNotifierItem", two_key]), 30,
+               what="qsd lists the adopted items")
+    assert set(items(c, sub)) == {"org.qsdtest.Stubborn1/StatusNotifierItem", two_key}
+    c.pump(0.3)
+    removes = [ch for n in c.notifications[mark:] if n["method"] == "tree.changed" for ch in n["params"]["changes"]
+               if ch["op"] == "remove" and ch["path"].startswith(ITEMS)]
+    assert removes == [], removes
+    assert c.mirror(sub)["tray"]["available"] is True
+    # Items that lost their registration are told a host is there (to register again).
+    wait_until(lambda: ["StatusNotifierHostRegistered"] in t.calls(env, "org.qsdtest.Stubborn1"),
+               what="StatusNotifierHostRegistered seen by the item")
+    # The adopted items still work: actions reach them.
+    c.call("tray.activate", {"item": "org.qsdtest.Stubborn1/StatusNotifierItem", "x": 1, "y": 2})
+    assert ["Activate", 1, 2] in t.calls(env, "org.qsdtest.Stubborn1")
+
+
+def test_a_bar_that_replaces_the_watcher_is_refused(env):
+    env.start_qsd(backends=["tray"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
+    qsd_owner = t.owner(env, t.WATCHER)
+    import dbus
+    # Waybar once asked with REPLACE_EXISTING: qsd does not allow replacement, so it stays.
+    bar = dbus.bus.BusConnection(env.env["DBUS_SESSION_BUS_ADDRESS"])
+    reply = bar.request_name(t.WATCHER, dbus.bus.NAME_FLAG_REPLACE_EXISTING | dbus.bus.NAME_FLAG_DO_NOT_QUEUE)
+    assert reply == dbus.bus.REQUEST_NAME_REPLY_EXISTS
+    assert t.owner(env, t.WATCHER) == qsd_owner
+    c.pump(0.2)
+    assert c.mirror(sub)["tray"]["isWatcher"] is True
+
+
+def test_unavailable_answers_and_unknown_items(env):
+    env.start_qsd(backends=["tray"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/tray/available", True, timeout=30)
+    with pytest.raises(RpcError) as e:
+        c.call("tray.activate", {"item": "org.qsdtest.Nothing/StatusNotifierItem"})
+    assert e.value.code == -32001 and e.value.data["param"] == "item"
+    with pytest.raises(RpcError) as e:
+        c.call("tray.scroll", {"item": "x", "delta": 1, "orientation": "diagonal"})
+    assert e.value.code == -32602 and e.value.data["param"] == "orientation"

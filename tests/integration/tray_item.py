@@ -1,0 +1,372 @@
+#!/usr/bin/python3
+"""StatusNotifierItems written for the tray tests (dbus-python on GLib): real items on the
+session bus, configured by a JSON list given as the first argument, all served by this one
+process. Each entry:
+
+  register   "name" (own `name`, register it), "unique" (register the unique name), "path"
+             (register only the object path, as libappindicator does), or "none"
+  name       the well-known name to own ("name" registration)
+  path       the item's object path (default /StatusNotifierItem)
+  props      item properties; pixmaps are [[w, h, [r, g, b, a], "tl"?], ...] ("tl": only the
+             top-left quadrant has the colour, the rest is transparent)
+  menu       "demo" (a submenu, a checkbox and a radio group), "deep" (20 nested submenus) or an
+             integer N (N flat entries)
+  getAllFails  GetAll answers an error (the host must read property by property)
+  slow       seconds Activate takes to answer (an unresponsive item)
+  reregister register again whenever the watcher name changes owner (as ayatana does)
+
+Every item also exports org.qsdtest.Control at its path: Calls() returns the calls and signals it
+saw as JSON, Set(prop, json, signal) changes a property and emits a signal, AddMenuEntry(label)
+adds an entry and emits LayoutUpdated, BenchIcon(n) changes the icon and emits NewIcon,
+returning CLOCK_MONOTONIC (ns) just before the emission. Prints "ready" once every item's
+registration was answered (either way)."""
+
+import json
+import struct
+import sys
+import time
+import zlib
+
+import dbus
+import dbus.mainloop.glib
+import dbus.service
+from gi.repository import GLib
+
+ITEM = "org.kde.StatusNotifierItem"
+MENU = "com.canonical.dbusmenu"
+PROPS = "org.freedesktop.DBus.Properties"
+CTL = "org.qsdtest.Control"
+WATCHER = "org.kde.StatusNotifierWatcher"
+
+PIXMAP_PROPS = {"IconPixmap", "AttentionIconPixmap", "OverlayIconPixmap"}
+
+
+def pixmaps(spec):
+    out = []
+    for p in spec:
+        w, h, rgba = p[0], p[1], p[2]
+        quadrant = len(p) > 3 and p[3] == "tl"
+        data = bytearray()
+        for y in range(h):
+            for x in range(w):
+                on = not quadrant or (x < w // 2 and y < h // 2)
+                r, g, b, a = rgba if on else (0, 0, 0, 0)
+                data += bytes((a, r, g, b))  # ARGB32, network byte order
+        out.append(dbus.Struct((dbus.Int32(w), dbus.Int32(h), dbus.ByteArray(bytes(data))), signature="iiay"))
+    return dbus.Array(out, signature="(iiay)")
+
+
+def png_bytes(w, h, rgba):
+    raw = b"".join(b"\x00" + bytes(rgba) * w for _ in range(h))
+
+    def chunk(kind, data):
+        c = kind + data
+        return struct.pack(">I", len(data)) + c + struct.pack(">I", zlib.crc32(c) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def typed(name, value):
+    if name in PIXMAP_PROPS and isinstance(value, str):
+        return dbus.String(value)  # a mistyped pixmap on purpose
+    if name in PIXMAP_PROPS:
+        return pixmaps(value)
+    if name == "ToolTip":
+        return dbus.Struct((value.get("icon", ""), pixmaps(value.get("pixmaps", [])), value.get("title", ""),
+                            value.get("description", "")), signature="sa(iiay)ss")
+    if name == "Menu":
+        return dbus.ObjectPath(value)
+    if name == "WindowId":
+        return dbus.Int32(value)
+    if isinstance(value, bool):
+        return dbus.Boolean(value)
+    if isinstance(value, int):
+        return dbus.Int32(value)  # a mistyped property on purpose (e.g. a numeric Category)
+    return dbus.String(value)
+
+
+class Menu(dbus.service.Object):
+    def __init__(self, bus, path, spec, log):
+        super().__init__(bus, path)
+        self.log = log
+        self.revision = 1
+        self.entries = {0: {"props": {"children-display": "submenu"}, "children": []}}
+        self.junk = spec == "demo"
+        if spec == "demo":
+            self.add(0, 1, {"label": "_Open", "icon-data": dbus.ByteArray(png_bytes(16, 16, (0, 200, 0, 255)))})
+            self.add(0, 2, {"type": "separator"})
+            self.add(0, 3, {"label": "Options", "children-display": "submenu"})
+            self.add(3, 4, {"label": "Sync", "toggle-type": "checkmark", "toggle-state": dbus.Int32(1)})
+            self.add(3, 5, {"label": "Mode A", "toggle-type": "radio", "toggle-state": dbus.Int32(1)})
+            self.add(3, 6, {"label": "Mode B", "toggle-type": "radio", "toggle-state": dbus.Int32(0)})
+            self.add(0, 7, {"label": "Disabled", "enabled": dbus.Boolean(False), "icon-name": "qsd-test-menu-icon"})
+            self.add(0, 8, {"label": "Quit", "shortcut": dbus.Array([dbus.Array(["Control", "q"], signature="s")],
+                                                                      signature="as")})
+        elif spec == "deep":
+            for i in range(1, 21):  # a chain of 20 submenus
+                self.add(i - 1, i, {"label": f"Level {i}", "children-display": "submenu"})
+        else:
+            for i in range(1, int(spec) + 1):
+                self.add(0, i, {"label": f"Entry {i}", "enabled": dbus.Boolean(i % 3 != 0)})
+        self.next_id = max(self.entries) + 1
+
+    def add(self, parent, eid, props):
+        self.entries[eid] = {"props": props, "children": []}
+        self.entries[parent]["children"].append(eid)
+
+    def node(self, eid, depth):
+        e = self.entries[eid]
+        children = [] if depth == 0 else [dbus.Struct(self.node(c, depth - 1), signature="ia{sv}av", variant_level=1)
+                                           for c in e["children"]]
+        if eid == 0 and depth != 0 and self.junk:
+            # A child that is not a layout: the host must skip it.
+            children.append(dbus.String("not an entry", variant_level=1))
+        return dbus.Struct((dbus.Int32(eid), dbus.Dictionary(e["props"], signature="sv"),
+                            dbus.Array(children, signature="v")), signature="ia{sv}av")
+
+    @dbus.service.method(MENU, in_signature="iias", out_signature="u(ia{sv}av)")
+    def GetLayout(self, parent, depth, names):
+        if parent not in self.entries:
+            raise dbus.exceptions.DBusException("no such entry", name="org.freedesktop.DBus.Error.InvalidArgs")
+        return dbus.UInt32(self.revision), self.node(parent, 1000 if depth < 0 else depth)
+
+    @dbus.service.method(MENU, in_signature="aias", out_signature="a(ia{sv})")
+    def GetGroupProperties(self, ids, names):
+        return dbus.Array([dbus.Struct((dbus.Int32(i), dbus.Dictionary(self.entries[i]["props"], signature="sv")))
+                           for i in ids if i in self.entries], signature="(ia{sv})")
+
+    @dbus.service.method(MENU, in_signature="i", out_signature="b")
+    def AboutToShow(self, eid):
+        self.log.append(["AboutToShow", int(eid)])
+        # The submenu is filled when it is about to be shown (as lazy apps do), without a
+        # LayoutUpdated: the host must read it again itself.
+        if eid == 3 and not any(self.entries[c]["props"].get("label") == "Recent" for c in self.entries[3]["children"]):
+            self.add(3, self.next_id, {"label": "Recent"})
+            self.next_id += 1
+            self.revision += 1
+            return True
+        return False
+
+    @dbus.service.method(MENU, in_signature="isvu", out_signature="")
+    def Event(self, eid, event, data, timestamp):
+        self.log.append(["Event", int(eid), str(event)])
+        if event != "clicked" or eid not in self.entries:
+            return
+        props = self.entries[eid]["props"]
+        if props.get("toggle-type") == "checkmark":
+            props["toggle-state"] = dbus.Int32(0 if props["toggle-state"] == 1 else 1)
+            self.ItemsPropertiesUpdated([(eid, {"toggle-state": props["toggle-state"]})], [])
+        elif props.get("toggle-type") == "radio":
+            parent = next(p for p, e in self.entries.items() if eid in e["children"])
+            changed = []
+            for c in self.entries[parent]["children"]:
+                cp = self.entries[c]["props"]
+                if cp.get("toggle-type") == "radio":
+                    cp["toggle-state"] = dbus.Int32(1 if c == eid else 0)
+                    changed.append((c, {"toggle-state": cp["toggle-state"]}))
+            self.ItemsPropertiesUpdated(changed, [])
+
+    @dbus.service.signal(MENU, signature="ui")
+    def LayoutUpdated(self, revision, parent):
+        pass
+
+    @dbus.service.signal(MENU, signature="a(ia{sv})a(ias)")
+    def ItemsPropertiesUpdated(self, updated, removed):
+        pass
+
+    @dbus.service.method(PROPS, in_signature="ss", out_signature="v")
+    def Get(self, iface, prop):
+        return {"Version": dbus.UInt32(3), "Status": "normal", "TextDirection": "ltr"}[prop]
+
+    @dbus.service.method(PROPS, in_signature="s", out_signature="a{sv}")
+    def GetAll(self, iface):
+        return dbus.Dictionary({"Version": dbus.UInt32(3), "Status": "normal", "TextDirection": "ltr"}, signature="sv")
+
+    def add_entry(self, label):
+        self.add(0, self.next_id, {"label": label})
+        self.next_id += 1
+        self.revision += 1
+        self.LayoutUpdated(self.revision, 0)
+
+
+class Item(dbus.service.Object):
+    def __init__(self, bus, cfg):
+        self.bus = bus
+        self.cfg = cfg
+        self.path = cfg.get("path", "/StatusNotifierItem")
+        super().__init__(bus, self.path)
+        self.log = []
+        self.props = {}
+        for k, v in cfg.get("props", {}).items():
+            self.props[k] = typed(k, v)
+        self.menu = None
+        if cfg.get("menu") is not None:
+            mpath = self.path.rstrip("/") + "/Menu"
+            self.menu = Menu(bus, mpath, cfg["menu"], self.log)
+            self.props["Menu"] = dbus.ObjectPath(mpath)
+        if cfg.get("name"):
+            self.bus_name = dbus.service.BusName(cfg["name"], bus, do_not_queue=True)
+        self.bench_n = 0
+
+    # --- org.kde.StatusNotifierItem
+    def record(self, *call):
+        self.log.append(list(call))
+
+    @dbus.service.method(ITEM, in_signature="ii", out_signature="")
+    def Activate(self, x, y):
+        if self.cfg.get("slow"):
+            time.sleep(self.cfg["slow"])
+        self.record("Activate", int(x), int(y))
+
+    @dbus.service.method(ITEM, in_signature="ii", out_signature="")
+    def SecondaryActivate(self, x, y):
+        self.record("SecondaryActivate", int(x), int(y))
+
+    @dbus.service.method(ITEM, in_signature="ii", out_signature="")
+    def ContextMenu(self, x, y):
+        self.record("ContextMenu", int(x), int(y))
+
+    @dbus.service.method(ITEM, in_signature="is", out_signature="")
+    def Scroll(self, delta, orientation):
+        self.record("Scroll", int(delta), str(orientation))
+
+    @dbus.service.signal(ITEM, signature="")
+    def NewTitle(self):
+        pass
+
+    @dbus.service.signal(ITEM, signature="")
+    def NewIcon(self):
+        pass
+
+    @dbus.service.signal(ITEM, signature="")
+    def NewAttentionIcon(self):
+        pass
+
+    @dbus.service.signal(ITEM, signature="")
+    def NewOverlayIcon(self):
+        pass
+
+    @dbus.service.signal(ITEM, signature="")
+    def NewToolTip(self):
+        pass
+
+    @dbus.service.signal(ITEM, signature="s")
+    def NewStatus(self, status):
+        pass
+
+    @dbus.service.signal(ITEM, signature="")
+    def NewMenu(self):
+        pass
+
+    @dbus.service.method(PROPS, in_signature="ss", out_signature="v")
+    def Get(self, iface, prop):
+        if iface != ITEM or prop not in self.props:
+            raise dbus.exceptions.DBusException(f"no property {prop}", name="org.freedesktop.DBus.Error.InvalidArgs")
+        return self.props[prop]
+
+    @dbus.service.method(PROPS, in_signature="s", out_signature="a{sv}")
+    def GetAll(self, iface):
+        self.record("GetAll")
+        if self.cfg.get("getAllFails"):
+            raise dbus.exceptions.DBusException("GetAll is broken here", name="org.freedesktop.DBus.Error.Failed")
+        return dbus.Dictionary(self.props, signature="sv")
+
+    # --- org.qsdtest.Control
+    @dbus.service.method(CTL, in_signature="", out_signature="s")
+    def Calls(self):
+        return json.dumps(self.log)
+
+    @dbus.service.method(CTL, in_signature="sss", out_signature="")
+    def Set(self, prop, value, signal):
+        v = json.loads(value)
+        if v is None:
+            self.props.pop(prop, None)
+        else:
+            self.props[prop] = typed(prop, v)
+        if signal == "NewStatus":
+            self.NewStatus(str(v))
+        elif signal:
+            getattr(self, signal)()
+
+    @dbus.service.method(CTL, in_signature="s", out_signature="")
+    def AddMenuEntry(self, label):
+        self.menu.add_entry(label)
+
+    @dbus.service.method(CTL, in_signature="u", out_signature="t")
+    def BenchIcon(self, n):
+        if self.cfg.get("bench") == "pixmap":
+            self.props["IconPixmap"] = pixmaps([[32, 32, [n % 256, 0, 255 - n % 256, 255]]])
+        else:
+            self.props["IconName"] = dbus.String(f"qsd-bench-{n % 2}")
+        t = time.monotonic_ns()
+        self.NewIcon()
+        return dbus.UInt64(t)
+
+    @dbus.service.method(CTL, in_signature="", out_signature="")
+    def Quit(self):
+        GLib.idle_add(loop.quit)
+
+    def arg(self):
+        kind = self.cfg.get("register", "name")
+        if kind == "name":
+            return self.cfg["name"]
+        if kind == "unique":
+            return self.bus.get_unique_name()
+        return self.path
+
+    def register(self):
+        if self.cfg.get("register") == "none":
+            return
+        pending[0] += 1
+
+        def done(*_):
+            self.record("registered")
+            pending[0] -= 1
+            if pending[0] == 0:
+                print("ready", flush=True)
+
+        def failed(e):
+            self.record("registerFailed", str(e))
+            pending[0] -= 1
+            if pending[0] == 0:
+                print("ready", flush=True)
+
+        self.bus.call_async(WATCHER, "/StatusNotifierWatcher", WATCHER, "RegisterStatusNotifierItem", "s", (self.arg(),),
+                            done, failed)
+
+
+pending = [0]
+loop = None
+
+
+def main():
+    global loop
+    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+    bus = dbus.SessionBus()
+    items = [Item(bus, cfg) for cfg in json.loads(sys.argv[1])]
+
+    def host_registered():
+        for it in items:
+            it.record("StatusNotifierHostRegistered")
+
+    bus.add_signal_receiver(host_registered, "StatusNotifierHostRegistered", WATCHER, WATCHER, "/StatusNotifierWatcher")
+
+    def watcher_changed(name, old, new):
+        for it in items:
+            it.record("watcherChanged", str(new))
+            if new and it.cfg.get("reregister"):
+                it.register()
+
+    bus.add_signal_receiver(watcher_changed, "NameOwnerChanged", "org.freedesktop.DBus", "org.freedesktop.DBus",
+                            "/org/freedesktop/DBus", arg0=WATCHER)
+    for it in items:
+        it.register()
+    if pending[0] == 0:
+        print("ready", flush=True)
+    loop = GLib.MainLoop()
+    loop.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,279 @@
+// The tray backend's pure mappings (daemon/backends/tray/mapping.hpp): item keys as the watcher
+// spells them, the Status and Category tables, item properties to tree fields, and DBusMenu
+// layouts to the menu JSON.
+
+#ifdef QSD_TRAY_BACKEND
+
+#include "backends/tray/mapping.hpp"
+
+#include <qsd/protocol/api.hpp>
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace qsd;
+using namespace qsd::tray;
+using json = nlohmann::json;
+
+namespace {
+
+using PixmapStruct = sdbus::Struct<int32_t, int32_t, std::vector<uint8_t>>;
+using ToolTipStruct = sdbus::Struct<std::string, std::vector<PixmapStruct>, std::string, std::string>;
+
+// A menu entry as wire.hpp builds it from a GetLayout reply: its properties set one by one.
+MenuNode node(int32_t id, std::map<std::string, sdbus::Variant> props, std::vector<MenuNode> children = {}) {
+	MenuNode n;
+	n.id = id;
+	for (const auto& [k, v]: props) setMenuProperty(n.props, k, v);
+	n.children = std::move(children);
+	return n;
+}
+
+
+} // namespace
+
+TEST(TrayKeys, RegistrationByServiceNameUniqueNameAndPath) {
+	auto a = parseRegistration("org.example.App", ":1.7");
+	ASSERT_TRUE(a);
+	EXPECT_EQ(a->service, "org.example.App");
+	EXPECT_EQ(a->path, "/StatusNotifierItem");
+	EXPECT_EQ(a->key(), "org.example.App/StatusNotifierItem");
+
+	a = parseRegistration(":1.42", ":1.42");
+	ASSERT_TRUE(a);
+	EXPECT_EQ(a->key(), ":1.42/StatusNotifierItem");
+
+	// libappindicator and ayatana send their path; the sender is the service.
+	a = parseRegistration("/org/ayatana/NotificationItem/foo", ":1.42");
+	ASSERT_TRUE(a);
+	EXPECT_EQ(a->service, ":1.42");
+	EXPECT_EQ(a->key(), ":1.42/org/ayatana/NotificationItem/foo");
+
+	// The watcher's own spelling is accepted as it is.
+	a = parseRegistration(":1.9/Some/Path", ":1.1");
+	ASSERT_TRUE(a);
+	EXPECT_EQ(a->service, ":1.9");
+	EXPECT_EQ(a->path, "/Some/Path");
+
+	for (const char* bad: {"", "nodots", "org..x", "1org.x", "org.x//a", "/a b", "org.x/a-b", "/a/"})
+		EXPECT_FALSE(parseRegistration(bad, ":1.3")) << bad;
+}
+
+TEST(TrayKeys, ListedEntriesOfAnotherWatcher) {
+	EXPECT_EQ(parseListed("org.example.App/StatusNotifierItem")->key(), "org.example.App/StatusNotifierItem");
+	EXPECT_EQ(parseListed(":1.42/org/ayatana/NotificationItem/foo")->service, ":1.42");
+	// A bare service means the default path.
+	EXPECT_EQ(parseListed("org.kde.StatusNotifierItem-123-1")->key(), "org.kde.StatusNotifierItem-123-1/StatusNotifierItem");
+	EXPECT_FALSE(parseListed("/only/a/path"));
+	EXPECT_FALSE(parseListed(""));
+}
+
+TEST(TrayKeys, BusNameAndObjectPathSyntax) {
+	EXPECT_TRUE(isValidBusName("org.kde.StatusNotifierItem-4-1"));
+	EXPECT_TRUE(isValidBusName(":1.42"));
+	EXPECT_TRUE(isValidBusName(":1.2.3"));
+	EXPECT_FALSE(isValidBusName(":1"));
+	EXPECT_FALSE(isValidBusName("org.4kde"));
+	EXPECT_FALSE(isValidBusName(std::string(256, 'a') + ".b"));
+	EXPECT_TRUE(isValidObjectPath("/"));
+	EXPECT_TRUE(isValidObjectPath("/org/a_b/C9"));
+	EXPECT_FALSE(isValidObjectPath("org/a"));
+	EXPECT_FALSE(isValidObjectPath("/org/a-b"));
+}
+
+TEST(TrayEnums, StatusAndCategoryKeepNonStandardStrings) {
+	EXPECT_EQ(statusName("Passive"), "passive");
+	EXPECT_EQ(statusName("Active"), "active");
+	EXPECT_EQ(statusName("NeedsAttention"), "needsAttention");
+	// Never hidden: v2rayN sends free text (Quickshell #495).
+	EXPECT_EQ(statusName("Connected to server"), "Connected to server");
+	EXPECT_EQ(statusName("active"), "active");
+	EXPECT_EQ(categoryName("ApplicationStatus"), "applicationStatus");
+	EXPECT_EQ(categoryName("Communications"), "communications");
+	EXPECT_EQ(categoryName("SystemServices"), "systemServices");
+	EXPECT_EQ(categoryName("Hardware"), "hardware");
+	EXPECT_EQ(categoryName("Games"), "Games");
+	// The schema lists the standard values.
+	const auto& schemas = api::openrpc()["components"]["schemas"];
+	std::set<std::string> statuses, categories;
+	for (const auto& s: schemas["TrayItem"]["properties"]["status"]["anyOf"][0]["enum"]) statuses.insert(s);
+	for (const auto& s: schemas["TrayItem"]["properties"]["category"]["anyOf"][0]["enum"]) categories.insert(s);
+	EXPECT_EQ(statuses, (std::set<std::string>{"passive", "active", "needsAttention"}));
+	EXPECT_EQ(categories, (std::set<std::string>{"applicationStatus", "communications", "systemServices", "hardware"}));
+}
+
+TEST(TrayItemMapping, EveryFieldFromProperties) {
+	dbus::Properties p{
+	    {"Id", sdbus::Variant(std::string("app"))},
+	    {"Title", sdbus::Variant(std::string("App"))},
+	    {"Status", sdbus::Variant(std::string("NeedsAttention"))},
+	    {"Category", sdbus::Variant(std::string("Hardware"))},
+	    {"IconName", sdbus::Variant(std::string("app-icon"))},
+	    {"AttentionIconName", sdbus::Variant(std::string("app-alert"))},
+	    {"OverlayIconName", sdbus::Variant(std::string("emblem"))},
+	    {"IconThemePath", sdbus::Variant(std::string("/opt/app/icons"))},
+	    {"IconPixmap", sdbus::Variant(std::vector<PixmapStruct>{PixmapStruct(1, 1, std::vector<uint8_t>{255, 1, 2, 3})})},
+	    {"ToolTip", sdbus::Variant(ToolTipStruct("", {}, "Tip", "<i>desc</i>"))},
+	    {"ItemIsMenu", sdbus::Variant(true)},
+	    {"Menu", sdbus::Variant(sdbus::ObjectPath("/MenuBar"))},
+	};
+	auto m = mapItem(p);
+	EXPECT_TRUE(m.badProperties.empty());
+	EXPECT_EQ(m.value, (json{{"id", "app"},
+	                         {"title", "App"},
+	                         {"status", "needsAttention"},
+	                         {"category", "hardware"},
+	                         {"iconName", "app-icon"},
+	                         {"attentionIconName", "app-alert"},
+	                         {"overlayIconName", "emblem"},
+	                         {"iconThemePath", "/opt/app/icons"},
+	                         {"tooltipTitle", "Tip"},
+	                         {"tooltipDescription", "<i>desc</i>"},
+	                         {"onlyMenu", true},
+	                         {"hasMenu", true}}));
+	EXPECT_EQ(m.menuPath, "/MenuBar");
+	EXPECT_TRUE(m.icons.attention);
+	EXPECT_EQ(m.icons.name, "app-icon");
+	EXPECT_EQ(m.icons.themePath, "/opt/app/icons");
+	ASSERT_EQ(m.icons.pixmaps.size(), 1u);
+	EXPECT_EQ(m.icons.pixmaps[0].argb, (std::vector<uint8_t>{255, 1, 2, 3}));
+}
+
+TEST(TrayItemMapping, DefaultsAndDegradedFields) {
+	auto m = mapItem({});
+	EXPECT_EQ(m.value["status"], "active");
+	EXPECT_EQ(m.value["category"], "applicationStatus");
+	EXPECT_EQ(m.value["title"], "");
+	EXPECT_EQ(m.value["hasMenu"], false);
+	EXPECT_EQ(m.value["onlyMenu"], false);
+	EXPECT_TRUE(m.badProperties.empty());
+
+	m = mapItem({{"Status", sdbus::Variant(int32_t(2))},
+	             {"ToolTip", sdbus::Variant(std::string("just text"))},
+	             {"IconPixmap", sdbus::Variant(std::string("no"))},
+	             {"Menu", sdbus::Variant(sdbus::ObjectPath("/NO_DBUSMENU"))}});
+	EXPECT_EQ(m.value["status"], nullptr);
+	EXPECT_EQ(m.value["tooltipTitle"], nullptr);
+	EXPECT_EQ(m.value["hasMenu"], false);
+	EXPECT_EQ(std::set<std::string>(m.badProperties.begin(), m.badProperties.end()),
+	          (std::set<std::string>{"Status", "ToolTip", "IconPixmap"}));
+	EXPECT_EQ(menuPathOf({{"Menu", sdbus::Variant(sdbus::ObjectPath("/"))}}), "");
+	EXPECT_EQ(menuPathOf({{"Menu", sdbus::Variant(std::string("/Menu"))}}), "/Menu");
+}
+
+TEST(TrayItemMapping, SignalsInvalidateTheirProperties) {
+	EXPECT_EQ(propertiesOfSignal("NewTitle"), (std::vector<std::string>{"Title"}));
+	EXPECT_EQ(propertiesOfSignal("NewIcon"), (std::vector<std::string>{"IconName", "IconPixmap", "IconThemePath"}));
+	EXPECT_EQ(propertiesOfSignal("NewOverlayIcon"), (std::vector<std::string>{"OverlayIconName", "OverlayIconPixmap"}));
+	EXPECT_EQ(propertiesOfSignal("NewToolTip"), (std::vector<std::string>{"ToolTip"}));
+	EXPECT_EQ(propertiesOfSignal("NewStatus"), (std::vector<std::string>{"Status"}));
+	EXPECT_TRUE(propertiesOfSignal("Activate").empty());
+}
+
+TEST(TrayMenu, LayoutToJson) {
+	auto root = node(0, {{"children-display", sdbus::Variant(std::string("submenu"))}},
+	                 {node(1, {{"label", sdbus::Variant(std::string("_Open file"))}}),
+	                  node(2, {{"type", sdbus::Variant(std::string("separator"))}}),
+	                  node(3, {{"label", sdbus::Variant(std::string("More"))}, {"children-display", sdbus::Variant(std::string("submenu"))}},
+	                       {node(4, {{"label", sdbus::Variant(std::string("Check"))},
+	                                 {"toggle-type", sdbus::Variant(std::string("checkmark"))},
+	                                 {"toggle-state", sdbus::Variant(int32_t(1))}}),
+	                        node(5, {{"label", sdbus::Variant(std::string("Radio"))},
+	                                 {"toggle-type", sdbus::Variant(std::string("radio"))},
+	                                 {"toggle-state", sdbus::Variant(int32_t(7))},
+	                                 {"enabled", sdbus::Variant(false)},
+	                                 {"visible", sdbus::Variant(false)}})}),
+	                  node(6, {{"label", sdbus::Variant(std::string("Quit"))},
+	                           {"icon-name", sdbus::Variant(std::string("application-exit"))},
+	                           {"shortcut", sdbus::Variant(std::vector<std::vector<std::string>>{{"Control", "q"}})}})});
+	std::vector<std::string> asked;
+	auto j = menuToJson(root, [&](const std::string& name, const std::vector<uint8_t>&) -> json {
+		asked.push_back(name);
+		return name.empty() ? json(nullptr) : json("file:///icons/" + name + ".svg");
+	});
+	EXPECT_EQ(j["id"], 0);
+	EXPECT_EQ(j["submenu"], true);
+	ASSERT_EQ(j["children"].size(), 4u);
+	EXPECT_EQ(j["children"][0], (json{{"id", 1},
+	                                  {"label", "Open file"},
+	                                  {"mnemonic", "o"},
+	                                  {"enabled", true},
+	                                  {"visible", true},
+	                                  {"type", "standard"},
+	                                  {"toggleType", "none"},
+	                                  {"toggleState", -1},
+	                                  {"iconName", ""},
+	                                  {"icon", nullptr},
+	                                  {"shortcut", nullptr},
+	                                  {"submenu", false},
+	                                  {"children", json::array()}}));
+	EXPECT_EQ(j["children"][1]["type"], "separator");
+	const auto& more = j["children"][2];
+	EXPECT_EQ(more["submenu"], true);
+	EXPECT_EQ(more["children"][0]["toggleType"], "checkmark");
+	EXPECT_EQ(more["children"][0]["toggleState"], 1);
+	EXPECT_EQ(more["children"][1]["toggleType"], "radio");
+	EXPECT_EQ(more["children"][1]["toggleState"], -1);   // anything but 0 and 1 is "indeterminate"
+	EXPECT_EQ(more["children"][1]["enabled"], false);
+	EXPECT_EQ(more["children"][1]["visible"], false);
+	EXPECT_EQ(j["children"][3]["icon"], "file:///icons/application-exit.svg");
+	EXPECT_EQ(j["children"][3]["shortcut"], "Control+q");
+	// Every entry has the fields the schema requires.
+	const auto& schema = api::openrpc()["components"]["schemas"]["TrayMenuEntry"];
+	std::set<std::string> required(schema["required"].begin(), schema["required"].end());
+	std::set<std::string> keys;
+	for (const auto& [k, _]: j.items()) keys.insert(k);
+	EXPECT_EQ(keys, required);
+}
+
+TEST(TrayMenu, PropertiesSetFromTheWireAndResetToTheirDefaults) {
+	MenuProps p;
+	setMenuProperty(p, "label", sdbus::Variant(std::string("A")));
+	setMenuProperty(p, "enabled", sdbus::Variant(false));
+	setMenuProperty(p, "toggle-state", sdbus::Variant(int32_t(1)));
+	setMenuProperty(p, "toggle-type", sdbus::Variant(std::string("radio")));
+	setMenuProperty(p, "icon-data", sdbus::Variant(std::vector<uint8_t>{1, 2, 3}));
+	setMenuProperty(p, "disposition", sdbus::Variant(std::string("alert")));   // not shown: ignored
+	EXPECT_EQ(p.label, "A");
+	EXPECT_FALSE(p.enabled);
+	EXPECT_EQ(p.toggleState, 1);
+	EXPECT_EQ(p.toggleType, "radio");
+	EXPECT_EQ(p.iconData, (std::vector<uint8_t>{1, 2, 3}));
+	// A value of an unexpected type takes the default.
+	setMenuProperty(p, "enabled", sdbus::Variant(std::string("no")));
+	EXPECT_TRUE(p.enabled);
+	setMenuProperty(p, "toggle-type", sdbus::Variant(std::string("switch")));
+	EXPECT_EQ(p.toggleType, "");
+	// ItemsPropertiesUpdated's removed properties go back to the defaults.
+	resetMenuProperty(p, "label");
+	resetMenuProperty(p, "toggle-state");
+	resetMenuProperty(p, "icon-data");
+	EXPECT_EQ(p.label, "");
+	EXPECT_EQ(p.toggleState, -1);
+	EXPECT_TRUE(p.iconData.empty());
+	auto root = node(0, {}, {node(1, {}), node(2, {}, {node(3, {})})});
+	EXPECT_EQ(findNode(root, 3)->id, 3);
+	EXPECT_EQ(findNode(root, 9), nullptr);
+}
+
+TEST(TrayMenu, MnemonicsAndShortcuts) {
+	std::string m;
+	EXPECT_EQ(stripMnemonic("_File", &m), "File");
+	EXPECT_EQ(m, "f");
+	m.clear();
+	EXPECT_EQ(stripMnemonic("Save __as", &m), "Save _as");
+	EXPECT_EQ(m, "");
+	EXPECT_EQ(stripMnemonic("a_b_c", &m), "abc");
+	EXPECT_EQ(m, "b");
+	EXPECT_EQ(shortcutText({{"Control", "Shift", "s"}, {"F12"}}), "Control+Shift+s, F12");
+	EXPECT_EQ(shortcutText({}), "");
+}
+
+TEST(TrayUrls, FileUrlsArePercentEncoded) {
+	EXPECT_EQ(fileUrl("/usr/share/icons/hicolor/48x48/apps/firefox.png"), "file:///usr/share/icons/hicolor/48x48/apps/firefox.png");
+	EXPECT_EQ(fileUrl("/tmp/my icons/a#b%.png"), "file:///tmp/my%20icons/a%23b%25.png");
+	EXPECT_EQ(fileUrl("/tmp/\xc3\xa9.png"), "file:///tmp/%C3%A9.png");
+}
+
+#endif // QSD_TRAY_BACKEND

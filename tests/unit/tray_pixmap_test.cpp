@@ -1,0 +1,154 @@
+// Tray icon pixels (daemon/backends/tray/pixmap.hpp, icon_store.hpp): which IconPixmap is used,
+// ARGB32 in network byte order to RGBA, overlay composition, PNG round trips, and the
+// content-addressed icon files that go when nothing refers to them.
+
+#ifdef QSD_TRAY_BACKEND
+
+#include "backends/tray/icon_store.hpp"
+#include "backends/tray/pixmap.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace qsd::tray;
+namespace fs = std::filesystem;
+
+namespace {
+
+Pixmap solid(int w, int h, uint8_t a, uint8_t r, uint8_t g, uint8_t b) {
+	Pixmap p{w, h, {}};
+	for (int i = 0; i < w * h; ++i) p.argb.insert(p.argb.end(), {a, r, g, b});
+	return p;
+}
+
+struct TempDir {
+	fs::path path;
+	TempDir() {
+		std::string tmpl = (fs::temp_directory_path() / "qsd-tray-test.XXXXXX").string();
+		if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
+		path = tmpl;
+	}
+	~TempDir() {
+		std::error_code ec;
+		fs::remove_all(path, ec);
+	}
+};
+
+size_t pngFiles(const fs::path& dir) {
+	size_t n = 0;
+	for (const auto& e: fs::directory_iterator(dir))
+		if (e.path().extension() == ".png") ++n;
+	return n;
+}
+
+} // namespace
+
+TEST(TrayPixmap, ChoosesTheSmallestAtLeastTheTargetElseTheLargest) {
+	std::vector<Pixmap> p = {solid(16, 16, 255, 0, 0, 0), solid(128, 128, 255, 0, 0, 0), solid(64, 64, 255, 0, 0, 0),
+	                         solid(32, 32, 255, 0, 0, 0)};
+	EXPECT_EQ(choosePixmap(p, 64), 2u);
+	EXPECT_EQ(choosePixmap(p, 65), 1u);
+	EXPECT_EQ(choosePixmap(p, 200), 1u);   // none is large enough: the largest
+	EXPECT_EQ(choosePixmap(p, 1), 0u);
+	// Both sides must reach the target: 96x32 does not cover 64.
+	std::vector<Pixmap> wide = {solid(96, 32, 255, 0, 0, 0), solid(72, 72, 255, 0, 0, 0)};
+	EXPECT_EQ(choosePixmap(wide, 64), 1u);
+	// Invalid entries are never chosen.
+	std::vector<Pixmap> bad = {Pixmap{64, 64, std::vector<uint8_t>(10)}, Pixmap{0, 0, {}}, solid(8, 8, 255, 0, 0, 0),
+	                           Pixmap{2000, 1, std::vector<uint8_t>(8000)}};
+	EXPECT_EQ(choosePixmap(bad, 64), 2u);
+	EXPECT_FALSE(choosePixmap({}, 64));
+	EXPECT_FALSE(choosePixmap({Pixmap{4, 4, {}}}, 64));
+}
+
+TEST(TrayPixmap, ArgbInNetworkByteOrderBecomesRgba) {
+	Pixmap p{2, 1, {0x80, 0x11, 0x22, 0x33, 0xff, 0xaa, 0xbb, 0xcc}};
+	auto img = toRgba(p);
+	EXPECT_EQ(img.width, 2);
+	EXPECT_EQ(img.height, 1);
+	EXPECT_EQ(img.rgba, (std::vector<uint8_t>{0x11, 0x22, 0x33, 0x80, 0xaa, 0xbb, 0xcc, 0xff}));
+	EXPECT_TRUE(toRgba(Pixmap{2, 2, {1, 2, 3}}).empty());
+}
+
+TEST(TrayPixmap, OverlayIsScaledAndComposedSourceOver) {
+	auto base = toRgba(solid(4, 4, 255, 255, 0, 0));
+	Image overlay{2, 2, {0, 0, 255, 255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};   // top-left blue
+	composeOver(base, overlay);
+	auto px = [&](int x, int y) {
+		const uint8_t* d = &base.rgba[size_t(y * 4 + x) * 4];
+		return std::vector<uint8_t>(d, d + 4);
+	};
+	EXPECT_EQ(px(0, 0), (std::vector<uint8_t>{0, 0, 255, 255}));
+	EXPECT_EQ(px(3, 3), (std::vector<uint8_t>{255, 0, 0, 255}));
+	// Half-transparent over transparent keeps its colour and alpha.
+	Image clear{1, 1, {0, 0, 0, 0}};
+	composeOver(clear, Image{1, 1, {10, 20, 30, 128}});
+	EXPECT_EQ(clear.rgba, (std::vector<uint8_t>{10, 20, 30, 128}));
+	// Scaling a transparent neighbour does not darken the edge.
+	auto s = scaled(Image{2, 1, {200, 100, 50, 255, 0, 0, 0, 0}}, 4, 1);
+	EXPECT_EQ(s.rgba[0], 200);
+	EXPECT_EQ(s.rgba[4], 200);   // partly transparent, same colour
+	EXPECT_LT(s.rgba[7], 255);
+}
+
+TEST(TrayPixmap, PngRoundTrip) {
+	auto img = toRgba(solid(3, 2, 200, 1, 2, 3));
+	auto png = encodePng(img);
+	ASSERT_TRUE(png);
+	EXPECT_TRUE(isPng(*png));
+	auto back = decodePng(*png);
+	ASSERT_TRUE(back);
+	EXPECT_EQ(back->width, 3);
+	EXPECT_EQ(back->height, 2);
+	EXPECT_EQ(back->rgba, img.rgba);
+	EXPECT_FALSE(decodePng({1, 2, 3}));
+	EXPECT_FALSE(encodePng(Image{}));
+}
+
+TEST(TrayPixmap, ContentHashDependsOnSizeAndBytes) {
+	Image a{2, 1, std::vector<uint8_t>(8, 7)}, b{1, 2, std::vector<uint8_t>(8, 7)};
+	EXPECT_NE(contentHash(a), contentHash(b));
+	EXPECT_EQ(contentHash(a), contentHash(Image{2, 1, std::vector<uint8_t>(8, 7)}));
+	EXPECT_EQ(contentHash(a).size(), 16u);
+}
+
+TEST(TrayIconStore, FilesAreContentAddressedSharedAndRemovedWhenUnused) {
+	TempDir tmp;
+	auto dir = tmp.path / "qsd" / "icons";
+	fs::create_directories(dir);
+	std::ofstream(dir / "stale.png") << "left over";
+	IconStore store(dir.string());
+	EXPECT_EQ(pngFiles(dir), 0u);   // an earlier run's files are gone
+
+	auto red = toRgba(solid(8, 8, 255, 255, 0, 0));
+	auto f1 = store.put(red);
+	ASSERT_TRUE(f1);
+	EXPECT_EQ(f1->path(), (dir / (contentHash(red) + ".png")).string());
+	EXPECT_EQ(f1->url(), "file://" + f1->path());
+	auto decoded = decodePngFile(f1->path());
+	ASSERT_TRUE(decoded);
+	EXPECT_EQ(decoded->rgba, red.rgba);
+	auto f2 = store.put(red);
+	EXPECT_EQ(f1, f2);   // one file, shared
+	auto blue = store.put(toRgba(solid(8, 8, 255, 0, 0, 255)));
+	EXPECT_EQ(pngFiles(dir), 2u);
+	f1.reset();
+	EXPECT_TRUE(fs::exists(f2->path()));
+	auto path = f2->path();
+	f2.reset();
+	EXPECT_FALSE(fs::exists(path));   // the last reference went
+	EXPECT_EQ(store.size(), 1u);
+	// icon-data: PNG bytes as they are; anything else is refused.
+	auto bytes = *encodePng(red);
+	auto data = store.putPng(bytes);
+	ASSERT_TRUE(data);
+	std::ifstream in(data->path(), std::ios::binary);
+	std::vector<uint8_t> written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	EXPECT_EQ(written, bytes);
+	EXPECT_FALSE(store.putPng({1, 2, 3}));
+	EXPECT_FALSE(IconStore("").put(red));
+}
+
+#endif // QSD_TRAY_BACKEND
