@@ -48,6 +48,16 @@ double checkVolume(const json& v, const char* param) {
 	return d;
 }
 
+// BackendFailed carries {name, message} like a D-Bus error (core.json), plus the backend.
+json failure(const char* name, const std::string& message) {
+	return {{"backend", "pipewire"}, {"name", name}, {"message", message}};
+}
+
+[[noreturn]] void sendFailed(const char* what, int res) {
+	std::string message = std::string(what) + " failed: " + std::strerror(-res);
+	throw RpcException(ErrorCode::BackendFailed, message, failure("pipewire.SendFailed", message));
+}
+
 std::string peaksKey(const std::string& node) { return "audio.peaks." + node; }
 
 // A key param: the key string, or the object.serial as a number (qsctl's key=52 parses as one).
@@ -160,9 +170,7 @@ void PipewireBackend::registerMethods() {
 		std::string value = name.empty() ? std::string() : defaultNodeValue(name);
 		int r = graph_->setMetadata(0, metadataKey.c_str(), name.empty() ? nullptr : "Spa:String:JSON",
 		                            name.empty() ? nullptr : value.c_str());
-		if (r < 0)
-			throw RpcException(ErrorCode::BackendFailed, std::string("Setting the metadata failed: ") + std::strerror(-r),
-			                   {{"backend", "pipewire"}});
+		if (r < 0) sendFailed("Setting the metadata", r);
 		Waiter w;
 		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
 		w.object = graph_->defaults()->id;
@@ -207,9 +215,7 @@ void PipewireBackend::registerMethods() {
 		std::string serial = t ? std::to_string(t->serial) : std::string();
 		int r = graph_->setMetadata(s->id, "target.object", t ? "Spa:Id" : nullptr, t ? serial.c_str() : nullptr);
 		if (r >= 0 && !t) r = graph_->setMetadata(s->id, "target.node", nullptr, nullptr);
-		if (r < 0)
-			throw RpcException(ErrorCode::BackendFailed, std::string("Setting the metadata failed: ") + std::strerror(-r),
-			                   {{"backend", "pipewire"}});
+		if (r < 0) sendFailed("Setting the metadata", r);
 		Waiter w;
 		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
 		w.object = graph_->defaults()->id;
@@ -249,9 +255,7 @@ void PipewireBackend::registerMethods() {
 		if (it == d->profiles.end()) bad("profile", "a profile index or name from the device's profiles", profile);
 		int32_t index = it->index;
 		int r = graph_->setProfile(d->id, index);
-		if (r < 0)
-			throw RpcException(ErrorCode::BackendFailed, std::string("Setting the profile failed: ") + std::strerror(-r),
-			                   {{"backend", "pipewire"}});
+		if (r < 0) sendFailed("Setting the profile", r);
 		Waiter w;
 		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
 		w.object = d->id;
@@ -287,9 +291,7 @@ void PipewireBackend::registerMethods() {
 				break;
 			}
 		int r = graph_->setRoute(d->id, it->index, cardDevice, std::nullopt, std::nullopt);
-		if (r < 0)
-			throw RpcException(ErrorCode::BackendFailed, std::string("Setting the route failed: ") + std::strerror(-r),
-			                   {{"backend", "pipewire"}});
+		if (r < 0) sendFailed("Setting the route", r);
 		Waiter w;
 		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
 		w.object = d->id;
@@ -335,9 +337,7 @@ void PipewireBackend::writeVolume(const Node& n, const VolumeSource& src, std::o
 	// volumeStep is not consulted, so cards that report none (Bluetooth) work too.
 	int r = src.device ? graph_->setRoute(src.device->id, src.route, src.cardDevice, linear, mute)
 	                   : graph_->setNodeProps(n.id, linear, mute);
-	if (r < 0)
-		throw RpcException(ErrorCode::BackendFailed, std::string("Sending the change failed: ") + std::strerror(-r),
-		                   {{"backend", "pipewire"}});
+	if (r < 0) sendFailed("Sending the change", r);
 	Waiter w;
 	w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
 	w.object = src.device ? src.device->id : n.id;
@@ -393,8 +393,10 @@ void PipewireBackend::checkWaiters() {
 		auto err = std::find_if(errors.begin(), errors.end(), [&](const Graph::Error& e) { return e.global == it->object; });
 		try {
 			if (err != errors.end()) {
+				auto data = failure("pipewire.Refused", err->message);
+				data["errno"] = -err->res;
 				it->answer->error(ErrorCode::BackendFailed, "PipeWire refused " + it->what + ": " + err->message,
-				                  {{"backend", "pipewire"}, {"errno", -err->res}, {"message", err->message}});
+				                  std::move(data));
 			} else if (auto r = it->check()) {
 				answer(*it, *r);
 			} else {
@@ -419,9 +421,8 @@ void PipewireBackend::expireWaiters() {
 			continue;
 		}
 		log::warning("pipewire", "PipeWire did not apply {} within {} s", it->what, kTimeoutUs / 1'000'000);
-		it->answer->error(ErrorCode::BackendFailed,
-		                  "PipeWire did not apply " + it->what + " within " + std::to_string(kTimeoutUs / 1'000'000) + " s",
-		                  {{"backend", "pipewire"}, {"timeout", true}});
+		std::string message = "PipeWire did not apply " + it->what + " within " + std::to_string(kTimeoutUs / 1'000'000) + " s";
+		it->answer->error(ErrorCode::BackendFailed, message, failure("pipewire.Timeout", message));
 		it = waiters_.erase(it);
 	}
 	if (next != UINT64_MAX) waitTimer_.setTime(next);
@@ -447,7 +448,8 @@ void PipewireBackend::monitorPeaks(const Node& n, bool, Responder responder, Cli
 		if (!m.stream->ok() || !m.stream->error().empty()) {
 			std::string why = m.stream->error();
 			monitors_.erase(n.key);
-			throw RpcException(ErrorCode::BackendFailed, "Cannot open a level meter: " + why, {{"backend", "pipewire"}});
+			throw RpcException(ErrorCode::BackendFailed, "Cannot open a level meter: " + why,
+			                   failure("pipewire.StreamFailed", why));
 		}
 	}
 	if (!m.clients.count(client.id())) {
@@ -470,7 +472,7 @@ void PipewireBackend::monitorPeaks(const Node& n, bool, Responder responder, Cli
 		auto& mon = it->second;
 		if (!mon.stream->error().empty())
 			throw RpcException(ErrorCode::BackendFailed, "The level meter failed: " + mon.stream->error(),
-			                   {{"backend", "pipewire"}});
+			                   failure("pipewire.StreamFailed", mon.stream->error()));
 		if (!mon.stream->connected()) return std::nullopt;
 		if (!mon.published) {
 			mon.published = true;
