@@ -12,7 +12,6 @@ import shutil
 import signal
 import struct
 import subprocess
-import time
 import wave
 
 import pytest
@@ -172,6 +171,20 @@ class PipeWire:
     def card_log(self, name="qsd_test_card"):
         return "".join(open(os.path.join(self.env.dir, f)).read() for f in sorted(os.listdir(self.env.dir))
                        if f.startswith(f"card-{name}-") and f.endswith(".log"))
+
+
+def exits_cleanly(env):
+    """Stops qsd and checks it exited with 0: under the sanitizer build a leak or a sanitizer
+    report at exit shows up here."""
+    if env.daemon is None or env.daemon.poll() is not None:
+        rc = None if env.daemon is None else env.daemon.returncode
+        assert rc in (None, 0), env.qsd_log()
+        return
+    rc = env.stop_qsd()
+    log = env.qsd_log()
+    assert rc == 0 and "Sanitizer" not in log and "runtime error" not in log, log
+    # No handler of a PipeWire event threw (the trampolines log and swallow it).
+    assert "pipewire: handling" not in log, log
 
 
 def audio_nodes(c, sub):

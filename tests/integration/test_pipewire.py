@@ -8,8 +8,14 @@ import json
 import jsonschema
 import pytest
 
-from pwtest import PipeWire, audio_nodes, node_key
-from qsdtest import RpcError, pointer_get, wait_until
+from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key
+from qsdtest import pointer_get, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _qsd_exits_cleanly(env):
+    yield
+    exits_cleanly(env)
 
 
 def world(env, **kw):

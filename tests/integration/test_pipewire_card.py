@@ -4,11 +4,19 @@ sound hardware): profiles, ports, a profile change made by qsd and one made by p
 volume of a card's node written through the card's Route param, as wpctl writes it, on a route
 that reports no volumeStep (Quickshell's issues #807/#857: such writes were dropped)."""
 
-from pwtest import PipeWire, audio_nodes, node_key
+import pytest
+
+from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key
 from qsdtest import pointer_get, wait_until
 
 SPEAKER = "qsd_test_card.speaker"
 MIC = "qsd_test_card.mic"
+
+
+@pytest.fixture(autouse=True)
+def _qsd_exits_cleanly(env):
+    yield
+    exits_cleanly(env)
 
 
 def start_card(env):

@@ -4,7 +4,15 @@ coalesce, never multiply)."""
 
 import os
 
-from pwtest import PipeWire, node_key
+import pytest
+
+from pwtest import PipeWire, exits_cleanly, node_key
+
+
+@pytest.fixture(autouse=True)
+def _qsd_exits_cleanly(env):
+    yield
+    exits_cleanly(env)
 
 
 def test_a_thousand_wpctl_volume_changes(env):

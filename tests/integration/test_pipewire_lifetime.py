@@ -7,8 +7,15 @@ qsd finds a returning daemon through an inotify watch of the socket's directory,
 import os
 import time
 
-from pwtest import PipeWire, audio_nodes, node_key, require
-from qsdtest import RpcError, wait_until
+import pytest
+
+from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key, require
+
+
+@pytest.fixture(autouse=True)
+def _qsd_exits_cleanly(env):
+    yield
+    exits_cleanly(env)
 
 
 def watch(env):

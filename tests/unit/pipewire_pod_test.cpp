@@ -4,6 +4,11 @@
 
 #ifdef QSD_HAVE_PIPEWIRE_BACKEND
 
+// spa_pod_parse_object is a GNU statement expression, which clang's -Wpedantic reports.
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wgnu-statement-expression"
+#endif
+
 #include "backends/pipewire/pod.hpp"
 
 #include <spa/param/audio/raw.h>

@@ -513,7 +513,7 @@ void PipewireBackend::monitorReleased(const std::string& node, uint64_t client) 
 	if (it->second.clients.empty()) dropMonitor(node);
 }
 
-void PipewireBackend::dropMonitor(const std::string& node) {
+void PipewireBackend::dropMonitor(std::string node) {
 	auto it = monitors_.find(node);
 	if (it == monitors_.end()) return;
 	auto clients = std::move(it->second.clients);

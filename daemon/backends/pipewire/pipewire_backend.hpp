@@ -108,7 +108,7 @@ private:
 	// --- level meters (actions.cpp)
 	void monitorPeaks(const Node& n, bool enabled, Responder responder, ClientSession& client);
 	void monitorReleased(const std::string& node, uint64_t client);
-	void dropMonitor(const std::string& node);
+	void dropMonitor(std::string node);   // by value: callers pass the map's own key
 	void dropAllMonitors();
 	void publishPeaks();
 
