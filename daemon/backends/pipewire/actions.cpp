@@ -11,6 +11,9 @@
 #include <qsd/protocol/jsonrpc.hpp>
 #include <qsd/protocol/mirror.hpp>
 
+#include <pipewire/impl-module.h>
+#include <pipewire/pipewire.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -438,6 +441,14 @@ void PipewireBackend::failWaiters(rpc::ErrorCode code, const std::string& messag
 // level meters
 
 void PipewireBackend::monitorPeaks(const Node& n, bool, Responder responder, ClientSession& client) {
+	if (!clientNodeLoaded_) {
+		// pw_stream's client node and adapter, loaded with the first level meter.
+		for (const char* module: {"libpipewire-module-client-node", "libpipewire-module-adapter"})
+			if (!pw_context_load_module(pwContext_, module, nullptr, nullptr))
+				throw RpcException(ErrorCode::BackendFailed, std::string("Cannot load ") + module,
+				                   failure("pipewire.StreamFailed", std::strerror(errno)));
+		clientNodeLoaded_ = true;
+	}
 	auto& m = monitors_[n.key];
 	if (!m.stream) {
 		auto type = typeOf(n);

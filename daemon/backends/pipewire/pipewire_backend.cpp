@@ -9,6 +9,7 @@
 
 #include <qsd/protocol/mirror.hpp>
 
+#include <pipewire/impl-module.h>
 #include <pipewire/pipewire.h>
 
 #include <algorithm>
@@ -57,8 +58,19 @@ void PipewireBackend::start() {
 		pwLoop_ = std::make_unique<PwLoop>(context_.loop, [this] { afterIterate(); });
 		// libpipewire 0.3's context starts its own data-loop thread (context.c); it sleeps
 		// until a level meter streams, and runs none of qsd's code.
-		pwContext_ = pw_context_new(pwLoop_->get(), nullptr, 0);
+		// client.conf without what qsd never uses (session-manager, client-device, adapter, the
+		// D-Bus support plugin): their pages are memory; client-node comes with the first level
+		// meter.
+		// libpipewire's own logging stays off, as client.conf has it: qsd logs what matters.
+		pwContext_ = pw_context_new(
+		    pwLoop_->get(), pw_properties_new(PW_KEY_CONFIG_NAME, "null", "support.dbus", "false", "log.level", "0", nullptr),
+		    0);
 		if (!pwContext_) throw std::runtime_error(std::string("pw_context_new failed: ") + std::strerror(errno));
+		pw_context_add_spa_lib(pwContext_, "audio.convert.*", "audioconvert/libspa-audioconvert");
+		pw_context_add_spa_lib(pwContext_, "support.*", "support/libspa-support");
+		for (const char* module: {"libpipewire-module-protocol-native", "libpipewire-module-metadata"})
+			if (!pw_context_load_module(pwContext_, module, nullptr, nullptr))
+				throw std::runtime_error(fmt::format("loading {} failed: {}", module, std::strerror(errno)));
 	} catch (const std::exception& e) {
 		log::error(kLog, "cannot set up libpipewire: {}", e.what());
 		pwLoop_.reset();

@@ -116,6 +116,7 @@ private:
 	std::shared_ptr<PipewireBackend*> self_;
 	std::unique_ptr<PwLoop> pwLoop_;
 	pw_context* pwContext_ = nullptr;
+	bool clientNodeLoaded_ = false;
 	std::unique_ptr<Graph> graph_;
 	std::unique_ptr<SocketWatch> watch_;
 	EventSource retry_;           // a connect attempt, deferred or after a short delay
