@@ -379,3 +379,25 @@ def test_peaks_on_request_shared_and_closed_with_the_last_client(env):
     c3.call("audio.monitorPeaks", {"node": ks, "enabled": False})
     c.wait_for(lambda: "peaks" not in audio_nodes(c, sub)[ks], what="stream peaks removed")
     wait_until(lambda: meters() == [], 20, what="the meter stream closed")
+
+
+def test_pulse_clients_show_up_too(env):
+    # pipewire-pulse's pactl writes the same Props; its streams carry their process id themselves.
+    pw = world(env, pulse=True)
+    a = pw.add_null("qsd_sink_a")
+    pw.run(["wpctl", "set-default", str(a)])
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    ka = node_key(c, sub, "qsd_sink_a")
+    pw.run(["pactl", "set-sink-volume", "qsd_sink_a", "80%"])
+    # 80 % is 52428/65536 in pulse's integer volume.
+    c.wait_value(sub, f"/audio/nodes/{ka}/audio/volume", predicate=lambda v: v == approx(0.8))
+    pw.run(["pactl", "set-sink-mute", "qsd_sink_a", "1"])
+    c.wait_value(sub, f"/audio/nodes/{ka}/audio/muted", True)
+    # And qsd's writes are what pactl reads.
+    c.call("audio.setVolume", {"node": ka, "volume": 0.5})
+    c.call("audio.setMuted", {"node": ka, "muted": False})
+    info = json.loads(pw.run(["pactl", "-f", "json", "list", "sinks"]).stdout)
+    sink = next(s for s in info if s["name"] == "qsd_sink_a")
+    assert sink["mute"] is False
+    assert all(v["value_percent"] == "50%" for v in sink["volume"].values())

@@ -72,7 +72,8 @@ void PeakStream::onStateChanged(void* data, pw_stream_state, pw_stream_state sta
 		if (state == PW_STREAM_STATE_ERROR) self->error_ = error ? error : "stream error";
 		if (state == PW_STREAM_STATE_UNCONNECTED && self->connected_ && self->error_.empty())
 			self->error_ = "the level meter was disconnected";
-	} catch (...) {
+	} catch (const std::exception& e) {
+		log::warning("pipewire", "level meter state: {}", e.what());
 	}
 }
 
@@ -107,7 +108,8 @@ void PeakStream::onProcess(void* data) noexcept {
 			++self->buffers_;
 		}
 		pw_stream_queue_buffer(self->stream_, b);
-	} catch (...) {
+	} catch (const std::exception& e) {
+		log::warning("pipewire", "level meter buffer: {}", e.what());
 	}
 }
 

@@ -357,13 +357,18 @@ void PipewireBackend::syncObject(const std::string& path, const json& value, boo
 void PipewireBackend::publishNode(const Node& n) {
 	if (!n.complete) return;
 	std::string path = pointer::join(kNodes, n.key);
+	json value = nodeJson(n);
+	if (value["audio"].is_null() && value["type"].get_ref<const std::string&>().rfind("audio", 0) == 0 &&
+	    noVolumeLogged_.insert(n.key).second)
+		log::info(kLog, "audio node {} ({}) has no volume controls (no Props param): its audio is null", n.key,
+		          value["name"].is_string() ? value["name"].get<std::string>() : std::string("?"));
 	if (!published(n)) {
 		nodeKeys_[n.id] = n.key;
 		nodeIds_[n.key] = n.id;
-		context_.tree.set(path, nodeJson(n));
+		context_.tree.set(path, std::move(value));
 		return;
 	}
-	syncObject(path, nodeJson(n), true);
+	syncObject(path, value, true);
 }
 
 void PipewireBackend::publishDevice(const Device& d) {
@@ -439,7 +444,8 @@ void PipewireBackend::publishAll() {
 		}
 	std::set<uint32_t> dirty;
 	publishLinks(dirty);
-	for (const auto& [id, key]: nodeKeys_) tree.set(pointer::join(kNodes, key), nodeJson(*graph_->node(id)));
+	// Each node is written whole (nothing is there yet), after the links it refers to.
+	for (const auto& [id, _]: nodeKeys_) publishNode(*graph_->node(id));
 	publishDefaults();
 	setState(BackendState::Running);
 	log::info(kLog, "/audio is complete: {} nodes, {} devices, {} links{}", nodeKeys_.size(), deviceKeys_.size(),

@@ -130,6 +130,7 @@ private:
 	std::map<std::string, uint32_t> nodeIds_, deviceIds_;
 	std::map<uint32_t, std::set<uint32_t>> playingTo_, capturedFrom_;
 	json defaults_ = json::object();
+	std::set<std::string> noVolumeLogged_;
 
 	std::list<Waiter> waiters_;
 	EventSource waitTimer_;
