@@ -8,6 +8,9 @@
 #include <spa/utils/result.h>
 
 #include <algorithm>
+#include <set>
+#include <string_view>
+#include <type_traits>
 #include <cerrno>
 #include <cstring>
 
@@ -17,14 +20,33 @@ namespace {
 
 constexpr const char* kLog = "pipewire";
 
-Props toProps(const spa_dict* dict) {
+// The properties /audio is made of; the rest (a node has dozens) is not kept.
+const std::set<std::string_view> kNodeKeys = {
+    "object.serial", "media.class", "node.name", "node.description", "node.nick", "device.id", "card.profile.device",
+    "client.id", "application.name", "application.icon-name", "application.process.id", "application.process.binary",
+    "media.name", "media.title", "media.artist", "media.role", "media.category", "stream.monitor"};
+const std::set<std::string_view> kDeviceKeys = {"object.serial", "media.class", "device.name", "device.description",
+                                                "device.nick", "device.api"};
+const std::set<std::string_view> kClientKeys = {"object.serial", "application.name", "application.icon-name",
+                                                "application.process.id", "application.process.binary"};
+const std::set<std::string_view> kOtherKeys = {"object.serial"};
+
+Props toProps(const spa_dict* dict, const std::set<std::string_view>& keep) {
 	Props p;
 	if (!dict) return p;
 	const spa_dict_item* item = nullptr;
 	spa_dict_for_each(item, dict) {
-		if (item->key && item->value) p.emplace(item->key, item->value);
+		if (item->key && item->value && keep.count(item->key)) p.emplace(item->key, item->value);
 	}
 	return p;
+}
+
+template <typename T>
+const std::set<std::string_view>& keysOf() {
+	if constexpr (std::is_same_v<T, Node>) return kNodeKeys;
+	else if constexpr (std::is_same_v<T, Device>) return kDeviceKeys;
+	else if constexpr (std::is_same_v<T, Client>) return kClientKeys;
+	else return kOtherKeys;
 }
 
 // Catches what a handler throws: nothing may unwind into libpipewire.
@@ -229,7 +251,7 @@ T* Graph::bind(std::map<uint32_t, std::unique_ptr<T>>& map, uint32_t id, const c
 	o->graph = this;
 	o->id = id;
 	o->proxy = proxy;
-	o->props = toProps(props);
+	o->props = toProps(props, keysOf<T>());
 	auto serial = propInt(o->props, "object.serial");
 	o->serial = serial && *serial >= 0 ? uint64_t(*serial) : 0;
 	// PipeWire before 0.3.44 has no serials; the global id is then the best key there is.
@@ -288,7 +310,7 @@ void Graph::global(uint32_t id, const char* type, uint32_t version, const spa_di
 		metadata_->graph = this;
 		metadata_->id = id;
 		metadata_->proxy = proxy;
-		metadata_->props = toProps(props);
+		metadata_->props = toProps(props, kOtherKeys);
 		metadata_->key = "metadata";
 		static const pw_metadata_events events = {
 		    .version = PW_VERSION_METADATA_EVENTS,
@@ -364,7 +386,7 @@ void Graph::onNodeInfo(void* data, const pw_node_info* info) noexcept {
 		if (!info) return;
 		n->haveInfo = true;
 		if ((info->change_mask & PW_NODE_CHANGE_MASK_PROPS) && info->props) {
-			auto props = toProps(info->props);
+			auto props = toProps(info->props, kNodeKeys);
 			if (props == n->props) return;
 			n->props = std::move(props);
 			if (n->complete) n->graph->changes_.nodes.insert(n->id);
@@ -394,7 +416,7 @@ void Graph::onDeviceInfo(void* data, const pw_device_info* info) noexcept {
 void Graph::deviceInfo(Device& d, const pw_device_info* info) {
 	d.haveInfo = true;
 	if ((info->change_mask & PW_DEVICE_CHANGE_MASK_PROPS) && info->props) {
-		auto props = toProps(info->props);
+		auto props = toProps(info->props, kDeviceKeys);
 		if (props != d.props) {
 			d.props = std::move(props);
 			if (d.complete) changes_.devices.insert(d.id);
@@ -502,7 +524,7 @@ void Graph::onClientInfo(void* data, const pw_client_info* info) noexcept {
 	guarded("client info", [&] {
 		auto* c = static_cast<Client*>(data);
 		if (!info || !(info->change_mask & PW_CLIENT_CHANGE_MASK_PROPS) || !info->props) return;
-		auto props = toProps(info->props);
+		auto props = toProps(info->props, kClientKeys);
 		if (props == c->props) return;
 		c->props = std::move(props);
 		if (c->complete) c->graph->changes_.clients.insert(c->id);
