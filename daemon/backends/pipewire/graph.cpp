@@ -66,11 +66,12 @@ void guarded(const char* what, F&& f) noexcept {
 Graph::Graph(pw_context* context): context_(context) {}
 
 Graph::~Graph() {
-	for (auto& [_, o]: nodes_) destroyObject(*o);
-	for (auto& [_, o]: devices_) destroyObject(*o);
-	for (auto& [_, o]: links_) destroyObject(*o);
-	for (auto& [_, o]: clients_) destroyObject(*o);
-	if (metadata_) destroyObject(*metadata_);
+	// Proxies first (each removes its listener), then the registry, then the connection.
+	nodes_.clear();
+	devices_.clear();
+	links_.clear();
+	clients_.clear();
+	metadata_.reset();
 	if (registry_) {
 		spa_hook_remove(&registryListener_);
 		pw_proxy_destroy(reinterpret_cast<pw_proxy*>(registry_));
@@ -321,21 +322,13 @@ void Graph::global(uint32_t id, const char* type, uint32_t version, const spa_di
 	}
 }
 
-void Graph::destroyObject(Object& o) {
-	if (!o.proxy) return;
-	spa_hook_remove(&o.objectListener);
-	pw_proxy_destroy(o.proxy);
-	o.proxy = nullptr;
-}
-
 void Graph::globalRemove(uint32_t id) {
 	auto drop = [&](auto& map, std::vector<std::string>* removed, std::set<uint32_t>* changed) {
 		auto it = map.find(id);
 		if (it == map.end()) return false;
 		if (it->second->complete && removed) removed->push_back(it->second->key);
 		if (changed) changed->erase(id);
-		destroyObject(*it->second);
-		map.erase(it);
+		map.erase(it);   // releases the proxy
 		return true;
 	};
 	if (drop(nodes_, &changes_.removedNodes, &changes_.nodes)) return;
@@ -347,7 +340,6 @@ void Graph::globalRemove(uint32_t id) {
 		return;
 	}
 	if (metadata_ && metadata_->id == id) {
-		destroyObject(*metadata_);
 		metadata_.reset();
 		changes_.defaults = true;
 	}

@@ -30,8 +30,8 @@ namespace qsd::pipewire {
 
 class Graph;
 
-// Common to every bound object: identity, its proxy and listeners (removed before the proxy is
-// destroyed), and whether it is complete.
+// Common to every bound object: identity, its proxy and listener (an RAII pair: the listener is
+// removed, then the proxy destroyed, when the object goes), and whether it is complete.
 struct Object {
 	Graph* graph = nullptr;
 	uint32_t id = 0;                 // global id
@@ -47,6 +47,13 @@ struct Object {
 	Object() = default;
 	Object(const Object&) = delete;
 	Object& operator=(const Object&) = delete;
+	virtual ~Object() { release(); }
+	void release() {
+		if (!proxy) return;
+		spa_hook_remove(&objectListener);
+		pw_proxy_destroy(proxy);
+		proxy = nullptr;
+	}
 };
 
 struct Node: Object {
@@ -166,7 +173,6 @@ private:
 	T* bind(std::map<uint32_t, std::unique_ptr<T>>& map, uint32_t id, const char* type, uint32_t version,
 	        const spa_dict* props, const void* events);
 	void bound(Object& o);
-	void destroyObject(Object& o);
 	void done(int seq);
 	void completed(uint64_t gen);
 	void deviceInfo(Device& d, const pw_device_info* info);
