@@ -1,0 +1,551 @@
+// The audio.* methods. Each one validates everything before it sends anything (-32602 naming the
+// parameter), writes what wpctl would write, and answers only once the change is visible: the
+// param or metadata event came back and the tree shows it. The tree is flushed before the
+// answer, so a subscriber on the same connection gets the change before the response.
+
+#include "pipewire_backend.hpp"
+
+#include "../../log.hpp"
+#include "../../server/client.hpp"
+
+#include <qsd/protocol/jsonrpc.hpp>
+#include <qsd/protocol/mirror.hpp>
+
+#include <pipewire/impl-module.h>
+#include <pipewire/pipewire.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace qsd::pipewire {
+
+namespace {
+
+using rpc::ErrorCode;
+using rpc::Params;
+using rpc::RpcException;
+
+constexpr const char* kNodes = "/audio/nodes";
+constexpr uint64_t kTimeoutUs = 5'000'000;
+constexpr uint64_t kPeakIntervalUs = 40'000;   // 25 Hz
+constexpr uint64_t kPeakSilenceUs = 250'000;   // no buffers for this long: the meter drops to 0
+// 10 on the cubic scale is 1000 % (linear 1000); PipeWire itself takes any float.
+constexpr double kMaxVolume = 10.0;
+
+[[noreturn]] void bad(const char* param, const std::string& expected, const json& value = nullptr) {
+	json data = {{"param", param}, {"expected", expected}};
+	if (!value.is_null()) data["value"] = value;
+	throw RpcException(ErrorCode::InvalidParams, std::string("Invalid params: '") + param + "' must be " + expected,
+	                   std::move(data));
+}
+
+NodeType typeOf(const Node& n) {
+	auto it = n.props.find("media.class");
+	return nodeType(it == n.props.end() ? std::string_view() : std::string_view(it->second));
+}
+
+double checkVolume(const json& v, const char* param) {
+	if (!v.is_number()) bad(param, "a number from 0 to 10 (cubic scale, 1.0 = 100 %)", v);
+	double d = v.get<double>();
+	if (!std::isfinite(d) || d < 0 || d > kMaxVolume) bad(param, "a number from 0 to 10 (cubic scale, 1.0 = 100 %)", v);
+	return d;
+}
+
+// BackendFailed carries {name, message} like a D-Bus error (core.json), plus the backend.
+json failure(const char* name, const std::string& message) {
+	return {{"backend", "pipewire"}, {"name", name}, {"message", message}};
+}
+
+[[noreturn]] void sendFailed(const char* what, int res) {
+	std::string message = std::string(what) + " failed: " + std::strerror(-res);
+	throw RpcException(ErrorCode::BackendFailed, message, failure("pipewire.SendFailed", message));
+}
+
+std::string peaksKey(const std::string& node) { return "audio.peaks." + node; }
+
+// A key param: the key string, or the object.serial as a number (qsctl's key=52 parses as one).
+std::optional<std::string> keyOf(const json& v) {
+	if (v.is_string()) return v.get<std::string>();
+	if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
+	if (v.is_number_integer() && v.get<int64_t>() >= 0) return std::to_string(v.get<int64_t>());
+	return std::nullopt;
+}
+
+// The key in `param`, which must be present; `expected` describes it in the -32602 error.
+std::string keyParam(const json& params, const char* param, const std::string& expected) {
+	const json* v = params.is_object() && params.contains(param) ? &params.at(param) : nullptr;
+	auto key = v ? keyOf(*v) : std::nullopt;
+	if (!key) bad(param, expected, v ? *v : json(nullptr));
+	return *key;
+}
+
+} // namespace
+
+void PipewireBackend::requireAvailable() const {
+	if (graph_ && ready_) return;
+	throw RpcException(ErrorCode::BackendUnavailable,
+	                   "PipeWire is unavailable" + (unavailableWhy_.empty() ? std::string() : ": " + unavailableWhy_),
+	                   {{"backend", "pipewire"}, {"path", "/audio"}});
+}
+
+const Node& PipewireBackend::audioNode(const json& params, const char* param) const {
+	static const std::string expected = "the key of an audio node in /audio/nodes";
+	auto key = keyParam(params, param, expected);
+	const Node* n = nodeByKey(key);
+	if (!n || !isAudio(typeOf(*n))) bad(param, expected, params.at(param));
+	return *n;
+}
+
+void PipewireBackend::registerMethods() {
+	auto& disp = context_.dispatcher;
+
+	disp.addAsync("audio.setVolume", [this](const json& params, Responder responder, ClientSession&) {
+		Params p(params);
+		(void)keyParam(params, "node", "the key of an audio node in /audio/nodes");
+		double volume = checkVolume(p.any("volume"), "volume");
+		requireAvailable();
+		const Node& n = audioNode(params, "node");
+		auto src = volumeSource(n);
+		if (!src.state || src.state->linear.empty()) bad("node", "a node with channel volumes", params.at("node"));
+		writeVolume(n, src, scaleVolumes(cubicVolumes(*src.state), volume), std::nullopt, std::move(responder));
+	});
+	methods_.emplace_back(disp, "audio.setVolume");
+
+	disp.addAsync("audio.setVolumes", [this](const json& params, Responder responder, ClientSession&) {
+		Params p(params);
+		(void)keyParam(params, "node", "the key of an audio node in /audio/nodes");
+		const json& list = p.array("volumes");
+		std::vector<double> volumes;
+		for (const auto& v: list) volumes.push_back(checkVolume(v, "volumes"));
+		requireAvailable();
+		const Node& n = audioNode(params, "node");
+		auto src = volumeSource(n);
+		if (!src.state || src.state->linear.empty()) bad("node", "a node with channel volumes", params.at("node"));
+		if (volumes.size() != src.state->linear.size())
+			bad("volumes", "an array of " + std::to_string(src.state->linear.size()) + " numbers (one per channel)", list);
+		writeVolume(n, src, std::move(volumes), std::nullopt, std::move(responder));
+	});
+	methods_.emplace_back(disp, "audio.setVolumes");
+
+	disp.addAsync("audio.setMuted", [this](const json& params, Responder responder, ClientSession&) {
+		Params p(params);
+		(void)keyParam(params, "node", "the key of an audio node in /audio/nodes");
+		bool muted = p.boolean("muted");
+		requireAvailable();
+		const Node& n = audioNode(params, "node");
+		auto src = volumeSource(n);
+		if (!src.state) bad("node", "a node with a mute control", params.at("node"));
+		writeVolume(n, src, std::nullopt, muted, std::move(responder));
+	});
+	methods_.emplace_back(disp, "audio.setMuted");
+
+	disp.addAsync("audio.setPreferredDefault", [this](const json& params, Responder responder, ClientSession&) {
+		Params p(params);
+		const json& node = p.any("node");
+		auto nodeKey = node.is_null() ? std::optional<std::string>() : keyOf(node);
+		if (!node.is_null() && !nodeKey) bad("node", "the key of a sink or source node, or null", node);
+		auto kind = p.optString("kind");
+		if (kind && *kind != "sink" && *kind != "source") bad("kind", "\"sink\" or \"source\"", *kind);
+		requireAvailable();
+		std::string name;
+		std::string key;
+		if (nodeKey) {
+			const Node* n = nodeByKey(*nodeKey);
+			auto type = n ? typeOf(*n) : NodeType::Other;
+			if (!n || (type != NodeType::AudioSink && type != NodeType::AudioSource && type != NodeType::AudioDuplex))
+				bad("node", "the key of a sink or source node (not a stream) in /audio/nodes, or null", node);
+			std::string own = type == NodeType::AudioSink ? "sink" : type == NodeType::AudioSource ? "source" : "";
+			if (own.empty() && !kind) bad("kind", "\"sink\" or \"source\" (the node is a duplex node)");
+			if (kind && !own.empty() && *kind != own) bad("kind", "\"" + own + "\" for this node (or left out)", *kind);
+			if (!kind) kind = own;
+			auto nm = n->props.find("node.name");
+			if (nm == n->props.end() || nm->second.empty()) bad("node", "a node with a node.name", node);
+			name = nm->second;
+			key = n->key;
+		} else if (!kind) {
+			bad("kind", "\"sink\" or \"source\" (required when node is null)");
+		}
+		if (!graph_->defaults())
+			throw RpcException(ErrorCode::BackendUnavailable,
+			                   "No session manager: PipeWire has no \"default\" metadata (is WirePlumber running?)",
+			                   {{"backend", "pipewire"}, {"metadata", "default"}});
+		std::string metadataKey = "default.configured.audio." + *kind;
+		std::string value = name.empty() ? std::string() : defaultNodeValue(name);
+		int r = graph_->setMetadata(0, metadataKey.c_str(), name.empty() ? nullptr : "Spa:String:JSON",
+		                            name.empty() ? nullptr : value.c_str());
+		if (r < 0) sendFailed("Setting the metadata", r);
+		Waiter w;
+		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
+		w.object = graph_->defaults()->id;
+		w.what = metadataKey;
+		w.check = [this, metadataKey, name, key, kind = *kind]() -> std::optional<json> {
+			const Metadata* m = graph_->defaults();
+			if (!m) throw RpcException(ErrorCode::BackendUnavailable, "The session manager left", {{"backend", "pipewire"}});
+			auto it = m->defaults.find(metadataKey);
+			auto current = it == m->defaults.end() ? std::nullopt : defaultNodeName(it->second);
+			if (name.empty() ? current.has_value() : current != name) return std::nullopt;
+			return json{{"kind", kind}, {"node", key.empty() ? json(nullptr) : json(key)}};
+		};
+		wait(std::move(w));
+	});
+	methods_.emplace_back(disp, "audio.setPreferredDefault");
+
+	disp.addAsync("audio.moveStream", [this](const json& params, Responder responder, ClientSession&) {
+		Params p(params);
+		auto streamKey = keyParam(params, "stream", "the key of a stream (isStream) in /audio/nodes");
+		const json& target = p.any("target");
+		auto targetKey = target.is_null() ? std::optional<std::string>() : keyOf(target);
+		if (!target.is_null() && !targetKey) bad("target", "the key of a sink or source node, or null", target);
+		requireAvailable();
+		const Node* s = nodeByKey(streamKey);
+		if (!s || !isStream(typeOf(*s))) bad("stream", "the key of a stream (isStream) in /audio/nodes", params.at("stream"));
+		bool output = typeOf(*s) == NodeType::AudioOutStream;
+		const Node* t = nullptr;
+		if (targetKey) {
+			t = nodeByKey(*targetKey);
+			auto type = t ? typeOf(*t) : NodeType::Other;
+			bool fits = t && isAudio(type) && !isStream(type) &&
+			            (!output || type == NodeType::AudioSink || type == NodeType::AudioDuplex);
+			if (!fits)
+				bad("target", output ? "the key of a sink node in /audio/nodes, or null"
+				                     : "the key of a source or sink node in /audio/nodes, or null",
+				    target);
+		}
+		if (!graph_->defaults())
+			throw RpcException(ErrorCode::BackendUnavailable,
+			                   "No session manager: PipeWire has no \"default\" metadata (is WirePlumber running?)",
+			                   {{"backend", "pipewire"}, {"metadata", "default"}});
+		std::string serial = t ? std::to_string(t->serial) : std::string();
+		int r = graph_->setMetadata(s->id, "target.object", t ? "Spa:Id" : nullptr, t ? serial.c_str() : nullptr);
+		if (r >= 0 && !t) r = graph_->setMetadata(s->id, "target.node", nullptr, nullptr);
+		if (r < 0) sendFailed("Setting the metadata", r);
+		Waiter w;
+		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
+		w.object = graph_->defaults()->id;
+		w.what = "the move of stream " + s->key;
+		w.check = [this, stream = s->key, targetKey = t ? t->key : std::string(), output]() -> std::optional<json> {
+			const Node* sn = nodeByKey(stream);
+			if (!sn) throw RpcException(ErrorCode::NotFound, "The stream went away", {{"param", "stream"}, {"value", stream}});
+			std::string want = targetKey;
+			if (want.empty()) {   // back to following the default
+				const json& d = defaults_[output ? "defaultAudioSink" : "defaultAudioSource"];
+				if (!d.is_string()) return std::nullopt;
+				want = d.get<std::string>();
+			}
+			auto wantId = nodeIds_.find(want);
+			if (wantId == nodeIds_.end()) return std::nullopt;
+			const auto& adjacency = output ? playingTo_ : capturedFrom_;
+			auto it = adjacency.find(sn->id);
+			if (it == adjacency.end() || !it->second.count(wantId->second)) return std::nullopt;
+			return json{{"stream", stream}, {"target", targetKey.empty() ? json(nullptr) : json(want)}};
+		};
+		wait(std::move(w));
+	});
+	methods_.emplace_back(disp, "audio.moveStream");
+
+	disp.addAsync("audio.setDeviceProfile", [this](const json& params, Responder responder, ClientSession&) {
+		Params p(params);
+		auto deviceKey = keyParam(params, "device", "the key of a device in /audio/devices");
+		const json& profile = p.any("profile");
+		if (!profile.is_string() && !profile.is_number_integer())
+			bad("profile", "a profile index or name from the device's profiles", profile);
+		requireAvailable();
+		const Device* d = deviceByKey(deviceKey);
+		if (!d) bad("device", "the key of a device in /audio/devices", params.at("device"));
+		auto it = std::find_if(d->profiles.begin(), d->profiles.end(), [&](const ProfileParam& x) {
+			return profile.is_string() ? x.name == profile.get<std::string>() : x.index == profile.get<int64_t>();
+		});
+		if (it == d->profiles.end()) bad("profile", "a profile index or name from the device's profiles", profile);
+		int32_t index = it->index;
+		int r = graph_->setProfile(d->id, index);
+		if (r < 0) sendFailed("Setting the profile", r);
+		Waiter w;
+		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
+		w.object = d->id;
+		w.what = "profile " + it->name + " of device " + d->key;
+		w.check = [this, key = d->key, index]() -> std::optional<json> {
+			const Device* dev = deviceByKey(key);
+			if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"value", key}});
+			if (!dev->profile || dev->profile->index != index) return std::nullopt;
+			return json{{"device", key}, {"profile", dev->profile->name}, {"profileIndex", index}};
+		};
+		wait(std::move(w));
+	});
+	methods_.emplace_back(disp, "audio.setDeviceProfile");
+
+	disp.addAsync("audio.setRoute", [this](const json& params, Responder responder, ClientSession&) {
+		Params p(params);
+		auto deviceKey = keyParam(params, "device", "the key of a device in /audio/devices");
+		int64_t index = p.integer("route");
+		requireAvailable();
+		const Device* d = deviceByKey(deviceKey);
+		if (!d) bad("device", "the key of a device in /audio/devices", params.at("device"));
+		auto it = std::find_if(d->routes.begin(), d->routes.end(), [&](const RouteParam& r) {
+			bool inProfile = r.profiles.empty() || !d->profile ||
+			                 std::find(r.profiles.begin(), r.profiles.end(), d->profile->index) != r.profiles.end();
+			return r.index == index && inProfile && !r.devices.empty();
+		});
+		if (it == d->routes.end()) bad("route", "the index of one of the device's ports (its active profile's routes)", index);
+		// The card device it goes to: the one whose port it replaces, as pavucontrol's port switch.
+		int32_t cardDevice = it->devices.front();
+		for (const auto& a: d->activeRoutes)
+			if (a.direction == it->direction && std::find(it->devices.begin(), it->devices.end(), a.device) != it->devices.end()) {
+				cardDevice = a.device;
+				break;
+			}
+		int r = graph_->setRoute(d->id, it->index, cardDevice, std::nullopt, std::nullopt);
+		if (r < 0) sendFailed("Setting the route", r);
+		Waiter w;
+		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
+		w.object = d->id;
+		w.what = "route " + it->name + " of device " + d->key;
+		w.check = [this, key = d->key, route = it->index, cardDevice]() -> std::optional<json> {
+			const Device* dev = deviceByKey(key);
+			if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"value", key}});
+			for (const auto& a: dev->activeRoutes)
+				if (a.device == cardDevice && a.index == route)
+					return json{{"device", key}, {"route", route}, {"name", a.name}};
+			return std::nullopt;
+		};
+		wait(std::move(w));
+	});
+	methods_.emplace_back(disp, "audio.setRoute");
+
+	disp.addAsync("audio.monitorPeaks", [this](const json& params, Responder responder, ClientSession& client) {
+		Params p(params);
+		auto key = keyParam(params, "node", "the key of an audio node in /audio/nodes");
+		bool enabled = p.boolean("enabled");
+		if (!enabled) {
+			// Always possible: a monitor that ended with PipeWire is already gone.
+			client.detach(peaksKey(key));
+			context_.tree.flush();
+			responder.result({{"node", key}, {"enabled", false}});
+			return;
+		}
+		requireAvailable();
+		const Node& n = audioNode(params, "node");
+		monitorPeaks(n, true, std::move(responder), client);
+	});
+	methods_.emplace_back(disp, "audio.monitorPeaks");
+}
+
+void PipewireBackend::writeVolume(const Node& n, const VolumeSource& src, std::optional<std::vector<double>> volumes,
+                                  std::optional<bool> mute, Responder responder) {
+	std::optional<std::vector<float>> linear;
+	if (volumes) {
+		linear.emplace();
+		for (double v: *volumes) linear->push_back(linearFromCubic(v));
+	}
+	// A node of a sound card goes through the card's Route, as wpctl writes it; the route's
+	// volumeStep is not consulted, so cards that report none (Bluetooth) work too.
+	int r = src.device ? graph_->setRoute(src.device->id, src.route, src.cardDevice, linear, mute)
+	                   : graph_->setNodeProps(n.id, linear, mute);
+	if (r < 0) sendFailed("Sending the change", r);
+	Waiter w;
+	w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
+	w.object = src.device ? src.device->id : n.id;
+	w.what = (volumes ? "the volume" : "the mute") + std::string(" of node ") + n.key;
+	w.check = [this, key = n.key, volumes = std::move(volumes), mute]() -> std::optional<json> {
+		const Node* node = nodeByKey(key);
+		if (!node) throw RpcException(ErrorCode::NotFound, "The node went away", {{"param", "node"}, {"value", key}});
+		auto s = volumeSource(*node);
+		if (!s.state) return std::nullopt;
+		if (volumes) {
+			auto current = cubicVolumes(*s.state);
+			if (current.size() != volumes->size()) return std::nullopt;
+			for (size_t i = 0; i < current.size(); ++i)
+				if (!sameVolume(current[i], (*volumes)[i])) return std::nullopt;
+		}
+		if (mute && s.state->mute.value_or(false) != *mute) return std::nullopt;
+		return json{{"node", key}, {"audio", audioJson(*s.state)}};
+	};
+	wait(std::move(w));
+}
+
+// ---------------------------------------------------------------------------------------------
+// waits
+
+void PipewireBackend::answer(Waiter& w, const json& result) {
+	context_.tree.flush();
+	w.answer->result(result);
+}
+
+void PipewireBackend::wait(Waiter w) {
+	w.deadline = context_.loop.now() + kTimeoutUs;
+	try {
+		// Already so (a no-op change): nothing to wait for.
+		if (auto r = w.check()) {
+			answer(w, *r);
+			return;
+		}
+	} catch (const RpcException& e) {
+		w.answer->error(e.error.code, e.error.message, e.error.data);
+		return;
+	}
+	waiters_.push_back(std::move(w));
+	if (!waitTimer_) waitTimer_ = context_.loop.addIdleTimer([this] { expireWaiters(); }, "pipewire-action-timeout");
+	uint64_t first = UINT64_MAX;
+	for (const auto& x: waiters_) first = std::min(first, x.deadline);
+	waitTimer_.setTime(first);
+}
+
+void PipewireBackend::checkWaiters() {
+	auto errors = graph_ ? graph_->takeErrors() : std::vector<Graph::Error>{};
+	if (waiters_.empty()) return;
+	for (auto it = waiters_.begin(); it != waiters_.end();) {
+		auto err = std::find_if(errors.begin(), errors.end(), [&](const Graph::Error& e) { return e.global == it->object; });
+		try {
+			if (err != errors.end()) {
+				auto data = failure("pipewire.Refused", err->message);
+				data["errno"] = -err->res;
+				it->answer->error(ErrorCode::BackendFailed, "PipeWire refused " + it->what + ": " + err->message,
+				                  std::move(data));
+			} else if (auto r = it->check()) {
+				answer(*it, *r);
+			} else {
+				++it;
+				continue;
+			}
+		} catch (const RpcException& e) {
+			it->answer->error(e.error.code, e.error.message, e.error.data);
+		}
+		it = waiters_.erase(it);
+	}
+	if (waiters_.empty()) waitTimer_.setEnabled(SD_EVENT_OFF);
+}
+
+void PipewireBackend::expireWaiters() {
+	uint64_t now = context_.loop.now();
+	uint64_t next = UINT64_MAX;
+	for (auto it = waiters_.begin(); it != waiters_.end();) {
+		if (it->deadline > now) {
+			next = std::min(next, it->deadline);
+			++it;
+			continue;
+		}
+		log::warning("pipewire", "PipeWire did not apply {} within {} s", it->what, kTimeoutUs / 1'000'000);
+		std::string message = "PipeWire did not apply " + it->what + " within " + std::to_string(kTimeoutUs / 1'000'000) + " s";
+		it->answer->error(ErrorCode::BackendFailed, message, failure("pipewire.Timeout", message));
+		it = waiters_.erase(it);
+	}
+	if (next != UINT64_MAX) waitTimer_.setTime(next);
+}
+
+void PipewireBackend::failWaiters(rpc::ErrorCode code, const std::string& message) {
+	for (auto& w: waiters_) w.answer->error(code, message, {{"backend", "pipewire"}});
+	waiters_.clear();
+	if (waitTimer_) waitTimer_.setEnabled(SD_EVENT_OFF);
+}
+
+// ---------------------------------------------------------------------------------------------
+// level meters
+
+void PipewireBackend::monitorPeaks(const Node& n, bool, Responder responder, ClientSession& client) {
+	if (!clientNodeLoaded_) {
+		// pw_stream's client node and adapter, loaded with the first level meter.
+		for (const char* module: {"libpipewire-module-client-node", "libpipewire-module-adapter"})
+			if (!pw_context_load_module(pwContext_, module, nullptr, nullptr))
+				throw RpcException(ErrorCode::BackendFailed, std::string("Cannot load ") + module,
+				                   failure("pipewire.StreamFailed", std::strerror(errno)));
+		clientNodeLoaded_ = true;
+	}
+	auto& m = monitors_[n.key];
+	if (!m.stream) {
+		auto type = typeOf(n);
+		std::vector<uint32_t> positions;
+		if (auto src = volumeSource(n); src.state) positions = src.state->channelMap;
+		m.stream = std::make_unique<PeakStream>(graph_->core(), std::to_string(n.serial),
+		                                        type == NodeType::AudioSink || type == NodeType::AudioDuplex, positions);
+		if (!m.stream->ok() || !m.stream->error().empty()) {
+			std::string why = m.stream->error();
+			monitors_.erase(n.key);
+			throw RpcException(ErrorCode::BackendFailed, "Cannot open a level meter: " + why,
+			                   failure("pipewire.StreamFailed", why));
+		}
+	}
+	if (!m.clients.count(client.id())) {
+		m.clients[client.id()] = client.weak();
+		client.attach(peaksKey(n.key), std::make_shared<MonitorToken>(self_, n.key, client.id()));
+	}
+	if (!peakTimer_) peakTimer_ = context_.loop.addIdleTimer([this] { publishPeaks(); }, "pipewire-peaks");
+	if (!peakTimerArmed_) {
+		peakTimerArmed_ = true;
+		peakTimer_.setTime(context_.loop.now() + kPeakIntervalUs);
+	}
+	Waiter w;
+	w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
+	w.object = n.id;
+	w.what = "the level meter of node " + n.key;
+	w.check = [this, key = n.key]() -> std::optional<json> {
+		auto it = monitors_.find(key);
+		if (it == monitors_.end())
+			throw RpcException(ErrorCode::NotFound, "The node went away", {{"param", "node"}, {"value", key}});
+		auto& mon = it->second;
+		if (!mon.stream->error().empty())
+			throw RpcException(ErrorCode::BackendFailed, "The level meter failed: " + mon.stream->error(),
+			                   failure("pipewire.StreamFailed", mon.stream->error()));
+		if (!mon.stream->connected()) return std::nullopt;
+		if (!mon.published) {
+			mon.published = true;
+			mon.peaks.assign(mon.stream->channels(), 0.0f);
+			std::string path = pointer::join(kNodes, key);
+			context_.tree.set(path + "/peaks", json(std::vector<double>(mon.peaks.size(), 0.0)));
+			context_.tree.set(path + "/peak", 0.0);
+		}
+		return json{{"node", key}, {"enabled", true}};
+	};
+	wait(std::move(w));
+}
+
+void PipewireBackend::publishPeaks() {
+	for (auto& [key, m]: monitors_) {
+		if (!m.published || !m.stream->connected()) continue;
+		auto peaks = m.stream->take(context_.loop.now(), kPeakSilenceUs);
+		if (!peaks) continue;
+		json list = json::array();
+		double peak = 0;
+		for (float v: *peaks) {
+			double r = std::round(double(v) * 10000.0) / 10000.0;   // no noise below 0.01 %
+			list.push_back(r);
+			peak = std::max(peak, r);
+		}
+		std::string path = pointer::join(kNodes, key);
+		context_.tree.set(path + "/peaks", std::move(list));
+		context_.tree.set(path + "/peak", peak);
+	}
+	peakTimerArmed_ = !monitors_.empty();
+	if (peakTimerArmed_) peakTimer_.setTime(context_.loop.now() + kPeakIntervalUs);
+}
+
+void PipewireBackend::monitorReleased(const std::string& node, uint64_t client) {
+	auto it = monitors_.find(node);
+	if (it == monitors_.end()) return;
+	it->second.clients.erase(client);
+	if (it->second.clients.empty()) dropMonitor(node);
+}
+
+void PipewireBackend::dropMonitor(std::string node) {
+	auto it = monitors_.find(node);
+	if (it == monitors_.end()) return;
+	auto clients = std::move(it->second.clients);
+	bool wasPublished = it->second.published;
+	monitors_.erase(it);   // closes the stream
+	if (wasPublished && nodeIds_.count(node)) {
+		std::string path = pointer::join(kNodes, node);
+		context_.tree.remove(path + "/peaks");
+		context_.tree.remove(path + "/peak");
+	}
+	// The remaining clients' tokens: their destructors find no monitor any more.
+	for (auto& [_, weak]: clients)
+		if (auto c = weak.lock()) c->detach(peaksKey(node));
+	if (monitors_.empty() && peakTimer_) {
+		peakTimer_.setEnabled(SD_EVENT_OFF);
+		peakTimerArmed_ = false;
+	}
+}
+
+void PipewireBackend::dropAllMonitors() {
+	while (!monitors_.empty()) dropMonitor(monitors_.begin()->first);
+}
+
+} // namespace qsd::pipewire

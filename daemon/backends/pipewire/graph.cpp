@@ -1,0 +1,586 @@
+#include "graph.hpp"
+
+#include "../../log.hpp"
+#include "pod.hpp"
+
+#include <pipewire/extensions/metadata.h>
+#include <spa/param/param.h>
+#include <spa/utils/result.h>
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+#include <type_traits>
+#include <cerrno>
+#include <cstring>
+
+namespace qsd::pipewire {
+
+namespace {
+
+constexpr const char* kLog = "pipewire";
+
+// The properties /audio is made of; the rest (a node has dozens) is not kept.
+const std::set<std::string_view> kNodeKeys = {
+    "object.serial", "media.class", "node.name", "node.description", "node.nick", "device.id", "card.profile.device",
+    "client.id", "application.name", "application.icon-name", "application.process.id", "application.process.binary",
+    "media.name", "media.title", "media.artist", "media.role", "media.category", "stream.monitor"};
+const std::set<std::string_view> kDeviceKeys = {"object.serial", "media.class", "device.name", "device.description",
+                                                "device.nick", "device.api"};
+const std::set<std::string_view> kClientKeys = {"object.serial", "application.name", "application.icon-name",
+                                                "application.process.id", "application.process.binary"};
+const std::set<std::string_view> kOtherKeys = {"object.serial"};
+
+Props toProps(const spa_dict* dict, const std::set<std::string_view>& keep) {
+	Props p;
+	if (!dict) return p;
+	const spa_dict_item* item = nullptr;
+	spa_dict_for_each(item, dict) {
+		if (item->key && item->value && keep.count(item->key)) p.emplace(item->key, item->value);
+	}
+	return p;
+}
+
+template <typename T>
+const std::set<std::string_view>& keysOf() {
+	if constexpr (std::is_same_v<T, Node>) return kNodeKeys;
+	else if constexpr (std::is_same_v<T, Device>) return kDeviceKeys;
+	else if constexpr (std::is_same_v<T, Client>) return kClientKeys;
+	else return kOtherKeys;
+}
+
+// Catches what a handler throws: nothing may unwind into libpipewire.
+template <typename F>
+void guarded(const char* what, F&& f) noexcept {
+	try {
+		f();
+	} catch (const std::exception& e) {
+		log::error(kLog, "handling {} failed: {}", what, e.what());
+	} catch (...) {
+		log::error(kLog, "handling {} failed", what);
+	}
+}
+
+} // namespace
+
+Graph::Graph(pw_context* context): context_(context) {}
+
+Graph::~Graph() {
+	// Proxies first (each removes its listener), then the registry, then the connection.
+	nodes_.clear();
+	devices_.clear();
+	links_.clear();
+	clients_.clear();
+	metadata_.reset();
+	if (registry_) {
+		spa_hook_remove(&registryListener_);
+		pw_proxy_destroy(reinterpret_cast<pw_proxy*>(registry_));
+	}
+	if (core_) {
+		spa_hook_remove(&coreListener_);
+		pw_core_disconnect(core_);
+	}
+}
+
+bool Graph::connect() {
+	core_ = pw_context_connect(context_, nullptr, 0);
+	if (!core_) return false;
+	static const pw_core_events coreEvents = {
+	    .version = PW_VERSION_CORE_EVENTS,
+	    .info = &Graph::onCoreInfo,
+	    .done = &Graph::onCoreDone,
+	    .error = &Graph::onCoreError,
+	};
+	pw_core_add_listener(core_, &coreListener_, &coreEvents, this);
+	registry_ = pw_core_get_registry(core_, PW_VERSION_REGISTRY, 0);
+	static const pw_registry_events registryEvents = {
+	    .version = PW_VERSION_REGISTRY_EVENTS,
+	    .global = &Graph::onGlobal,
+	    .global_remove = &Graph::onGlobalRemove,
+	};
+	pw_registry_add_listener(registry_, &registryListener_, &registryEvents, this);
+	// Its done marks the end of the registry's first listing.
+	registrySeq_ = pw_core_sync(core_, PW_ID_CORE, 0);
+	return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// core
+
+void Graph::onCoreInfo(void* data, const pw_core_info* info) noexcept {
+	guarded("core info", [&] {
+		(void)data;
+		if (info && info->name) log::debug(kLog, "connected to {} {}", info->name, info->version ? info->version : "");
+	});
+}
+
+void Graph::onCoreDone(void* data, uint32_t id, int seq) noexcept {
+	guarded("core done", [&] {
+		if (id == PW_ID_CORE) static_cast<Graph*>(data)->done(seq);
+	});
+}
+
+void Graph::onCoreError(void* data, uint32_t id, int seq, int res, const char* message) noexcept {
+	guarded("core error", [&] {
+		auto* g = static_cast<Graph*>(data);
+		std::string msg = message ? message : "";
+		if (id == PW_ID_CORE) {
+			if (res == -EPIPE) g->lose("PipeWire closed the connection");
+			else log::warning(kLog, "PipeWire error (seq {}): {}: {}", seq, spa_strerror(res), msg);
+			return;
+		}
+		Object* o = g->byProxyId(id);
+		// ENOENT on objects that are going away is routine (Quickshell makes the same observation).
+		if (res == -ENOENT) log::debug(kLog, "PipeWire error on object {}: {}: {}", id, spa_strerror(res), msg);
+		else log::info(kLog, "PipeWire refused a request on {}: {}: {}", o ? o->id : id, spa_strerror(res), msg);
+		if (o) g->errors_.push_back({o->id, res, msg.empty() ? std::string(spa_strerror(res)) : msg});
+	});
+}
+
+void Graph::lose(std::string reason) {
+	if (lost_) return;
+	lost_ = true;
+	lostReason_ = std::move(reason);
+}
+
+uint64_t Graph::requestSync() {
+	uint64_t gen = nextGen_++;
+	int seq = core_ ? pw_core_sync(core_, PW_ID_CORE, 0) : -1;
+	syncWanted_ = false;   // this sync covers whatever waited for one
+	if (seq < 0) return gen;
+	syncs_.emplace_back(seq, gen);
+	return gen;
+}
+
+void Graph::afterIterate() {
+	if (syncWanted_ && !lost_) requestSync();
+}
+
+void Graph::done(int seq) {
+	if (seq == registrySeq_ && !registryListed_) {
+		registryListed_ = true;
+		for (const auto& [id, _]: nodes_) initialIds_.insert(id);
+		for (const auto& [id, _]: devices_) initialIds_.insert(id);
+		for (const auto& [id, _]: links_) initialIds_.insert(id);
+		for (const auto& [id, _]: clients_) initialIds_.insert(id);
+		if (metadata_) initialIds_.insert(metadata_->id);
+		// Everything listed was bound while the listing was read; one more round trip completes it.
+		initialGen_ = requestSync();
+		return;
+	}
+	auto it = std::find_if(syncs_.begin(), syncs_.end(), [&](const auto& s) { return s.first == seq; });
+	if (it == syncs_.end()) return;
+	uint64_t gen = it->second;
+	syncs_.erase(syncs_.begin(), it + 1);
+	completed(gen);
+}
+
+void Graph::completed(uint64_t gen) {
+	completedGen_ = std::max(completedGen_, gen);
+	auto finish = [&](Object& o, auto& set) {
+		if (o.waitGen == 0 || o.waitGen > completedGen_) return;
+		o.waitGen = 0;
+		o.complete = true;
+		set.insert(o.id);
+	};
+	for (auto& [_, n]: nodes_) finish(*n, changes_.nodes);
+	for (auto& [_, d]: devices_) {
+		if (d->waitGen == 0 || d->waitGen > completedGen_) continue;
+		commitDevice(*d);
+		finish(*d, changes_.devices);
+	}
+	for (auto& [_, l]: links_) finish(*l, changes_.links);
+	for (auto& [_, c]: clients_) finish(*c, changes_.clients);
+	if (metadata_ && metadata_->waitGen && metadata_->waitGen <= completedGen_) {
+		metadata_->waitGen = 0;
+		metadata_->complete = true;
+		changes_.defaults = true;
+	}
+	if (!ready_ && initialGen_ && completedGen_ >= initialGen_) {
+		// Everything the first listing held, complete (a device whose params came after its
+		// bind's sync completes at a later one).
+		bool all = true;
+		for (uint32_t id: initialIds_) {
+			const Object* o = nullptr;
+			if (auto n = nodes_.find(id); n != nodes_.end()) o = n->second.get();
+			else if (auto d = devices_.find(id); d != devices_.end()) o = d->second.get();
+			else if (auto l = links_.find(id); l != links_.end()) o = l->second.get();
+			else if (auto c = clients_.find(id); c != clients_.end()) o = c->second.get();
+			else if (metadata_ && metadata_->id == id) o = metadata_.get();
+			if (o && !o->complete) all = false;
+		}
+		if (all) {
+			ready_ = true;
+			initialIds_.clear();
+		}
+	}
+}
+
+Changes Graph::takeChanges() {
+	Changes out = std::move(changes_);
+	changes_ = Changes{};
+	return out;
+}
+
+std::vector<Graph::Error> Graph::takeErrors() {
+	std::vector<Error> out = std::move(errors_);
+	errors_.clear();
+	return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// registry
+
+void Graph::onGlobal(void* data, uint32_t id, uint32_t, const char* type, uint32_t version, const spa_dict* props) noexcept {
+	guarded("registry global", [&] { static_cast<Graph*>(data)->global(id, type, version, props); });
+}
+
+void Graph::onGlobalRemove(void* data, uint32_t id) noexcept {
+	guarded("registry global_remove", [&] { static_cast<Graph*>(data)->globalRemove(id); });
+}
+
+template <typename T>
+T* Graph::bind(std::map<uint32_t, std::unique_ptr<T>>& map, uint32_t id, const char* type, uint32_t version,
+               const spa_dict* props, const void* events) {
+	if (map.count(id)) return nullptr;   // a global announced twice
+	auto* proxy = static_cast<pw_proxy*>(pw_registry_bind(registry_, id, type, version, 0));
+	if (!proxy) {
+		log::warning(kLog, "binding {} {} failed: {}", type, id, std::strerror(errno));
+		return nullptr;
+	}
+	auto o = std::make_unique<T>();
+	o->graph = this;
+	o->id = id;
+	o->proxy = proxy;
+	o->props = toProps(props, keysOf<T>());
+	auto serial = propInt(o->props, "object.serial");
+	o->serial = serial && *serial >= 0 ? uint64_t(*serial) : 0;
+	// PipeWire before 0.3.44 has no serials; the global id is then the best key there is.
+	o->key = serial ? std::to_string(*serial) : "id" + std::to_string(id);
+	pw_proxy_add_object_listener(proxy, &o->objectListener, events, o.get());
+	T* raw = o.get();
+	map.emplace(id, std::move(o));
+	bound(*raw);
+	return raw;
+}
+
+void Graph::bound(Object& o) {
+	o.waitGen = nextGen_;
+	syncWanted_ = true;
+}
+
+void Graph::global(uint32_t id, const char* type, uint32_t version, const spa_dict* props) {
+	if (!type) return;
+	if (std::strcmp(type, PW_TYPE_INTERFACE_Node) == 0) {
+		static const pw_node_events events = {
+		    .version = PW_VERSION_NODE_EVENTS,
+		    .info = &Graph::onNodeInfo,
+		    .param = &Graph::onNodeParam,
+		};
+		if (auto* n = bind(nodes_, id, type, std::min<uint32_t>(version, PW_VERSION_NODE), props, &events)) {
+			uint32_t ids[] = {SPA_PARAM_Props};
+			pw_node_subscribe_params(reinterpret_cast<pw_node*>(n->proxy), ids, 1);
+		}
+	} else if (std::strcmp(type, PW_TYPE_INTERFACE_Device) == 0) {
+		static const pw_device_events events = {
+		    .version = PW_VERSION_DEVICE_EVENTS,
+		    .info = &Graph::onDeviceInfo,
+		    .param = &Graph::onDeviceParam,
+		};
+		// Params are enumerated when the first info lists them, and again on each change.
+		bind(devices_, id, type, std::min<uint32_t>(version, PW_VERSION_DEVICE), props, &events);
+	} else if (std::strcmp(type, PW_TYPE_INTERFACE_Link) == 0) {
+		static const pw_link_events events = {
+		    .version = PW_VERSION_LINK_EVENTS,
+		    .info = &Graph::onLinkInfo,
+		};
+		bind(links_, id, type, std::min<uint32_t>(version, PW_VERSION_LINK), props, &events);
+	} else if (std::strcmp(type, PW_TYPE_INTERFACE_Client) == 0) {
+		static const pw_client_events events = {
+		    .version = PW_VERSION_CLIENT_EVENTS,
+		    .info = &Graph::onClientInfo,
+		};
+		bind(clients_, id, type, std::min<uint32_t>(version, PW_VERSION_CLIENT), props, &events);
+	} else if (std::strcmp(type, PW_TYPE_INTERFACE_Metadata) == 0) {
+		const char* name = props ? spa_dict_lookup(props, PW_KEY_METADATA_NAME) : nullptr;
+		if (!name || std::strcmp(name, "default") != 0 || metadata_) return;
+		auto* proxy = static_cast<pw_proxy*>(
+		    pw_registry_bind(registry_, id, type, std::min<uint32_t>(version, PW_VERSION_METADATA), 0));
+		if (!proxy) return;
+		metadata_ = std::make_unique<Metadata>();
+		metadata_->graph = this;
+		metadata_->id = id;
+		metadata_->proxy = proxy;
+		metadata_->props = toProps(props, kOtherKeys);
+		metadata_->key = "metadata";
+		static const pw_metadata_events events = {
+		    .version = PW_VERSION_METADATA_EVENTS,
+		    .property = &Graph::onMetadataProperty,
+		};
+		pw_proxy_add_object_listener(proxy, &metadata_->objectListener, &events, metadata_.get());
+		bound(*metadata_);
+	}
+}
+
+void Graph::globalRemove(uint32_t id) {
+	auto drop = [&](auto& map, std::vector<std::string>* removed, std::set<uint32_t>* changed) {
+		auto it = map.find(id);
+		if (it == map.end()) return false;
+		if (it->second->complete && removed) removed->push_back(it->second->key);
+		if (changed) changed->erase(id);
+		map.erase(it);   // releases the proxy
+		return true;
+	};
+	if (drop(nodes_, &changes_.removedNodes, &changes_.nodes)) return;
+	if (drop(devices_, &changes_.removedDevices, &changes_.devices)) return;
+	if (drop(links_, &changes_.removedLinks, &changes_.links)) return;
+	if (clients_.count(id)) {
+		drop(clients_, nullptr, nullptr);
+		changes_.clients.insert(id);   // its streams lose their application fallback
+		return;
+	}
+	if (metadata_ && metadata_->id == id) {
+		metadata_.reset();
+		changes_.defaults = true;
+	}
+}
+
+Object* Graph::byProxyId(uint32_t proxyId) {
+	auto match = [&](Object& o) { return o.proxy && pw_proxy_get_id(o.proxy) == proxyId; };
+	for (auto& [_, o]: nodes_) if (match(*o)) return o.get();
+	for (auto& [_, o]: devices_) if (match(*o)) return o.get();
+	for (auto& [_, o]: links_) if (match(*o)) return o.get();
+	if (metadata_ && match(*metadata_)) return metadata_.get();
+	return nullptr;
+}
+
+const Node* Graph::node(uint32_t id) const {
+	auto it = nodes_.find(id);
+	return it == nodes_.end() ? nullptr : it->second.get();
+}
+
+const Device* Graph::device(uint32_t id) const {
+	auto it = devices_.find(id);
+	return it == devices_.end() ? nullptr : it->second.get();
+}
+
+const Client* Graph::client(uint32_t id) const {
+	auto it = clients_.find(id);
+	return it == clients_.end() ? nullptr : it->second.get();
+}
+
+// ---------------------------------------------------------------------------------------------
+// object events
+
+void Graph::onNodeInfo(void* data, const pw_node_info* info) noexcept {
+	guarded("node info", [&] {
+		auto* n = static_cast<Node*>(data);
+		if (!info) return;
+		n->haveInfo = true;
+		if ((info->change_mask & PW_NODE_CHANGE_MASK_PROPS) && info->props) {
+			auto props = toProps(info->props, kNodeKeys);
+			if (props == n->props) return;
+			n->props = std::move(props);
+			if (n->complete) n->graph->changes_.nodes.insert(n->id);
+		}
+	});
+}
+
+void Graph::onNodeParam(void* data, int, uint32_t id, uint32_t, uint32_t, const spa_pod* param) noexcept {
+	guarded("node param", [&] {
+		auto* n = static_cast<Node*>(data);
+		if (id != SPA_PARAM_Props) return;
+		// An adapter lists its volume Props and a second Props holding only its "params" struct.
+		auto v = parseProps(param);
+		if (!v) return;
+		n->volume = std::move(v);
+		if (n->complete) n->graph->changes_.nodes.insert(n->id);
+	});
+}
+
+void Graph::onDeviceInfo(void* data, const pw_device_info* info) noexcept {
+	guarded("device info", [&] {
+		auto* d = static_cast<Device*>(data);
+		if (info) d->graph->deviceInfo(*d, info);
+	});
+}
+
+void Graph::deviceInfo(Device& d, const pw_device_info* info) {
+	d.haveInfo = true;
+	if ((info->change_mask & PW_DEVICE_CHANGE_MASK_PROPS) && info->props) {
+		auto props = toProps(info->props, kDeviceKeys);
+		if (props != d.props) {
+			d.props = std::move(props);
+			if (d.complete) changes_.devices.insert(d.id);
+		}
+	}
+	if (!(info->change_mask & PW_DEVICE_CHANGE_MASK_PARAMS)) return;
+	for (uint32_t i = 0; i < info->n_params; ++i) {
+		const auto& p = info->params[i];
+		if (!(p.flags & SPA_PARAM_INFO_READ)) continue;
+		if (p.id != SPA_PARAM_EnumProfile && p.id != SPA_PARAM_Profile && p.id != SPA_PARAM_EnumRoute &&
+		    p.id != SPA_PARAM_Route)
+			continue;
+		auto it = d.paramFlags.find(p.id);
+		if (it != d.paramFlags.end() && it->second == p.flags) continue;
+		d.paramFlags[p.id] = p.flags;
+		d.refreshing.insert(p.id);
+		switch (p.id) {
+		case SPA_PARAM_EnumProfile: d.newProfiles.clear(); break;
+		case SPA_PARAM_Profile: d.newProfile.reset(); break;
+		case SPA_PARAM_EnumRoute: d.newRoutes.clear(); break;
+		case SPA_PARAM_Route: d.newActiveRoutes.clear(); break;
+		default: break;
+		}
+		// The answers carry the request's async seq (as pw-dump matches them).
+		int seq = ++paramSeq_;
+		int res = pw_device_enum_params(reinterpret_cast<pw_device*>(d.proxy), seq, p.id, 0, UINT32_MAX, nullptr);
+		d.enumSeq[p.id] = SPA_RESULT_IS_ASYNC(res) ? res : seq;
+		// Complete at the done of a sync sent after this enumeration.
+		d.waitGen = nextGen_;
+		syncWanted_ = true;
+	}
+}
+
+void Graph::onDeviceParam(void* data, int seq, uint32_t id, uint32_t, uint32_t, const spa_pod* param) noexcept {
+	guarded("device param", [&] {
+		auto* d = static_cast<Device*>(data);
+		d->graph->deviceParam(*d, seq, id, param);
+	});
+}
+
+void Graph::deviceParam(Device& d, int seq, uint32_t id, const spa_pod* param) {
+	// Only the answers of the enumeration in flight: an older one's are stale.
+	auto it = d.enumSeq.find(id);
+	if (it == d.enumSeq.end() || it->second != seq || !d.refreshing.count(id)) return;
+	switch (id) {
+	case SPA_PARAM_EnumProfile:
+		if (auto p = parseProfile(param)) d.newProfiles.push_back(std::move(*p));
+		break;
+	case SPA_PARAM_Profile:
+		if (auto p = parseProfile(param)) d.newProfile = std::move(*p);
+		break;
+	case SPA_PARAM_EnumRoute:
+		if (auto r = parseRoute(param)) d.newRoutes.push_back(std::move(*r));
+		break;
+	case SPA_PARAM_Route:
+		if (auto r = parseRoute(param)) {
+			// One active route per card device: a re-send replaces it at once (the volume of
+			// route-backed nodes lives here), the list is settled at the next done.
+			auto same = [&](const RouteParam& x) { return x.device == r->device; };
+			std::erase_if(d.newActiveRoutes, same);
+			d.newActiveRoutes.push_back(*r);
+			if (d.complete) {
+				std::erase_if(d.activeRoutes, same);
+				d.activeRoutes.push_back(std::move(*r));
+				changes_.devices.insert(d.id);
+			}
+		}
+		break;
+	default: break;
+	}
+}
+
+void Graph::commitDevice(Device& d) {
+	for (uint32_t id: d.refreshing) {
+		switch (id) {
+		case SPA_PARAM_EnumProfile: d.profiles = std::move(d.newProfiles); break;
+		case SPA_PARAM_Profile: d.profile = std::move(d.newProfile); break;
+		case SPA_PARAM_EnumRoute: d.routes = std::move(d.newRoutes); break;
+		case SPA_PARAM_Route: d.activeRoutes = std::move(d.newActiveRoutes); break;
+		default: break;
+		}
+	}
+	d.refreshing.clear();
+	d.newProfiles.clear();
+	d.newProfile.reset();
+	d.newRoutes.clear();
+	d.newActiveRoutes.clear();
+}
+
+void Graph::onLinkInfo(void* data, const pw_link_info* info) noexcept {
+	guarded("link info", [&] {
+		auto* l = static_cast<Link*>(data);
+		if (!info) return;
+		bool changed = !l->haveInfo || l->outputNode != info->output_node_id || l->inputNode != info->input_node_id ||
+		               l->state != int(info->state);
+		l->haveInfo = true;
+		l->outputNode = info->output_node_id;
+		l->inputNode = info->input_node_id;
+		l->state = int(info->state);
+		if (changed && l->complete) l->graph->changes_.links.insert(l->id);
+	});
+}
+
+void Graph::onClientInfo(void* data, const pw_client_info* info) noexcept {
+	guarded("client info", [&] {
+		auto* c = static_cast<Client*>(data);
+		if (!info || !(info->change_mask & PW_CLIENT_CHANGE_MASK_PROPS) || !info->props) return;
+		auto props = toProps(info->props, kClientKeys);
+		if (props == c->props) return;
+		c->props = std::move(props);
+		if (c->complete) c->graph->changes_.clients.insert(c->id);
+	});
+}
+
+int Graph::onMetadataProperty(void* data, uint32_t subject, const char* key, const char* type, const char* value) noexcept {
+	guarded("metadata property", [&] {
+		auto* m = static_cast<Metadata*>(data);
+		(void)type;
+		if (subject != PW_ID_CORE) return;
+		if (!key) {
+			m->defaults.clear();   // the metadata was cleared
+		} else if (std::strncmp(key, "default.", 8) == 0) {
+			if (value) m->defaults[key] = value;
+			else m->defaults.erase(key);
+		} else {
+			return;
+		}
+		if (m->complete) m->graph->changes_.defaults = true;
+	});
+	return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// writes
+
+int Graph::setNodeProps(uint32_t id, const std::optional<std::vector<float>>& volumes, std::optional<bool> mute) {
+	auto it = nodes_.find(id);
+	if (it == nodes_.end() || !it->second->proxy) return -ENOENT;
+	uint8_t buffer[1024];
+	spa_pod_builder b{};
+	spa_pod_builder_init(&b, buffer, sizeof buffer);
+	const spa_pod* pod = buildProps(b, volumes, mute);
+	if (!pod) return -ENOSPC;
+	return pw_node_set_param(reinterpret_cast<pw_node*>(it->second->proxy), SPA_PARAM_Props, 0, pod);
+}
+
+int Graph::setRoute(uint32_t id, int32_t index, int32_t cardDevice, const std::optional<std::vector<float>>& volumes,
+                    std::optional<bool> mute) {
+	auto it = devices_.find(id);
+	if (it == devices_.end() || !it->second->proxy) return -ENOENT;
+	uint8_t buffer[1024];
+	spa_pod_builder b{};
+	spa_pod_builder_init(&b, buffer, sizeof buffer);
+	const spa_pod* pod = buildRoute(b, index, cardDevice, volumes, mute, true);
+	if (!pod) return -ENOSPC;
+	return pw_device_set_param(reinterpret_cast<pw_device*>(it->second->proxy), SPA_PARAM_Route, 0, pod);
+}
+
+int Graph::setProfile(uint32_t id, int32_t index) {
+	auto it = devices_.find(id);
+	if (it == devices_.end() || !it->second->proxy) return -ENOENT;
+	uint8_t buffer[256];
+	spa_pod_builder b{};
+	spa_pod_builder_init(&b, buffer, sizeof buffer);
+	const spa_pod* pod = buildProfile(b, index, true);
+	if (!pod) return -ENOSPC;
+	return pw_device_set_param(reinterpret_cast<pw_device*>(it->second->proxy), SPA_PARAM_Profile, 0, pod);
+}
+
+int Graph::setMetadata(uint32_t subject, const char* key, const char* type, const char* value) {
+	if (!metadata_ || !metadata_->proxy) return -ENOENT;
+	return pw_metadata_set_property(reinterpret_cast<pw_metadata*>(metadata_->proxy), subject, key, type, value);
+}
+
+} // namespace qsd::pipewire

@@ -1,0 +1,213 @@
+#pragma once
+// One connection to PipeWire and a cache of the objects /audio is made of: every node, device,
+// link and client is bound (so every node has its volume from the start), plus the "default"
+// metadata. The cache records what changed; the backend publishes it after each loop iteration.
+//
+// Completeness follows pw-dump: an object is complete at the `done` of the first core sync sent
+// after its bind, and a device's param lists after a change at the `done` of the sync sent after
+// they were enumerated again. The server answers a client's requests in order, and holds a
+// client's later requests while a device exported by another client (WirePlumber's ALSA cards)
+// answers an enumeration asynchronously, so by then every event has arrived. Devices' params are
+// therefore enumerated on each change, as pw-dump does: a subscription's notifications of such a
+// device are lost in PipeWire 0.3 (impl-device.c drops asynchronous results). Node Props, the hot
+// path of every volume change, come through a subscription and are applied as they arrive.
+
+#include "mapping.hpp"
+
+#include <pipewire/pipewire.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+struct pw_metadata;
+
+namespace qsd::pipewire {
+
+class Graph;
+
+// Common to every bound object: identity, its proxy and listener (an RAII pair: the listener is
+// removed, then the proxy destroyed, when the object goes), and whether it is complete.
+struct Object {
+	Graph* graph = nullptr;
+	uint32_t id = 0;                 // global id
+	std::string key;                 // object.serial as a decimal string
+	uint64_t serial = 0;
+	Props props;                     // info props (the registry's subset until the info came)
+	pw_proxy* proxy = nullptr;
+	spa_hook objectListener{};
+	bool haveInfo = false;
+	uint64_t waitGen = 0;            // sync generation it waits for (0: none)
+	bool complete = false;           // its first sync came back
+
+	Object() = default;
+	Object(const Object&) = delete;
+	Object& operator=(const Object&) = delete;
+	virtual ~Object() { release(); }
+	void release() {
+		if (!proxy) return;
+		spa_hook_remove(&objectListener);
+		pw_proxy_destroy(proxy);
+		proxy = nullptr;
+	}
+};
+
+struct Node: Object {
+	std::optional<VolumeState> volume;   // Props
+};
+
+struct Device: Object {
+	std::vector<ProfileParam> profiles;       // EnumProfile
+	std::optional<ProfileParam> profile;      // Profile
+	std::vector<RouteParam> routes;           // EnumRoute
+	std::vector<RouteParam> activeRoutes;     // Route
+	// Param lists announced as changed by the last info, enumerated and collected until the
+	// next sync's done.
+	std::map<uint32_t, uint32_t> paramFlags;  // param id -> last flags seen
+	std::map<uint32_t, int> enumSeq;          // param id -> seq of the enumeration in flight
+	std::set<uint32_t> refreshing;
+	std::vector<ProfileParam> newProfiles;
+	std::optional<ProfileParam> newProfile;
+	std::vector<RouteParam> newRoutes;
+	std::vector<RouteParam> newActiveRoutes;
+};
+
+struct Link: Object {
+	uint32_t outputNode = 0;
+	uint32_t inputNode = 0;
+	int state = 0;
+};
+
+struct Client: Object {};
+
+struct Metadata: Object {
+	std::map<std::string, std::string, std::less<>> defaults;   // subject 0, "default.*" keys
+};
+
+// What changed since the backend last looked (global ids; removals carry the published key).
+struct Changes {
+	std::set<uint32_t> nodes, devices, links, clients;
+	std::vector<std::string> removedNodes, removedDevices, removedLinks;
+	bool defaults = false;
+	[[nodiscard]] bool empty() const {
+		return nodes.empty() && devices.empty() && links.empty() && clients.empty() && removedNodes.empty() &&
+		       removedDevices.empty() && removedLinks.empty() && !defaults;
+	}
+};
+
+class Graph {
+public:
+	explicit Graph(pw_context* context);
+	~Graph();
+	Graph(const Graph&) = delete;
+	Graph& operator=(const Graph&) = delete;
+
+	// pw_context_connect; false with errno set when there is no PipeWire to talk to.
+	bool connect();
+	[[nodiscard]] pw_core* core() const { return core_; }
+
+	// The connection is gone (core error EPIPE): destroy this Graph outside its callbacks.
+	[[nodiscard]] bool lost() const { return lost_; }
+	[[nodiscard]] const std::string& lostReason() const { return lostReason_; }
+	// The registry was enumerated and every object it listed is complete.
+	[[nodiscard]] bool ready() const { return ready_; }
+
+	// Runs after each loop iteration: sends the core sync that completes what was bound or
+	// announced during it.
+	void afterIterate();
+	// Takes the changes recorded since the last call.
+	Changes takeChanges();
+	// A generation whose completion proves the server handled everything sent before; and the
+	// last generation completed.
+	uint64_t requestSync();
+	[[nodiscard]] uint64_t completedGen() const { return completedGen_; }
+
+	[[nodiscard]] const std::map<uint32_t, std::unique_ptr<Node>>& nodes() const { return nodes_; }
+	[[nodiscard]] const std::map<uint32_t, std::unique_ptr<Device>>& devices() const { return devices_; }
+	[[nodiscard]] const std::map<uint32_t, std::unique_ptr<Link>>& links() const { return links_; }
+	[[nodiscard]] const std::map<uint32_t, std::unique_ptr<Client>>& clients() const { return clients_; }
+	[[nodiscard]] const Node* node(uint32_t id) const;
+	[[nodiscard]] const Device* device(uint32_t id) const;
+	[[nodiscard]] const Client* client(uint32_t id) const;
+	// The "default" metadata's subject-0 default.* entries; nullptr without a session manager.
+	[[nodiscard]] const Metadata* defaults() const { return metadata_.get(); }
+
+	// Writes. Each returns 0 or a negative errno (the object is gone, or the message could not be
+	// queued); PipeWire's own refusal arrives later through onError.
+	int setNodeProps(uint32_t node, const std::optional<std::vector<float>>& volumes, std::optional<bool> mute);
+	int setRoute(uint32_t device, int32_t index, int32_t cardDevice, const std::optional<std::vector<float>>& volumes,
+	             std::optional<bool> mute);
+	int setProfile(uint32_t device, int32_t index);
+	int setMetadata(uint32_t subject, const char* key, const char* type, const char* value);
+
+	// PipeWire refused a request on an object (core error with the object's proxy id).
+	struct Error {
+		uint32_t global;
+		int res;
+		std::string message;
+	};
+	std::vector<Error> takeErrors();
+
+private:
+	static void onCoreInfo(void* data, const pw_core_info* info) noexcept;
+	static void onCoreDone(void* data, uint32_t id, int seq) noexcept;
+	static void onCoreError(void* data, uint32_t id, int seq, int res, const char* message) noexcept;
+	static void onGlobal(void* data, uint32_t id, uint32_t permissions, const char* type, uint32_t version,
+	                     const spa_dict* props) noexcept;
+	static void onGlobalRemove(void* data, uint32_t id) noexcept;
+	static void onNodeInfo(void* data, const pw_node_info* info) noexcept;
+	static void onNodeParam(void* data, int seq, uint32_t id, uint32_t index, uint32_t next, const spa_pod* param) noexcept;
+	static void onDeviceInfo(void* data, const pw_device_info* info) noexcept;
+	static void onDeviceParam(void* data, int seq, uint32_t id, uint32_t index, uint32_t next, const spa_pod* param) noexcept;
+	static void onLinkInfo(void* data, const pw_link_info* info) noexcept;
+	static void onClientInfo(void* data, const pw_client_info* info) noexcept;
+	static int onMetadataProperty(void* data, uint32_t subject, const char* key, const char* type, const char* value) noexcept;
+
+	void global(uint32_t id, const char* type, uint32_t version, const spa_dict* props);
+	void globalRemove(uint32_t id);
+	template <typename T>
+	T* bind(std::map<uint32_t, std::unique_ptr<T>>& map, uint32_t id, const char* type, uint32_t version,
+	        const spa_dict* props, const void* events);
+	void bound(Object& o);
+	void done(int seq);
+	void completed(uint64_t gen);
+	void deviceInfo(Device& d, const pw_device_info* info);
+	void deviceParam(Device& d, int seq, uint32_t id, const spa_pod* param);
+	void commitDevice(Device& d);
+	void lose(std::string reason);
+	Object* byProxyId(uint32_t proxyId);
+
+	pw_context* context_;
+	pw_core* core_ = nullptr;
+	pw_registry* registry_ = nullptr;
+	spa_hook coreListener_{};
+	spa_hook registryListener_{};
+
+	std::map<uint32_t, std::unique_ptr<Node>> nodes_;
+	std::map<uint32_t, std::unique_ptr<Device>> devices_;
+	std::map<uint32_t, std::unique_ptr<Link>> links_;
+	std::map<uint32_t, std::unique_ptr<Client>> clients_;
+	std::unique_ptr<Metadata> metadata_;
+
+	// Syncs in flight, oldest first: the server's seq and our generation.
+	std::vector<std::pair<int, uint64_t>> syncs_;
+	uint64_t nextGen_ = 1;
+	uint64_t completedGen_ = 0;
+	bool syncWanted_ = false;       // something was bound or announced in this iteration
+	uint64_t initialGen_ = 0;       // the sync sent when the registry's first listing ended
+	std::set<uint32_t> initialIds_; // what that listing held: ready once all of it is complete
+	int paramSeq_ = 1000;           // seqs of our own enum_params
+	int registrySeq_ = -1;
+	bool registryListed_ = false;
+	bool ready_ = false;
+	bool lost_ = false;
+	std::string lostReason_;
+	Changes changes_;
+	std::vector<Error> errors_;
+};
+
+} // namespace qsd::pipewire

@@ -1,0 +1,142 @@
+#pragma once
+// Pure mapping from PipeWire values (properties, parsed params, enums) to /audio tree values.
+// No I/O, no libpipewire types: every function here is unit-tested
+// (tests/unit/pipewire_mapping_test.cpp) and documented in docs/backends/pipewire.md.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qsd::pipewire {
+
+using json = nlohmann::json;
+// A PipeWire property dictionary (object info props, registry global props).
+using Props = std::map<std::string, std::string, std::less<>>;
+
+// ---- volumes
+
+// PipeWire keeps linear channel volumes (SPA_PROP_channelVolumes); the tree uses the cubic
+// scale `wpctl get-volume` and pavucontrol show (cube root). Negative, NaN and infinite linear
+// values read as 0; cubic values map back with v^3.
+[[nodiscard]] double cubicFromLinear(double linear);
+[[nodiscard]] float linearFromCubic(double cubic);
+// The mean of the channel volumes (Quickshell's PwNodeAudio.volume); 0 for no channels.
+[[nodiscard]] double meanVolume(std::span<const double> volumes);
+// Quickshell's volume setter: every channel scaled by newMean / oldMean, so the balance stays;
+// when the old mean is 0 every channel takes newMean.
+[[nodiscard]] std::vector<double> scaleVolumes(std::span<const double> volumes, double newMean);
+// Whether two cubic volumes are the same once stored as float and read back.
+[[nodiscard]] bool sameVolume(double a, double b);
+
+// Volume, mute and channel map as PipeWire reports them (node Props or a device Route's props).
+struct VolumeState {
+	std::vector<float> linear;          // channelVolumes
+	std::vector<uint32_t> channelMap;   // SPA_AUDIO_CHANNEL_* ids
+	std::optional<bool> mute;
+	std::optional<float> volume;        // the single master volume, used when there are no channels
+	[[nodiscard]] bool usable() const { return !linear.empty() || volume.has_value(); }
+};
+// The node's `audio` object: {volume, volumes, channels, muted}, cubic scale.
+[[nodiscard]] json audioJson(const VolumeState& state);
+[[nodiscard]] std::vector<double> cubicVolumes(const VolumeState& state);
+
+// SPA_AUDIO_CHANNEL_* -> Quickshell's PwAudioChannel names in camelCase ("frontLeft", "mono",
+// "aux3", "custom65540"...). Unknown ids give "unknown".
+[[nodiscard]] std::string channelName(uint32_t channel);
+
+// ---- node kinds
+
+// Quickshell's composite PwNodeType, from media.class.
+enum class NodeType { AudioSink, AudioSource, AudioDuplex, AudioOutStream, AudioInStream, VideoSource, VideoSink, Other };
+[[nodiscard]] NodeType nodeType(std::string_view mediaClass);
+[[nodiscard]] const char* toString(NodeType type);
+// Quickshell's flags: a playback stream (audioOutStream) carries the Sink flag, as do sinks,
+// duplex nodes and video sinks.
+[[nodiscard]] bool isSink(NodeType type);
+[[nodiscard]] bool isStream(NodeType type);
+[[nodiscard]] bool isAudio(NodeType type);
+// Level meters and other monitoring streams (media.category Monitor or Manager, or
+// stream.monitor): left out of playingTo/capturedFrom, as Quickshell leaves them out of its
+// link groups.
+[[nodiscard]] bool isMonitorStream(const Props& props);
+
+// pw_link_state (-2..4) -> "error", "unlinked", "init", "negotiating", "allocating", "paused",
+// "active"; other values give "unknown".
+[[nodiscard]] const char* linkStateName(int state);
+// SPA_PARAM_AVAILABILITY_* (0..2) -> "unknown", "no", "yes".
+[[nodiscard]] const char* availabilityName(uint32_t available);
+// spa_direction of a route: SPA_DIRECTION_INPUT (0) "input", SPA_DIRECTION_OUTPUT (1) "output".
+[[nodiscard]] const char* directionName(uint32_t direction);
+
+// ---- properties
+
+[[nodiscard]] json propString(const Props& props, std::string_view key);     // the value or null
+[[nodiscard]] std::optional<int64_t> propInt(const Props& props, std::string_view key);
+// {name, iconName, processId, binary} of a stream, from its node's application.* properties,
+// each falling back to its client's (pw-cat and other native clients set them on the client).
+[[nodiscard]] json applicationJson(const Props& node, const Props* client);
+// {name, title, artist, role} from media.name, media.title, media.artist, media.role.
+[[nodiscard]] json mediaJson(const Props& node);
+
+// The value of a `default` metadata key (default.audio.sink, default.configured.audio.sink...):
+// JSON {"name": "<node.name>"}; a bare name is accepted too. Empty or unparsable gives nullopt.
+[[nodiscard]] std::optional<std::string> defaultNodeName(std::string_view value);
+// The value written for a preferred default: {"name":"<node.name>"} (type Spa:String:JSON).
+[[nodiscard]] std::string defaultNodeValue(std::string_view nodeName);
+
+// ---- device params, parsed (pod.hpp parses them from SPA pods)
+
+struct ProfileParam {
+	int32_t index = -1;
+	std::string name;
+	std::string description;
+	uint32_t available = 0;
+	int32_t priority = 0;
+};
+struct RouteParam {
+	int32_t index = -1;
+	uint32_t direction = 0;
+	int32_t device = -1;                 // card.profile.device of an active route
+	std::string name;
+	std::string description;
+	uint32_t available = 0;
+	int32_t priority = 0;
+	std::vector<int32_t> profiles;       // profile indexes the route belongs to
+	std::vector<int32_t> devices;        // card devices it can be the port of
+	std::optional<VolumeState> props;    // active routes: the hardware volume and mute
+};
+
+// {index, name, description, available} of a profile, and of a route without its volume.
+[[nodiscard]] json profileJson(const ProfileParam& p);
+[[nodiscard]] json routeJson(const RouteParam& r);
+// The active route of card device `cardDevice` whose props carry a volume, as WirePlumber's
+// mixer API picks it (the route that wpctl reads and writes for the node).
+[[nodiscard]] const RouteParam* volumeRoute(const std::vector<RouteParam>& routes, int64_t cardDevice);
+
+// ---- socket location
+
+// Where libpipewire looks for the daemon's socket (pw_context_connect, module-protocol-native's
+// local-socket.c): the remote name is $PIPEWIRE_REMOTE, else "pipewire-0"; an absolute name is
+// used as is, otherwise it is looked up in $PIPEWIRE_RUNTIME_DIR, else $XDG_RUNTIME_DIR, else
+// $HOME, and then in /run/pipewire. `env` returns a variable's value or nullptr.
+struct SocketLocation {
+	std::string dir;
+	std::string name;
+	[[nodiscard]] std::string path() const { return dir + "/" + name; }
+};
+[[nodiscard]] std::vector<SocketLocation> socketLocations(const std::function<const char*(const char*)>& env);
+
+// ---- peaks
+
+// Raises peaks[c] to the largest |sample| of channel c in `frames` interleaved float frames,
+// clamped to 0..1; NaN samples are ignored. peaks is resized to `channels`.
+void accumulatePeaks(const float* samples, size_t frames, size_t channels, std::vector<float>& peaks);
+
+} // namespace qsd::pipewire

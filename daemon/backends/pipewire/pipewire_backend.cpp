@@ -1,0 +1,522 @@
+// The "pipewire" backend's lifecycle and publishing. Lifetime (DESIGN.md, "Backends"): while no
+// PipeWire answers, /audio is {"available": false} and the directories where its socket appears
+// are watched (inotify, no polling); a lost connection (core error EPIPE) empties /audio at once
+// and the backend connects again as soon as the socket is back.
+
+#include "pipewire_backend.hpp"
+
+#include "../../log.hpp"
+
+#include <qsd/protocol/mirror.hpp>
+
+#include <pipewire/impl-module.h>
+#include <pipewire/pipewire.h>
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace qsd {
+
+namespace pipewire {
+
+namespace {
+
+constexpr const char* kLog = "pipewire";
+constexpr const char* kRoot = "/audio";
+constexpr const char* kNodes = "/audio/nodes";
+constexpr const char* kDevices = "/audio/devices";
+constexpr const char* kLinks = "/audio/links";
+// After the socket appeared, a daemon between bind() and listen() refuses connections: a few
+// short retries, triggered by that event only.
+constexpr int kMaxRetries = 40;
+constexpr uint64_t kRetryUs = 50'000;
+
+std::string socketList(const std::vector<SocketLocation>& locations) {
+	std::string out;
+	for (const auto& l: locations) out += (out.empty() ? "" : ", ") + l.path();
+	return out;
+}
+
+} // namespace
+
+PipewireBackend::PipewireBackend(BackendContext& context): Backend(context) {}
+
+PipewireBackend::~PipewireBackend() { stop(); }
+
+void PipewireBackend::start() {
+	if (started_) return;
+	started_ = true;
+	self_ = std::make_shared<PipewireBackend*>(this);
+	context_.tree.set(kRoot, {{"available", false}});
+	registerMethods();
+	setState(BackendState::Starting);
+	try {
+		pwLoop_ = std::make_unique<PwLoop>(context_.loop, [this] { afterIterate(); });
+		// libpipewire 0.3's context starts its own data-loop thread (context.c); it sleeps
+		// until a level meter streams, and runs none of qsd's code.
+		// client.conf without what qsd never uses (session-manager, client-device, adapter, the
+		// D-Bus support plugin): their pages are memory; client-node comes with the first level
+		// meter.
+		// libpipewire's own logging stays off, as client.conf has it: qsd logs what matters.
+		pwContext_ = pw_context_new(
+		    pwLoop_->get(), pw_properties_new(PW_KEY_CONFIG_NAME, "null", "support.dbus", "false", "log.level", "0", nullptr),
+		    0);
+		if (!pwContext_) throw std::runtime_error(std::string("pw_context_new failed: ") + std::strerror(errno));
+		pw_context_add_spa_lib(pwContext_, "audio.convert.*", "audioconvert/libspa-audioconvert");
+		pw_context_add_spa_lib(pwContext_, "support.*", "support/libspa-support");
+		for (const char* module: {"libpipewire-module-protocol-native", "libpipewire-module-metadata"})
+			if (!pw_context_load_module(pwContext_, module, nullptr, nullptr))
+				throw std::runtime_error(fmt::format("loading {} failed: {}", module, std::strerror(errno)));
+	} catch (const std::exception& e) {
+		log::error(kLog, "cannot set up libpipewire: {}", e.what());
+		pwLoop_.reset();
+		setState(BackendState::Failed, e.what());
+		return;
+	}
+	watch_ = std::make_unique<SocketWatch>(context_.loop, socketLocations([](const char* n) { return std::getenv(n); }),
+	                                       [this] {
+		                                       // Not from inside the inotify callback: the watch is disarmed on success.
+		                                       retries_ = 1;
+		                                       retry_.setTime(context_.loop.now());
+	                                       });
+	retry_ = context_.loop.addIdleTimer([this] { connect(); }, "pipewire-connect");
+	retries_ = 0;
+	connect();
+}
+
+void PipewireBackend::stop() {
+	if (!started_) return;
+	started_ = false;
+	self_.reset();
+	methods_.clear();
+	dropAllMonitors();
+	failWaiters(rpc::ErrorCode::BackendUnavailable, "the pipewire backend stopped");
+	waitTimer_.reset();
+	peakTimer_.reset();
+	retry_.reset();
+	watch_.reset();
+	graph_.reset();
+	if (pwContext_) pw_context_destroy(pwContext_);
+	pwContext_ = nullptr;
+	pwLoop_.reset();
+	nodeKeys_.clear();
+	nodeIds_.clear();
+	deviceKeys_.clear();
+	deviceIds_.clear();
+	linkKeys_.clear();
+	context_.tree.remove(kRoot);
+	setState(BackendState::Stopped);
+}
+
+void PipewireBackend::connect() {
+	if (!started_ || graph_ || !pwContext_) return;
+	// Watch first, so a socket that appears during this attempt is not missed.
+	watch_->arm();
+	auto g = std::make_unique<Graph>(pwContext_);
+	if (!g->connect()) {
+		int err = errno;
+		// libpipewire sums up its attempts as EHOSTDOWN (or ECONNREFUSED, ENOENT): no daemon.
+		bool absent = err == EHOSTDOWN || err == ECONNREFUSED || err == ENOENT;
+		std::string why = fmt::format("PipeWire is not running (no daemon at {}{}{})", socketList(watch_->locations()),
+		                              absent ? "" : ": ", absent ? "" : std::strerror(err));
+		if (why != unavailableWhy_) log::info(kLog, "{}; waiting for its socket", why);
+		publishUnavailable(why);
+		if (retries_ > 0 && retries_ < kMaxRetries) {
+			++retries_;
+			retry_.setTime(context_.loop.now() + kRetryUs);
+		} else {
+			retries_ = 0;
+		}
+		return;
+	}
+	retries_ = 0;
+	graph_ = std::move(g);
+	watch_->disarm();
+	unavailableWhy_.clear();
+	setState(BackendState::Starting);
+	log::info(kLog, "connected to PipeWire");
+}
+
+void PipewireBackend::publishUnavailable(const std::string& why) {
+	unavailableWhy_ = why;
+	context_.tree.set(kRoot, {{"available", false}});
+	setState(BackendState::Unavailable, why);
+}
+
+void PipewireBackend::afterIterate() {
+	if (!graph_) return;
+	if (graph_->lost()) {
+		std::string why = graph_->lostReason();   // teardown destroys the graph
+		teardown(why, true);
+		return;
+	}
+	graph_->afterIterate();
+	flush();
+}
+
+void PipewireBackend::teardown(const std::string& why, bool reconnect) {
+	log::info(kLog, "{}: /audio is unavailable until it returns", why);
+	dropAllMonitors();   // their streams belong to the connection
+	failWaiters(rpc::ErrorCode::BackendUnavailable, why + " before the change was seen");
+	graph_.reset();
+	ready_ = false;
+	nodeKeys_.clear();
+	nodeIds_.clear();
+	deviceKeys_.clear();
+	deviceIds_.clear();
+	linkKeys_.clear();
+	playingTo_.clear();
+	capturedFrom_.clear();
+	defaults_ = json::object();
+	publishUnavailable(why);
+	if (reconnect) {
+		// At once: with socket activation the socket never goes away, and a quick restart may
+		// already be listening. Otherwise the watch brings the next attempt.
+		retries_ = 0;
+		retry_.setTime(context_.loop.now());
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// publishing
+
+bool PipewireBackend::published(const Node& n) const { return nodeKeys_.count(n.id) > 0; }
+
+const Node* PipewireBackend::nodeByKey(const std::string& key) const {
+	auto it = nodeIds_.find(key);
+	return it == nodeIds_.end() || !graph_ ? nullptr : graph_->node(it->second);
+}
+
+const Device* PipewireBackend::deviceByKey(const std::string& key) const {
+	auto it = deviceIds_.find(key);
+	return it == deviceIds_.end() || !graph_ ? nullptr : graph_->device(it->second);
+}
+
+PipewireBackend::VolumeSource PipewireBackend::volumeSource(const Node& n) const {
+	VolumeSource src;
+	auto deviceId = propInt(n.props, "device.id");
+	auto cardDevice = propInt(n.props, "card.profile.device");
+	if (deviceId && cardDevice && graph_) {
+		const Device* d = graph_->device(uint32_t(*deviceId));
+		auto cls = d ? d->props.find("media.class") : Props::const_iterator();
+		if (d && cls != d->props.end() && cls->second == "Audio/Device") {
+			if (const RouteParam* r = volumeRoute(d->activeRoutes, *cardDevice)) {
+				src.state = *r->props;
+				if (src.state->channelMap.empty() && n.volume) src.state->channelMap = n.volume->channelMap;
+				src.device = d;
+				src.route = r->index;
+				src.cardDevice = r->device;
+				return src;
+			}
+		}
+	}
+	if (n.volume && n.volume->usable()) src.state = n.volume;
+	return src;
+}
+
+json PipewireBackend::nodeJson(const Node& n) const {
+	auto type = nodeType(n.props.count("media.class") ? n.props.at("media.class") : std::string());
+	json device = nullptr;
+	if (auto id = propInt(n.props, "device.id")) {
+		auto it = deviceKeys_.find(uint32_t(*id));
+		if (it != deviceKeys_.end()) device = it->second;
+	}
+	json application = nullptr;
+	if (isStream(type)) {
+		const Client* c = nullptr;
+		if (auto id = propInt(n.props, "client.id"); id && graph_) c = graph_->client(uint32_t(*id));
+		application = applicationJson(n.props, c ? &c->props : nullptr);
+	}
+	json audio = nullptr;
+	if (isAudio(type))
+		if (auto src = volumeSource(n); src.state) audio = audioJson(*src.state);
+	auto keys = [&](const std::map<uint32_t, std::set<uint32_t>>& adjacency) {
+		std::vector<std::pair<uint64_t, std::string>> list;
+		if (auto it = adjacency.find(n.id); it != adjacency.end())
+			for (uint32_t id: it->second)
+				if (const Node* o = graph_->node(id); o && published(*o)) list.emplace_back(o->serial, o->key);
+		std::sort(list.begin(), list.end());
+		json out = json::array();
+		for (auto& [_, k]: list) out.push_back(k);
+		return out;
+	};
+	return {{"id", n.id},
+	        {"serial", n.serial},
+	        {"name", propString(n.props, "node.name")},
+	        {"description", propString(n.props, "node.description")},
+	        {"nickname", propString(n.props, "node.nick")},
+	        {"mediaClass", propString(n.props, "media.class")},
+	        {"type", toString(type)},
+	        {"isSink", isSink(type)},
+	        {"isStream", isStream(type)},
+	        {"application", std::move(application)},
+	        {"media", mediaJson(n.props)},
+	        {"device", std::move(device)},
+	        {"audio", std::move(audio)},
+	        {"playingTo", keys(playingTo_)},
+	        {"capturedFrom", keys(capturedFrom_)}};
+}
+
+json PipewireBackend::deviceJson(const Device& d) const {
+	json profiles = json::array();
+	for (const auto& p: d.profiles) profiles.push_back(profileJson(p));
+	json routes = {{"output", nullptr}, {"input", nullptr}};
+	// With several card devices per direction, the route of the lowest card device is shown.
+	std::vector<const RouteParam*> active;
+	for (const auto& r: d.activeRoutes) active.push_back(&r);
+	std::sort(active.begin(), active.end(), [](auto* a, auto* b) { return a->device < b->device; });
+	for (const RouteParam* r: active) {
+		auto& slot = routes[directionName(r->direction)];
+		if (slot.is_null()) slot = routeJson(*r);
+	}
+	json ports = json::array();
+	for (const auto& r: d.routes) {
+		bool inProfile = r.profiles.empty() || !d.profile ||
+		                 std::find(r.profiles.begin(), r.profiles.end(), d.profile->index) != r.profiles.end();
+		if (inProfile) ports.push_back(routeJson(r));
+	}
+	return {{"id", d.id},
+	        {"serial", d.serial},
+	        {"name", propString(d.props, "device.name")},
+	        {"description", propString(d.props, "device.description")},
+	        {"nickname", propString(d.props, "device.nick")},
+	        {"api", propString(d.props, "device.api")},
+	        {"profile", d.profile ? json(d.profile->name) : json(nullptr)},
+	        {"profileIndex", d.profile ? json(d.profile->index) : json(nullptr)},
+	        {"profiles", std::move(profiles)},
+	        {"routes", std::move(routes)},
+	        {"ports", std::move(ports)}};
+}
+
+std::optional<std::string> PipewireBackend::defaultKey(const char* metadataKey, bool sink) const {
+	const Metadata* m = graph_ ? graph_->defaults() : nullptr;
+	if (!m) return std::nullopt;
+	auto it = m->defaults.find(metadataKey);
+	if (it == m->defaults.end()) return std::nullopt;
+	auto name = defaultNodeName(it->second);
+	if (!name) return std::nullopt;
+	// Names are not unique: prefer the node of the right direction, then the oldest.
+	const Node* best = nullptr;
+	int bestRank = 3;
+	for (const auto& [id, key]: nodeKeys_) {
+		const Node* n = graph_->node(id);
+		if (!n) continue;
+		auto nm = n->props.find("node.name");
+		if (nm == n->props.end() || nm->second != *name) continue;
+		auto type = nodeType(n->props.count("media.class") ? n->props.at("media.class") : std::string());
+		if (isStream(type)) continue;
+		bool match = type == NodeType::AudioDuplex || (sink ? type == NodeType::AudioSink : type == NodeType::AudioSource);
+		int rank = match ? 0 : isAudio(type) ? 1 : 2;
+		if (!best || rank < bestRank || (rank == bestRank && n->serial < best->serial)) {
+			best = n;
+			bestRank = rank;
+		}
+	}
+	if (!best) return std::nullopt;
+	return best->key;
+}
+
+void PipewireBackend::publishDefaults() {
+	static constexpr std::array<std::tuple<const char*, const char*, bool>, 4> keys = {{
+	    {"defaultAudioSink", "default.audio.sink", true},
+	    {"defaultAudioSource", "default.audio.source", false},
+	    {"preferredDefaultAudioSink", "default.configured.audio.sink", true},
+	    {"preferredDefaultAudioSource", "default.configured.audio.source", false},
+	}};
+	for (const auto& [field, metadataKey, sink]: keys) {
+		auto key = defaultKey(metadataKey, sink);
+		json value = key ? json(*key) : json(nullptr);
+		defaults_[field] = value;
+		context_.tree.set(pointer::join(kRoot, field), std::move(value));
+	}
+}
+
+// Writes `value` (an object) at `path` as per-key changes, so a change addresses one field.
+void PipewireBackend::syncObject(const std::string& path, const json& value, bool keepPeaks) {
+	const json* existing = context_.tree.find(path);
+	if (!existing || !existing->is_object() || !value.is_object()) {
+		context_.tree.set(path, value);
+		return;
+	}
+	std::vector<std::string> gone;
+	for (const auto& [key, _]: existing->items())
+		if (!value.contains(key) && !(keepPeaks && (key == "peaks" || key == "peak"))) gone.push_back(key);
+	for (const auto& key: gone) context_.tree.remove(pointer::join(path, key));
+	for (const auto& [key, v]: value.items()) {
+		std::string child = pointer::join(path, key);
+		const json* old = context_.tree.find(child);
+		if (old && old->is_object() && v.is_object()) syncObject(child, v, false);
+		else context_.tree.set(child, v);
+	}
+}
+
+void PipewireBackend::publishNode(const Node& n) {
+	if (!n.complete) return;
+	std::string path = pointer::join(kNodes, n.key);
+	json value = nodeJson(n);
+	if (value["audio"].is_null() && value["type"].get_ref<const std::string&>().rfind("audio", 0) == 0 &&
+	    noVolumeLogged_.insert(n.key).second)
+		log::info(kLog, "audio node {} ({}) has no volume controls (no Props param): its audio is null", n.key,
+		          value["name"].is_string() ? value["name"].get<std::string>() : std::string("?"));
+	if (!published(n)) {
+		nodeKeys_[n.id] = n.key;
+		nodeIds_[n.key] = n.id;
+		context_.tree.set(path, std::move(value));
+		return;
+	}
+	syncObject(path, value, true);
+}
+
+void PipewireBackend::publishDevice(const Device& d) {
+	if (!d.complete) return;
+	std::string path = pointer::join(kDevices, d.key);
+	if (!deviceKeys_.count(d.id)) {
+		deviceKeys_[d.id] = d.key;
+		deviceIds_[d.key] = d.id;
+		context_.tree.set(path, deviceJson(d));
+		return;
+	}
+	syncObject(path, deviceJson(d), false);
+}
+
+// Publishes every link whose two nodes are published, removes the others, and recomputes
+// playingTo/capturedFrom; nodes whose lists changed are added to dirtyNodes.
+void PipewireBackend::publishLinks(std::set<uint32_t>& dirtyNodes) {
+	std::map<uint32_t, std::set<uint32_t>> playing, captured;
+	std::set<uint32_t> keep;
+	for (const auto& [id, l]: graph_->links()) {
+		if (!l->complete || !l->haveInfo) continue;
+		const Node* out = graph_->node(l->outputNode);
+		const Node* in = graph_->node(l->inputNode);
+		if (!out || !in || !published(*out) || !published(*in)) continue;
+		keep.insert(id);
+		json value = {{"id", l->id}, {"output", out->key}, {"input", in->key}, {"state", linkStateName(l->state)}};
+		std::string path = pointer::join(kLinks, l->key);
+		if (!linkKeys_.count(id)) {
+			linkKeys_[id] = l->key;
+			context_.tree.set(path, std::move(value));
+		} else {
+			syncObject(path, value, false);
+		}
+		if (!isMonitorStream(in->props) && !isMonitorStream(out->props)) {
+			playing[out->id].insert(in->id);
+			captured[in->id].insert(out->id);
+		}
+	}
+	for (auto it = linkKeys_.begin(); it != linkKeys_.end();) {
+		if (keep.count(it->first)) {
+			++it;
+			continue;
+		}
+		context_.tree.remove(pointer::join(kLinks, it->second));
+		it = linkKeys_.erase(it);
+	}
+	auto diff = [&](const auto& before, const auto& after) {
+		for (const auto& [id, set]: before) {
+			auto it = after.find(id);
+			if (it == after.end() || it->second != set) dirtyNodes.insert(id);
+		}
+		for (const auto& [id, _]: after)
+			if (!before.count(id)) dirtyNodes.insert(id);
+	};
+	diff(playingTo_, playing);
+	diff(capturedFrom_, captured);
+	playingTo_ = std::move(playing);
+	capturedFrom_ = std::move(captured);
+}
+
+void PipewireBackend::publishAll() {
+	(void)graph_->takeChanges();   // everything is published below
+	ready_ = true;
+	auto& tree = context_.tree;
+	// One write of the whole domain, so /audio becomes available complete in one batch.
+	json audio = {{"available", true}, {"nodes", json::object()}, {"devices", json::object()}, {"links", json::object()}};
+	tree.set(kRoot, audio);
+	for (const auto& [_, d]: graph_->devices()) publishDevice(*d);
+	for (const auto& [_, n]: graph_->nodes())
+		if (n->complete) {
+			nodeKeys_[n->id] = n->key;
+			nodeIds_[n->key] = n->id;
+		}
+	std::set<uint32_t> dirty;
+	publishLinks(dirty);
+	// Each node is written whole (nothing is there yet), after the links it refers to.
+	for (const auto& [id, _]: nodeKeys_) publishNode(*graph_->node(id));
+	publishDefaults();
+	setState(BackendState::Running);
+	log::info(kLog, "/audio is complete: {} nodes, {} devices, {} links{}", nodeKeys_.size(), deviceKeys_.size(),
+	          linkKeys_.size(), graph_->defaults() ? "" : " (no session manager: defaults are null)");
+}
+
+void PipewireBackend::flush() {
+	if (!ready_) {
+		if (graph_->ready()) publishAll();
+		checkWaiters();
+		return;
+	}
+	Changes ch = graph_->takeChanges();
+	if (ch.empty()) {
+		checkWaiters();
+		return;
+	}
+	auto& tree = context_.tree;
+	std::set<uint32_t> dirty = std::move(ch.nodes);
+	bool structure = !ch.links.empty() || !ch.removedLinks.empty() || !ch.removedNodes.empty();
+
+	for (const auto& key: ch.removedNodes) {
+		auto it = nodeIds_.find(key);
+		if (it == nodeIds_.end()) continue;
+		dropMonitor(key);
+		nodeKeys_.erase(it->second);
+		dirty.erase(it->second);
+		nodeIds_.erase(it);
+		tree.remove(pointer::join(kNodes, key));
+	}
+	for (const auto& key: ch.removedDevices) {
+		auto it = deviceIds_.find(key);
+		if (it == deviceIds_.end()) continue;
+		deviceKeys_.erase(it->second);
+		deviceIds_.erase(it);
+		tree.remove(pointer::join(kDevices, key));
+		// Its nodes lose their `device` and any route-backed volume.
+		for (const auto& [id, _]: nodeKeys_)
+			if (const Node* n = graph_->node(id); n && n->props.count("device.id")) dirty.insert(id);
+	}
+	for (uint32_t id: ch.devices) {
+		const Device* d = graph_->device(id);
+		if (!d) continue;
+		publishDevice(*d);
+		for (const auto& [nid, n]: graph_->nodes()) {
+			auto dev = propInt(n->props, "device.id");
+			if (dev && uint32_t(*dev) == id) dirty.insert(nid);
+		}
+	}
+	for (uint32_t id: ch.clients)
+		for (const auto& [nid, n]: graph_->nodes()) {
+			auto c = propInt(n->props, "client.id");
+			if (c && uint32_t(*c) == id) dirty.insert(nid);
+		}
+	// New nodes first, so links to them can be published in this same batch.
+	for (uint32_t id: dirty)
+		if (const Node* n = graph_->node(id); n && n->complete && !published(*n)) {
+			publishNode(*n);
+			structure = true;
+		}
+	if (structure) publishLinks(dirty);
+	for (uint32_t id: dirty)
+		if (const Node* n = graph_->node(id)) publishNode(*n);
+	publishDefaults();
+	checkWaiters();
+}
+
+} // namespace pipewire
+
+std::unique_ptr<Backend> createPipewireBackend(BackendContext& context) {
+	return std::make_unique<pipewire::PipewireBackend>(context);
+}
+
+} // namespace qsd

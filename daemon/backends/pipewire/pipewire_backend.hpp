@@ -1,0 +1,143 @@
+#pragma once
+// The "pipewire" backend: /audio from a PipeWire connection (graph.hpp), published after every
+// loop iteration, with the audio.* actions. pipewire_backend.cpp holds the lifecycle and the
+// publishing, actions.cpp the methods, their waits and the level meters.
+
+#include "../answer.hpp"
+#include "../backend.hpp"
+#include "graph.hpp"
+#include "loop.hpp"
+#include "peaks.hpp"
+
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+struct pw_context;
+
+namespace qsd::pipewire {
+
+class PipewireBackend final: public Backend {
+public:
+	explicit PipewireBackend(BackendContext& context);
+	~PipewireBackend() override;
+
+	[[nodiscard]] std::string_view id() const override { return "pipewire"; }
+	[[nodiscard]] std::string_view root() const override { return "/audio"; }
+	void start() override;
+	void stop() override;
+
+private:
+	// Where a node's volume and mute live: its own Props, or (a node of a sound card with a
+	// route) the device's active Route, as WirePlumber's mixer API and wpctl decide.
+	struct VolumeSource {
+		std::optional<VolumeState> state;
+		const Device* device = nullptr;
+		int32_t route = -1;
+		int32_t cardDevice = -1;
+	};
+
+	// An action waiting until PipeWire shows its effect (or refuses, or the time runs out).
+	struct Waiter {
+		std::shared_ptr<Answer> answer;
+		std::function<std::optional<json>()> check;   // the result once applied
+		uint32_t object = 0;                          // global id whose errors fail it
+		uint64_t deadline = 0;
+		std::string what;
+	};
+
+	// A level meter shared by the clients that asked for it.
+	struct Monitor {
+		std::unique_ptr<PeakStream> stream;
+		std::map<uint64_t, std::weak_ptr<ClientSession>> clients;   // by client id
+		std::vector<float> peaks;
+		bool published = false;
+	};
+	struct MonitorToken {
+		std::weak_ptr<PipewireBackend*> backend;
+		std::string node;
+		uint64_t client;
+		MonitorToken(std::weak_ptr<PipewireBackend*> b, std::string n, uint64_t c)
+		    : backend(std::move(b)), node(std::move(n)), client(c) {}
+		MonitorToken(const MonitorToken&) = delete;
+		MonitorToken& operator=(const MonitorToken&) = delete;
+		~MonitorToken() {
+			if (auto b = backend.lock()) (*b)->monitorReleased(node, client);
+		}
+	};
+
+	// --- lifecycle (pipewire_backend.cpp)
+	void connect();
+	void afterIterate();
+	void teardown(const std::string& why, bool reconnect);
+	void publishUnavailable(const std::string& why);
+
+	// --- publishing (pipewire_backend.cpp)
+	void flush();
+	void publishAll();
+	void publishNode(const Node& n);
+	void publishDevice(const Device& d);
+	void publishLinks(std::set<uint32_t>& dirtyNodes);
+	void publishDefaults();
+	void syncObject(const std::string& path, const json& value, bool keepPeaks);
+	[[nodiscard]] json nodeJson(const Node& n) const;
+	[[nodiscard]] json deviceJson(const Device& d) const;
+	[[nodiscard]] VolumeSource volumeSource(const Node& n) const;
+	[[nodiscard]] std::optional<std::string> defaultKey(const char* metadataKey, bool sink) const;
+	[[nodiscard]] const Node* nodeByKey(const std::string& key) const;
+	[[nodiscard]] const Device* deviceByKey(const std::string& key) const;
+	[[nodiscard]] bool published(const Node& n) const;
+
+	// --- actions (actions.cpp)
+	void registerMethods();
+	void requireAvailable() const;
+	[[nodiscard]] const Node& audioNode(const json& params, const char* param) const;
+	void writeVolume(const Node& n, const VolumeSource& src, std::optional<std::vector<double>> volumes,
+	                 std::optional<bool> mute, Responder responder);
+	void wait(Waiter waiter);
+	void checkWaiters();
+	void expireWaiters();
+	void failWaiters(rpc::ErrorCode code, const std::string& message);
+	void answer(Waiter& w, const json& result);
+
+	// --- level meters (actions.cpp)
+	void monitorPeaks(const Node& n, bool enabled, Responder responder, ClientSession& client);
+	void monitorReleased(const std::string& node, uint64_t client);
+	void dropMonitor(std::string node);   // by value: callers pass the map's own key
+	void dropAllMonitors();
+	void publishPeaks();
+
+	bool started_ = false;
+	std::shared_ptr<PipewireBackend*> self_;
+	std::unique_ptr<PwLoop> pwLoop_;
+	pw_context* pwContext_ = nullptr;
+	bool clientNodeLoaded_ = false;
+	std::unique_ptr<Graph> graph_;
+	std::unique_ptr<SocketWatch> watch_;
+	EventSource retry_;           // a connect attempt, deferred or after a short delay
+	int retries_ = 0;
+	bool ready_ = false;          // /audio published complete
+	std::string unavailableWhy_;
+	std::vector<MethodRegistration> methods_;
+
+	// What is in the tree: global id -> key, and key -> global id.
+	std::map<uint32_t, std::string> nodeKeys_, deviceKeys_, linkKeys_;
+	std::map<std::string, uint32_t> nodeIds_, deviceIds_;
+	std::map<uint32_t, std::set<uint32_t>> playingTo_, capturedFrom_;
+	json defaults_ = json::object();
+	std::set<std::string> noVolumeLogged_;
+
+	std::list<Waiter> waiters_;
+	EventSource waitTimer_;
+
+	std::map<std::string, Monitor> monitors_;   // by node key
+	EventSource peakTimer_;
+	bool peakTimerArmed_ = false;
+};
+
+} // namespace qsd::pipewire

@@ -1,0 +1,202 @@
+"""Real PipeWire for the audio tests: pipewire and wireplumber (and pipewire-pulse when a test
+needs pactl) started in the test's private world (qsdtest.Env: its own XDG_RUNTIME_DIR, HOME,
+XDG_STATE_HOME, XDG_CONFIG_HOME and session bus), null sinks and sources made with pw-cli,
+streams played with pw-cat from a generated WAV, and the test sound card (pw_test_device.c)
+that exports a device with profiles and routes. Checks go through wpctl and pw-dump, as a user
+would look."""
+
+import json
+import math
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import wave
+
+import pytest
+
+from qsdtest import BUILD, wait_until
+
+BINARIES = ["pipewire", "wireplumber", "pw-cli", "pw-dump", "pw-cat", "wpctl", "pw-metadata"]
+TEST_DEVICE = os.path.join(BUILD, "tests", "pw-test-device")
+
+
+def require(*extra):
+    """Skips the test, saying why, when a binary it needs is missing (scripts/install-deps
+    installs them all)."""
+    for b in BINARIES + list(extra):
+        if shutil.which(b) is None:
+            pytest.skip(f"{b} is not installed (scripts/install-deps installs it)")
+
+
+def write_tone(path, seconds=600, rate=8000, amplitude=0.5, freq=440):
+    """A stereo 16-bit WAV of a sine at `amplitude` (peaks read it back), long enough to outlive
+    any test."""
+    period = bytearray()
+    n = rate // 100   # 10 ms of a 100 Hz-periodic tone keeps the file small to build
+    for i in range(n):
+        v = int(amplitude * 32767 * math.sin(2 * math.pi * freq * i / rate))
+        period += struct.pack("<hh", v, v)
+    with wave.open(path, "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        chunk = bytes(period) * 100   # one second
+        for _ in range(seconds):
+            w.writeframes(chunk)
+
+
+class PipeWire:
+    """pipewire + wireplumber in `env`. Each daemon can be killed and started again."""
+
+    def __init__(self, env, wireplumber=True, pulse=False, extra_env=None):
+        require(*(["pipewire-pulse", "pactl"] if pulse else []))
+        self.env = env
+        self.penv = dict(env.env)
+        if extra_env:
+            self.penv.update(extra_env)
+        self.pw = None
+        self.wp = None
+        self.pulse = None
+        self.tone = os.path.join(env.dir, "tone.wav")
+        self.start(wireplumber=wireplumber, pulse=pulse)
+
+    # --- daemons
+
+    def start(self, wireplumber=True, pulse=False):
+        self.pw = self.env.spawn(["pipewire"], f"pipewire-{len(self.env.procs)}", env=self.penv)
+        wait_until(lambda: self.run(["pw-cli", "info", "0"], check=False).returncode == 0, 20,
+                   what="PipeWire answering")
+        if wireplumber:
+            self.start_wireplumber()
+        if pulse:
+            self.pulse = self.env.spawn(["pipewire-pulse"], f"pipewire-pulse-{len(self.env.procs)}", env=self.penv)
+            wait_until(lambda: self.run(["pactl", "info"], check=False).returncode == 0, 20, what="pipewire-pulse")
+
+    def start_wireplumber(self):
+        self.wp = self.env.spawn(["wireplumber"], f"wireplumber-{len(self.env.procs)}", env=self.penv)
+        # Ready when it created the "default" metadata.
+        wait_until(lambda: 'Found "default"' in self.run(["pw-metadata", "-n", "default", "0"], check=False).stdout,
+                   20, what="WirePlumber's default metadata")
+
+    def kill(self, proc, sig=signal.SIGKILL):
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(sig)
+            proc.wait(10)
+
+    def stop_wireplumber(self):
+        self.kill(self.wp, signal.SIGTERM)
+        self.wp = None
+
+    def kill_all(self):
+        self.kill(self.wp)
+        self.kill(self.pulse)
+        self.kill(self.pw)
+        self.wp = self.pulse = self.pw = None
+
+    # --- tools
+
+    def run(self, args, check=True, timeout=20):
+        return subprocess.run(args, capture_output=True, text=True, env=self.penv, check=check, timeout=timeout)
+
+    def dump(self):
+        return json.loads(self.run(["pw-dump"]).stdout)
+
+    def node_by_name(self, name):
+        for o in self.dump():
+            if o.get("type") == "PipeWire:Interface:Node" and (o.get("info") or {}).get("props", {}).get("node.name") == name:
+                return o
+        return None
+
+    def node_id(self, name):
+        o = wait_until(lambda: self.node_by_name(name), 20, what=f"node {name} in pw-dump")
+        return o["id"]
+
+    def wpctl_volume(self, node_id):
+        """(volume, muted) as `wpctl get-volume` prints them."""
+        out = self.run(["wpctl", "get-volume", str(node_id)]).stdout.split()
+        return float(out[1]), "[MUTED]" in out
+
+    def metadata(self, key, subject=0):
+        for o in self.dump():
+            if o.get("type") == "PipeWire:Interface:Metadata" and o.get("props", {}).get("metadata.name") == "default":
+                for m in o.get("metadata", []):
+                    if m["subject"] == subject and m["key"] == key:
+                        return m["value"]
+        return None
+
+    def add_null(self, name, media_class="Audio/Sink", positions="FL FR", description=None):
+        desc = description or name.replace("_", " ").title()
+        self.run(["pw-cli", "create-node", "adapter",
+                  "{ factory.name=support.null-audio-sink node.name=%s node.description=\"%s\" media.class=%s "
+                  "object.linger=true audio.position=[%s] }" % (name, desc, media_class, positions)])
+        return self.node_id(name)
+
+    def play(self, name="test-player", target=None, app="qsd-test-player"):
+        """A pw-cat playback stream of the tone, its node named `name`."""
+        if not os.path.exists(self.tone):
+            write_tone(self.tone)
+        args = ["pw-cat", "--playback", "--media-role", "Music", "-P",
+                "{ node.name=%s application.name=%s }" % (name, app)]
+        if target is not None:
+            args += ["--target", str(target)]
+        p = self.env.spawn(args + [self.tone], f"pw-cat-{name}-{len(self.env.procs)}", env=self.penv)
+        self.node_id(name)
+        return p
+
+    def record(self, name="test-recorder"):
+        args = ["pw-cat", "--record", "--media-role", "Communication", "-P", "{ node.name=%s }" % name,
+                "--rate", "8000", "--channels", "1", os.devnull]
+        p = self.env.spawn(args, f"pw-cat-{name}-{len(self.env.procs)}", env=self.penv)
+        self.node_id(name)
+        return p
+
+    def card(self, name="qsd_test_card", profile=None):
+        """The test sound card; returns its Popen once it printed "ready <device id>"."""
+        if not os.path.exists(TEST_DEVICE):
+            pytest.skip(f"{TEST_DEVICE} is not built (it is built with the tests when WITH_PIPEWIRE is on)")
+        args = [TEST_DEVICE, "--name", name]
+        if profile is not None:
+            args += ["--profile", str(profile)]
+        n = len(self.env.procs)
+        out = os.path.join(self.env.dir, f"card-{name}-{n}.out")
+        err = os.path.join(self.env.dir, f"card-{name}-{n}.log")
+        p = subprocess.Popen(args, stdout=open(out, "w"), stderr=open(err, "w"), stdin=subprocess.DEVNULL,
+                             env=self.penv)
+        self.env.procs.append(("popen", p))
+        wait_until(lambda: "ready" in open(out).read(), 20, what="the test card exported")
+        return p
+
+    def card_log(self, name="qsd_test_card"):
+        return "".join(open(os.path.join(self.env.dir, f)).read() for f in sorted(os.listdir(self.env.dir))
+                       if f.startswith(f"card-{name}-") and f.endswith(".log"))
+
+
+def exits_cleanly(env):
+    """Stops qsd and checks it exited with 0: under the sanitizer build a leak or a sanitizer
+    report at exit shows up here."""
+    if env.daemon is None or env.daemon.poll() is not None:
+        rc = None if env.daemon is None else env.daemon.returncode
+        assert rc in (None, 0), env.qsd_log()
+        return
+    rc = env.stop_qsd()
+    log = env.qsd_log()
+    assert rc == 0 and "Sanitizer" not in log and "runtime error" not in log, log
+    # No handler of a PipeWire event threw (the trampolines log and swallow it).
+    assert "pipewire: handling" not in log, log
+
+
+def audio_nodes(c, sub):
+    return c.mirror(sub).get("audio", {}).get("nodes", {})
+
+
+def node_key(c, sub, name, timeout=20):
+    """The key of the node named `name` once it is in the mirror."""
+    def find():
+        for k, n in audio_nodes(c, sub).items():
+            if n["name"] == name:
+                return k
+        return None
+    c.wait_for(lambda: find() is not None, timeout, what=f"node {name} in /audio")
+    return find()

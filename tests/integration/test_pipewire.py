@@ -1,0 +1,403 @@
+"""/audio against a real pipewire + wireplumber started by each test (pwtest.PipeWire), with null
+sinks and sources from pw-cli and streams from pw-cat. Everything is asserted through the
+socket (the test client's mirror of its subscription, or a call), and every action is checked
+with wpctl and pw-dump, the way a user would look."""
+
+import json
+
+import jsonschema
+import pytest
+
+from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key
+from qsdtest import pointer_get, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _qsd_exits_cleanly(env):
+    yield
+    exits_cleanly(env)
+
+
+def world(env, **kw):
+    pw = PipeWire(env, **kw)
+    return pw
+
+
+def watch(env, paths=("/audio",)):
+    c = env.client()
+    sub = c.subscribe(list(paths))
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    return c, sub
+
+
+def serial(pw, name):
+    return str(pw.node_by_name(name)["info"]["props"]["object.serial"])
+
+
+def approx(v, tol=1e-4):
+    return pytest.approx(v, abs=tol)
+
+
+def test_sinks_sources_and_streams_appear_with_identity(env):
+    pw = world(env)
+    a = pw.add_null("qsd_sink_a", description="Test Sink A")
+    pw.add_null("qsd_sink_b", description="Test Sink B")
+    mic = pw.add_null("qsd_mic", media_class="Audio/Source/Virtual", positions="MONO", description="Test Mic")
+    pw.run(["wpctl", "set-default", str(a)])
+    player = pw.play("test-player", target="qsd_sink_a")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    ka, kb, km, ks = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b", "qsd_mic", "test-player"))
+    # Keys are object.serial; ids are the global ids wpctl and pw-cli show.
+    assert ka == serial(pw, "qsd_sink_a") and km == serial(pw, "qsd_mic") and ks == serial(pw, "test-player")
+    nodes = audio_nodes(c, sub)
+    sink = nodes[ka]
+    assert sink["id"] == a and sink["serial"] == int(ka)
+    assert sink["name"] == "qsd_sink_a" and sink["description"] == "Test Sink A"
+    assert sink["mediaClass"] == "Audio/Sink" and sink["type"] == "audioSink"
+    assert sink["isSink"] is True and sink["isStream"] is False
+    assert sink["application"] is None and sink["device"] is None
+    # Every audio node carries its volume from the start (no bind step).
+    assert sink["audio"] == {"volume": 1.0, "volumes": [1.0, 1.0], "channels": ["frontLeft", "frontRight"], "muted": False}
+    src = nodes[km]
+    assert src["id"] == mic and src["type"] == "audioSource" and src["isSink"] is False
+    assert src["audio"]["channels"] == ["mono"]
+    stream = nodes[ks]
+    assert stream["type"] == "audioOutStream" and stream["isStream"] is True and stream["isSink"] is True
+    assert stream["mediaClass"] == "Stream/Output/Audio"
+    assert stream["application"]["name"] == "qsd-test-player"
+    assert stream["application"]["processId"] == player.pid and stream["application"]["binary"] == "pw-cat"
+    assert stream["media"]["name"].endswith("tone.wav") and stream["media"]["role"] == "Music"
+    assert stream["audio"]["volumes"] == [1.0, 1.0]
+    # The stream plays to sink a: two links (one per channel), grouped as playingTo/capturedFrom.
+    c.wait_value(sub, f"/audio/nodes/{ks}/playingTo", [ka])
+    c.wait_value(sub, f"/audio/nodes/{ka}/capturedFrom", [ks])
+    assert nodes[kb]["capturedFrom"] == []
+    links = c.mirror(sub)["audio"]["links"]
+    mine = [l for l in links.values() if l["output"] == ks]
+    assert len(mine) == 2 and all(l["input"] == ka for l in mine)
+    c.wait_for(lambda: all(l["state"] == "active" for l in c.mirror(sub)["audio"]["links"].values() if l["output"] == ks),
+               what="links active")
+    for k, l in c.mirror(sub)["audio"]["links"].items():
+        o = next(x for x in pw.dump() if x["id"] == l["id"])
+        assert str(o["info"]["props"]["object.serial"]) == k
+    # Defaults as WirePlumber set them; non-audio nodes (drivers) are listed with audio null.
+    c.wait_value(sub, "/audio/defaultAudioSink", ka)
+    assert c.mirror(sub)["audio"]["preferredDefaultAudioSink"] == ka
+    assert c.mirror(sub)["audio"]["defaultAudioSource"] == km
+    drivers = [n for n in audio_nodes(c, sub).values() if n["name"] == "Dummy-Driver"]
+    assert drivers and drivers[0]["type"] == "other" and drivers[0]["audio"] is None
+    # A node added later appears complete, in one `add` with its volume.
+    pw.add_null("qsd_sink_c")
+    kc = node_key(c, sub, "qsd_sink_c")
+    adds = [ch for n in c.notifications if n["method"] == "tree.changed" for ch in n["params"]["changes"]
+            if ch["path"] == f"/audio/nodes/{kc}"]
+    assert adds and adds[0]["op"] == "add" and adds[0]["value"]["audio"]["volumes"] == [1.0, 1.0]
+    # And it leaves as a whole.
+    pw.run(["pw-cli", "destroy", str(pw.node_id("qsd_sink_c"))])
+    c.wait_for(lambda: kc not in audio_nodes(c, sub), what="sink c removed")
+    # The whole domain matches its schema.
+    doc = c.call("rpc.discover")
+    resolver = jsonschema.RefResolver(base_uri="", referrer=doc)
+    errors = [e.message for e in jsonschema.Draft7Validator({"$ref": "#/components/schemas/Audio"}, resolver=resolver)
+              .iter_errors(c.mirror(sub)["audio"])]
+    assert not errors, errors
+    names = {m["name"] for m in doc["methods"]}
+    assert {"audio.setVolume", "audio.setVolumes", "audio.setMuted", "audio.setPreferredDefault", "audio.moveStream",
+            "audio.setDeviceProfile", "audio.setRoute", "audio.monitorPeaks"} <= names
+    assert doc["components"]["schemas"]["Tree"]["properties"]["audio"] == {"$ref": "#/components/schemas/Audio"}
+    assert c.call("tree.get", {"path": "/daemon/backends/pipewire/state"})["value"] == "running"
+
+
+def test_wpctl_changes_show_in_the_tree_with_wpctls_values(env):
+    pw = world(env)
+    a = pw.add_null("qsd_sink_a")
+    b = pw.add_null("qsd_sink_b")
+    pw.run(["wpctl", "set-default", str(a)])
+    pw.play("test-player", target="qsd_sink_a")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    ka, kb, ks = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b", "test-player"))
+    pw.run(["wpctl", "set-volume", str(a), "0.35"])
+    c.wait_value(sub, f"/audio/nodes/{ka}/audio/volume", 0.35)
+    assert audio_nodes(c, sub)[ka]["audio"]["volumes"] == [0.35, 0.35]
+    assert pw.wpctl_volume(a) == (0.35, False)
+    pw.run(["wpctl", "set-mute", str(a), "1"])
+    c.wait_value(sub, f"/audio/nodes/{ka}/audio/muted", True)
+    assert pw.wpctl_volume(a) == (0.35, True)
+    pw.run(["wpctl", "set-mute", str(a), "toggle"])
+    c.wait_value(sub, f"/audio/nodes/{ka}/audio/muted", False)
+    # Above 100 %, and a stream's volume.
+    pw.run(["wpctl", "set-volume", str(b), "1.5"])
+    c.wait_value(sub, f"/audio/nodes/{kb}/audio/volume", 1.5)
+    pw.run(["wpctl", "set-volume", str(pw.node_id("test-player")), "0.2"])
+    c.wait_value(sub, f"/audio/nodes/{ks}/audio/volume", 0.2)
+    # The default follows wpctl set-default (and the preferred one with it).
+    pw.run(["wpctl", "set-default", str(b)])
+    c.wait_value(sub, "/audio/preferredDefaultAudioSink", kb)
+    c.wait_value(sub, "/audio/defaultAudioSink", kb)
+    # Raw linear channel volumes (pw-cli) read on the cubic scale, per channel.
+    pw.run(["pw-cli", "set-param", str(a), "Props", "{ channelVolumes: [ 0.125, 0.001 ] }"])
+    c.wait_value(sub, f"/audio/nodes/{ka}/audio/volumes", [0.5, 0.1])
+    assert audio_nodes(c, sub)[ka]["audio"]["volume"] == approx(0.3)
+
+
+def test_actions_are_applied_before_they_answer(env):
+    pw = world(env)
+    a = pw.add_null("qsd_sink_a")
+    b = pw.add_null("qsd_sink_b")
+    pw.run(["wpctl", "set-default", str(a)])
+    pw.play("test-player", target="qsd_sink_a")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    ka, kb, ks = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b", "test-player"))
+    mirror = lambda path: pointer_get(c.mirror(sub), path, None)  # noqa: E731
+
+    r = c.call("audio.setVolume", {"node": ka, "volume": 0.5})
+    assert r == {"node": ka, "audio": {"volume": 0.5, "volumes": [0.5, 0.5], "channels": ["frontLeft", "frontRight"],
+                                        "muted": False}}
+    # Applied before the answer: PipeWire has it, and this connection's mirror already shows it
+    # (the tree.changed was sent before the response).
+    assert mirror(f"/audio/nodes/{ka}/audio/volume") == 0.5
+    assert pw.wpctl_volume(a) == (0.5, False)
+    props = pw.node_by_name("qsd_sink_a")["info"]["params"]["Props"][0]
+    assert props["channelVolumes"] == [approx(0.125), approx(0.125)]
+
+    # setVolume keeps the balance; setVolumes sets each channel.
+    r = c.call("audio.setVolumes", {"node": ka, "volumes": [0.8, 0.4]})
+    assert r["audio"]["volumes"] == [0.8, 0.4] and mirror(f"/audio/nodes/{ka}/audio/volumes") == [0.8, 0.4]
+    props = pw.node_by_name("qsd_sink_a")["info"]["params"]["Props"][0]
+    assert props["channelVolumes"] == [approx(0.512), approx(0.064)]
+    assert pw.wpctl_volume(a)[0] == 0.8   # wpctl prints the first channel
+    r = c.call("audio.setVolume", {"node": ka, "volume": 0.3})
+    assert r["audio"]["volumes"] == [approx(0.4, 1e-6), approx(0.2, 1e-6)]
+    # A number as the key works too (qsctl's node=52 parses as one).
+    r = c.call("audio.setMuted", {"node": int(ka), "muted": True})
+    assert r["audio"]["muted"] is True and mirror(f"/audio/nodes/{ka}/audio/muted") is True
+    assert pw.wpctl_volume(a)[1] is True
+    c.call("audio.setMuted", {"node": ka, "muted": False})
+    assert pw.wpctl_volume(a)[1] is False
+    # A no-op answers at once.
+    assert c.call("audio.setMuted", {"node": ka, "muted": False})["audio"]["muted"] is False
+    # A stream's volume.
+    c.call("audio.setVolume", {"node": ks, "volume": 0.25})
+    assert pw.wpctl_volume(pw.node_id("test-player"))[0] == 0.25
+
+    # The preferred default: default.configured.audio.sink = {"name": ...}, and WirePlumber follows.
+    r = c.call("audio.setPreferredDefault", {"node": kb})
+    assert r == {"kind": "sink", "node": kb}
+    assert mirror("/audio/preferredDefaultAudioSink") == kb
+    assert pw.metadata("default.configured.audio.sink") == {"name": "qsd_sink_b"}
+    c.wait_value(sub, "/audio/defaultAudioSink", kb)
+    assert pw.run(["wpctl", "inspect", "@DEFAULT_AUDIO_SINK@"]).stdout.startswith(f"id {b},")
+    r = c.call("audio.setPreferredDefault", {"node": None, "kind": "sink"})
+    assert r == {"kind": "sink", "node": None}
+    assert mirror("/audio/preferredDefaultAudioSink") is None
+    assert pw.metadata("default.configured.audio.sink") is None
+    # The same through qsctl.
+    out = env.qsctl("call", "audio.setVolume", f"node={kb}", "volume=0.75")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["audio"]["volume"] == 0.75 and pw.wpctl_volume(b)[0] == 0.75
+
+
+def test_move_stream_plays_to_the_new_sink(env):
+    pw = world(env)
+    a = pw.add_null("qsd_sink_a")
+    b = pw.add_null("qsd_sink_b")
+    # Virtual sources: a null node of class Audio/Source stalls WirePlumber 0.4.13's linking.
+    pw.add_null("qsd_mic", media_class="Audio/Source/Virtual", positions="MONO")
+    pw.add_null("qsd_mic2", media_class="Audio/Source/Virtual", positions="MONO")
+    pw.run(["wpctl", "set-default", str(a)])
+    pw.play("test-player")
+    pw.record("test-recorder")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    ka, kb, ks = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b", "test-player"))
+    km, km2, kr = (node_key(c, sub, n) for n in ("qsd_mic", "qsd_mic2", "test-recorder"))
+    c.wait_value(sub, f"/audio/nodes/{ks}/playingTo", [ka])
+    c.wait_value(sub, f"/audio/nodes/{kr}/capturedFrom", predicate=lambda v: v in ([km], [km2]))
+    r = c.call("audio.moveStream", {"stream": ks, "target": kb})
+    assert r == {"stream": ks, "target": kb}
+    # Linked to b when it answered; the metadata holds b's serial; pw-dump's links go to b.
+    assert pointer_get(c.mirror(sub), f"/audio/nodes/{ks}/playingTo") == [kb]
+    sid = pw.node_id("test-player")
+    assert str(pw.metadata("target.object", subject=sid)) == kb
+    wait_until(lambda: {l["info"]["input-node-id"] for l in pw.dump() if l["type"] == "PipeWire:Interface:Link"
+                        and l["info"]["output-node-id"] == sid} == {b}, 20, what="pw-dump links to b")
+    c.wait_value(sub, f"/audio/nodes/{kb}/capturedFrom", [ks])
+    c.wait_value(sub, f"/audio/nodes/{ka}/capturedFrom", [])
+    # Back to following the default.
+    r = c.call("audio.moveStream", {"stream": ks, "target": None})
+    assert r == {"stream": ks, "target": None}
+    assert pointer_get(c.mirror(sub), f"/audio/nodes/{ks}/playingTo") == [ka]
+    assert pw.metadata("target.object", subject=sid) is None
+    # A recording stream moves to the other source.
+    other = km2 if pointer_get(c.mirror(sub), f"/audio/nodes/{kr}/capturedFrom") == [km] else km
+    r = c.call("audio.moveStream", {"stream": kr, "target": other})
+    assert r == {"stream": kr, "target": other}
+    assert pointer_get(c.mirror(sub), f"/audio/nodes/{kr}/capturedFrom") == [other]
+
+
+BAD = [
+    # method, params, the param named
+    ("audio.setVolume", {"volume": 0.5}, "node"),
+    ("audio.setVolume", {"node": "99999", "volume": 0.5}, "node"),
+    ("audio.setVolume", {"node": [1], "volume": 0.5}, "node"),
+    ("audio.setVolume", {"node": "@A", "volume": -0.1}, "volume"),
+    ("audio.setVolume", {"node": "@A", "volume": "loud"}, "volume"),
+    ("audio.setVolume", {"node": "@A", "volume": 10.5}, "volume"),
+    ("audio.setVolume", {"node": "@A", "volume": True}, "volume"),
+    ("audio.setVolume", {"node": "@A"}, "volume"),
+    ("audio.setVolume", {"node": "@DRIVER", "volume": 0.5}, "node"),
+    ("audio.setVolumes", {"node": "@A", "volumes": [0.5]}, "volumes"),
+    ("audio.setVolumes", {"node": "@A", "volumes": [0.5, -1]}, "volumes"),
+    ("audio.setVolumes", {"node": "@A", "volumes": [0.5, "x"]}, "volumes"),
+    ("audio.setVolumes", {"node": "@A", "volumes": 0.5}, "volumes"),
+    ("audio.setMuted", {"node": "@A", "muted": "yes"}, "muted"),
+    ("audio.setMuted", {"node": "nope", "muted": True}, "node"),
+    ("audio.setPreferredDefault", {"node": "@S"}, "node"),
+    ("audio.setPreferredDefault", {"node": "@A", "kind": "source"}, "kind"),
+    ("audio.setPreferredDefault", {"node": "@A", "kind": "both"}, "kind"),
+    ("audio.setPreferredDefault", {"node": None}, "kind"),
+    ("audio.setPreferredDefault", {}, "node"),
+    ("audio.moveStream", {"stream": "@A", "target": "@B"}, "stream"),
+    ("audio.moveStream", {"stream": "@S", "target": "@S"}, "target"),
+    ("audio.moveStream", {"stream": "@S", "target": "@M"}, "target"),
+    ("audio.moveStream", {"stream": "@S"}, "target"),
+    ("audio.moveStream", {"stream": "@S", "target": 3.5}, "target"),
+    ("audio.setDeviceProfile", {"device": "99999", "profile": 1}, "device"),
+    ("audio.setDeviceProfile", {"device": "1", "profile": None}, "profile"),
+    ("audio.setRoute", {"device": "99999", "route": 1}, "device"),
+    ("audio.setRoute", {"device": "99999", "route": "x"}, "route"),
+    ("audio.monitorPeaks", {"node": "@A"}, "enabled"),
+    ("audio.monitorPeaks", {"node": "99999", "enabled": True}, "node"),
+    ("audio.monitorPeaks", {"node": "@DRIVER", "enabled": True}, "node"),
+]
+
+
+def test_bad_params_are_refused_naming_the_param_and_nothing_is_sent(env):
+    pw = world(env)
+    a = pw.add_null("qsd_sink_a")
+    pw.add_null("qsd_sink_b")
+    pw.add_null("qsd_mic", media_class="Audio/Source/Virtual", positions="MONO")
+    pw.run(["wpctl", "set-default", str(a)])
+    pw.play("test-player", target="qsd_sink_a")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    keys = {"@A": node_key(c, sub, "qsd_sink_a"), "@B": node_key(c, sub, "qsd_sink_b"),
+            "@M": node_key(c, sub, "qsd_mic"), "@S": node_key(c, sub, "test-player"),
+            "@DRIVER": node_key(c, sub, "Dummy-Driver")}
+
+    def state():
+        d = pw.dump()
+        props = {o["id"]: o["info"]["params"].get("Props") for o in d if o["type"] == "PipeWire:Interface:Node"}
+        meta = [o["metadata"] for o in d if o["type"] == "PipeWire:Interface:Metadata"]
+        links = sorted((l["info"]["output-node-id"], l["info"]["input-node-id"]) for l in d
+                       if l["type"] == "PipeWire:Interface:Link")
+        return props, meta, links
+
+    before = state()
+    for method, params, param in BAD:
+        params = {k: keys.get(v, v) if isinstance(v, str) else v for k, v in params.items()}
+        resp = c.call_full(method, params)
+        assert "error" in resp, (method, params, resp)
+        assert resp["error"]["code"] == -32602, (method, params, resp)
+        assert resp["error"]["data"]["param"] == param, (method, params, resp)
+        assert resp["error"]["data"].get("expected"), resp
+    # Nothing reached PipeWire: volumes, metadata and links are as they were.
+    assert state() == before
+    assert pw.wpctl_volume(a) == (1.0, False)
+    # Every declared param, given a value of a type its schema rules out, is refused naming it.
+    doc = c.call("rpc.discover")
+    for m in doc["methods"]:
+        if not m["name"].startswith("audio."):
+            continue
+        base = {p["name"]: p["value"] for p in m["examples"][0]["params"]}
+        for k, v in base.items():
+            if v in ("52", "61", "77", "40"):
+                base[k] = keys["@A"]
+        for p in m["params"]:
+            params = dict(base)
+            params[p["name"]] = {"x": 1}
+            resp = c.call_full(m["name"], params)
+            assert resp.get("error", {}).get("code") == -32602, (m["name"], p["name"], resp)
+            assert resp["error"]["data"]["param"] == p["name"], (m["name"], p["name"], resp)
+    assert state()[0] == before[0]
+
+
+def test_peaks_on_request_shared_and_closed_with_the_last_client(env):
+    pw = world(env)
+    a = pw.add_null("qsd_sink_a")
+    pw.run(["wpctl", "set-default", str(a)])
+    pw.play("test-player", target="qsd_sink_a")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    ka, ks = node_key(c, sub, "qsd_sink_a"), node_key(c, sub, "test-player")
+    meters = lambda: [o for o in pw.dump() if o["type"] == "PipeWire:Interface:Node"  # noqa: E731
+                      and o["info"]["props"].get("node.name") == "qsd.peaks"]
+    # Nothing is captured while nobody asked.
+    assert meters() == [] and "peaks" not in audio_nodes(c, sub)[ka]
+    c1 = env.client()
+    assert c1.call("audio.monitorPeaks", {"node": ka, "enabled": True}) == {"node": ka, "enabled": True}
+    assert len(meters()) == 1
+    # The tone's amplitude (0.5) shows on both channels of the sink's monitor.
+    c.wait_for(lambda: (audio_nodes(c, sub)[ka].get("peak") or 0) > 0.45, 20, what="peak of the tone")
+    node = audio_nodes(c, sub)[ka]
+    # (8 kHz resampled to the graph's rate overshoots a little.)
+    assert len(node["peaks"]) == 2 and all(p == approx(0.5, 0.05) for p in node["peaks"])
+    assert node["peak"] == max(node["peaks"])
+    # It measures the signal: the stream at 0.5 (linear 0.125) plays the tone at 0.0625.
+    c.call("audio.setVolume", {"node": ks, "volume": 0.5})
+    c.wait_for(lambda: 0.04 < (audio_nodes(c, sub)[ka].get("peak") or 1) < 0.09, 20, what="quieter peak")
+    c.call("audio.setVolume", {"node": ks, "volume": 1.0})
+    # The level meter's own links are not playback.
+    assert node["playingTo"] == []
+    # A second client shares the stream; the first one stopping does not close it.
+    c2 = env.client()
+    c2.call("audio.monitorPeaks", {"node": ka, "enabled": True})
+    c2.call("audio.monitorPeaks", {"node": ka, "enabled": True})   # twice: still one hold
+    assert len(meters()) == 1
+    assert c1.call("audio.monitorPeaks", {"node": ka, "enabled": False}) == {"node": ka, "enabled": False}
+    assert len(meters()) == 1 and "peaks" in audio_nodes(c, sub)[ka]
+    # The tree changes at most 25 times a second, not per buffer.
+    n0 = len([n for n in c.notifications if n["method"] == "tree.changed"])
+    import time
+    t0 = time.monotonic()
+    c.pump(2.0)
+    elapsed = time.monotonic() - t0
+    changes = len([n for n in c.notifications if n["method"] == "tree.changed"]) - n0
+    assert changes <= 25 * elapsed + 2, (changes, elapsed)
+    # The last client disconnecting closes it, and the peaks leave the tree.
+    c2.close()
+    c.wait_for(lambda: "peaks" not in audio_nodes(c, sub)[ka], what="peaks removed")
+    assert "peak" not in audio_nodes(c, sub)[ka]
+    wait_until(lambda: meters() == [], 20, what="the meter stream closed")
+    # A stream can be metered too.
+    c3 = env.client()
+    c3.call("audio.monitorPeaks", {"node": ks, "enabled": True})
+    c.wait_for(lambda: (audio_nodes(c, sub)[ks].get("peak") or 0) > 0.45, 20, what="peak of the stream")
+    c3.call("audio.monitorPeaks", {"node": ks, "enabled": False})
+    c.wait_for(lambda: "peaks" not in audio_nodes(c, sub)[ks], what="stream peaks removed")
+    wait_until(lambda: meters() == [], 20, what="the meter stream closed")
+
+
+def test_pulse_clients_show_up_too(env):
+    # pipewire-pulse's pactl writes the same Props; its streams carry their process id themselves.
+    pw = world(env, pulse=True)
+    a = pw.add_null("qsd_sink_a")
+    pw.run(["wpctl", "set-default", str(a)])
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    ka = node_key(c, sub, "qsd_sink_a")
+    pw.run(["pactl", "set-sink-volume", "qsd_sink_a", "80%"])
+    # 80 % is 52428/65536 in pulse's integer volume.
+    c.wait_value(sub, f"/audio/nodes/{ka}/audio/volume", predicate=lambda v: v == approx(0.8))
+    pw.run(["pactl", "set-sink-mute", "qsd_sink_a", "1"])
+    c.wait_value(sub, f"/audio/nodes/{ka}/audio/muted", True)
+    # And qsd's writes are what pactl reads.
+    c.call("audio.setVolume", {"node": ka, "volume": 0.5})
+    c.call("audio.setMuted", {"node": ka, "muted": False})
+    info = json.loads(pw.run(["pactl", "-f", "json", "list", "sinks"]).stdout)
+    sink = next(s for s in info if s["name"] == "qsd_sink_a")
+    assert sink["mute"] is False
+    assert all(v["value_percent"] == "50%" for v in sink["volume"].values())

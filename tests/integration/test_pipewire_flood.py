@@ -1,0 +1,53 @@
+"""1000 `wpctl set-volume` in a row on one sink: the tree ends at the last value, and a subscriber
+of the sink's audio gets no more tree.changed than there were changes (PipeWire's Props events
+coalesce, never multiply)."""
+
+import os
+
+import pytest
+
+from pwtest import PipeWire, exits_cleanly, node_key
+
+
+@pytest.fixture(autouse=True)
+def _qsd_exits_cleanly(env):
+    yield
+    exits_cleanly(env)
+
+
+def test_a_thousand_wpctl_volume_changes(env):
+    pw = PipeWire(env)
+    a = pw.add_null("qsd_sink_a")
+    env.start_qsd(backends=["pipewire"])
+    c = env.client()
+    sub = c.subscribe(["/audio"])
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    ka = node_key(c, sub, "qsd_sink_a")
+    c.close()
+    c = env.client()
+    path = f"/audio/nodes/{ka}/audio"
+    sub = c.subscribe([path])
+    # 1000 distinct values, none equal to the start (1.0); one shell runs them all.
+    values = [f"{0.001 * (i + 1):.3f}" for i in range(1000)]
+    script = os.path.join(env.dir, "flood.sh")
+    with open(script, "w") as f:
+        f.write("set -e\n")
+        for v in values:
+            f.write(f"wpctl set-volume {a} {v}\n")
+    pw.run(["sh", script], timeout=600)
+    last = float(values[-1])
+    c.wait_value(sub, path + "/volume", last, timeout=60)
+    c.pump(0.5)
+    assert c.mirror(sub)["audio"]["nodes"][ka]["audio"]["volumes"] == [last, last]
+    assert pw.wpctl_volume(a)[0] == last
+    changed = [n for n in c.notifications if n["method"] == "tree.changed" and n["params"]["subscription"] == sub]
+    print(f"{len(changed)} tree.changed for {len(values)} changes")
+    assert 1 <= len(changed) <= len(values)
+    # Each one carries the volume it reports; none repeats the previous value.
+    seen = []
+    for n in changed:
+        for ch in n["params"]["changes"]:
+            if ch["path"] == path + "/volume":
+                seen.append(ch["value"])
+    assert seen[-1] == last
+    assert all(x != y for x, y in zip(seen, seen[1:]))

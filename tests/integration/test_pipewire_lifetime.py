@@ -1,0 +1,136 @@
+"""The pipewire backend across the lives of its peers: PipeWire and WirePlumber killed and started
+again, WirePlumber absent or leaving (nodes stay, defaults go), PipeWire absent when qsd starts,
+and the socket found where libpipewire looks for it ($PIPEWIRE_RUNTIME_DIR, $PIPEWIRE_REMOTE).
+qsd finds a returning daemon through an inotify watch of the socket's directory, not by polling
+(the idle benchmark counts its wakeups)."""
+
+import os
+import time
+
+import pytest
+
+from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key, require
+
+
+@pytest.fixture(autouse=True)
+def _qsd_exits_cleanly(env):
+    yield
+    exits_cleanly(env)
+
+
+def watch(env):
+    c = env.client()
+    sub = c.subscribe(["/audio", "/daemon/backends/pipewire"])
+    return c, sub
+
+
+def test_restart_of_pipewire_and_wireplumber(env):
+    pw = PipeWire(env)
+    a = pw.add_null("qsd_sink_a")
+    pw.add_null("qsd_sink_b")
+    pw.run(["wpctl", "set-default", str(a)])
+    pw.play("test-player", target="qsd_sink_a")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    ka = node_key(c, sub, "qsd_sink_a")
+    c.wait_value(sub, "/audio/defaultAudioSink", ka)
+    meter = env.client()
+    meter.call("audio.monitorPeaks", {"node": ka, "enabled": True})
+    for round_ in range(2):
+        pw.kill_all()
+        # At once: available false and nothing else under /audio.
+        c.wait_value(sub, "/audio/available", False, timeout=20)
+        assert c.mirror(sub)["audio"] == {"available": False}
+        assert c.mirror(sub)["daemon"]["backends"]["pipewire"]["state"] == "unavailable"
+        resp = c.call_full("audio.setVolume", {"node": ka, "volume": 0.5})
+        assert resp["error"]["code"] == -32000 and resp["error"]["data"]["backend"] == "pipewire"
+        # Stopping a meter is always possible.
+        assert meter.call("audio.monitorPeaks", {"node": ka, "enabled": False})["enabled"] is False
+        pw.start()
+        t0 = time.monotonic()
+        a = pw.add_null("qsd_sink_a")
+        b = pw.add_null("qsd_sink_b")
+        pw.run(["wpctl", "set-default", str(b)])
+        pw.run(["wpctl", "set-volume", str(a), "0.4"])
+        c.wait_value(sub, "/audio/available", True, timeout=30)
+        ka = node_key(c, sub, "qsd_sink_a")
+        kb = node_key(c, sub, "qsd_sink_b")
+        c.wait_value(sub, "/audio/defaultAudioSink", kb, timeout=30)
+        c.wait_value(sub, f"/audio/nodes/{ka}/audio/volume", 0.4, timeout=30)
+        print(f"round {round_}: full state back {time.monotonic() - t0:.3f} s after PipeWire was started")
+        assert c.mirror(sub)["daemon"]["backends"]["pipewire"]["state"] == "running"
+        # Keys are the new instance's serials; actions work on them.
+        assert ka == str(pw.node_by_name("qsd_sink_a")["info"]["props"]["object.serial"])
+        assert c.call("audio.setVolume", {"node": ka, "volume": 0.6})["audio"]["volume"] == 0.6
+        assert pw.wpctl_volume(a)[0] == 0.6
+
+
+def test_wireplumber_absent_nodes_listed_defaults_null(env):
+    pw = PipeWire(env, wireplumber=False)
+    a = pw.add_null("qsd_sink_a")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    ka = node_key(c, sub, "qsd_sink_a")
+    audio = c.mirror(sub)["audio"]
+    assert audio["nodes"][ka]["audio"]["volumes"] == [1.0, 1.0]
+    for k in ("defaultAudioSink", "defaultAudioSource", "preferredDefaultAudioSink", "preferredDefaultAudioSource"):
+        assert audio[k] is None
+    # Props need no session manager; the default metadata does.
+    assert c.call("audio.setVolume", {"node": ka, "volume": 0.5})["audio"]["volume"] == 0.5
+    resp = c.call_full("audio.setPreferredDefault", {"node": ka})
+    assert resp["error"]["code"] == -32000 and "WirePlumber" in resp["error"]["message"]
+    # WirePlumber arrives: the defaults follow; it leaves: they go, the nodes stay.
+    pw.start_wireplumber()
+    pw.run(["wpctl", "set-default", str(a)])
+    c.wait_value(sub, "/audio/defaultAudioSink", ka, timeout=30)
+    c.wait_value(sub, "/audio/preferredDefaultAudioSink", ka)
+    assert c.call("audio.setPreferredDefault", {"node": ka}) == {"kind": "sink", "node": ka}
+    pw.stop_wireplumber()
+    c.wait_value(sub, "/audio/defaultAudioSink", None, timeout=30)
+    assert c.mirror(sub)["audio"]["preferredDefaultAudioSink"] is None
+    assert c.mirror(sub)["audio"]["available"] is True and ka in audio_nodes(c, sub)
+
+
+def test_pipewire_absent_at_start_then_found(env):
+    require()
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/daemon/backends/pipewire/state", "unavailable", timeout=20)
+    error = c.mirror(sub)["daemon"]["backends"]["pipewire"]["error"]
+    assert "PipeWire is not running" in error and os.path.join(env.run, "pipewire-0") in error
+    assert c.mirror(sub)["audio"] == {"available": False}
+    resp = c.call_full("audio.setMuted", {"node": "1", "muted": True})
+    assert resp["error"]["code"] == -32000
+    pw = PipeWire(env)
+    pw.add_null("qsd_sink_a")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    node_key(c, sub, "qsd_sink_a")
+    c.wait_value(sub, "/daemon/backends/pipewire/state", "running")
+
+
+def test_runtime_dir_and_remote_name_are_honoured(env):
+    require()
+    pwdir = os.path.join(env.dir, "pw-runtime")
+    os.makedirs(pwdir, mode=0o700)
+    # The daemon listens as "qsd-pw-1" in its own directory; clients find it through
+    # PIPEWIRE_RUNTIME_DIR and PIPEWIRE_REMOTE, as libpipewire does.
+    extra = {"PIPEWIRE_RUNTIME_DIR": pwdir, "PIPEWIRE_CORE": "qsd-pw-1", "PIPEWIRE_REMOTE": "qsd-pw-1"}
+    qenv = dict(env.env)
+    qenv.update(PIPEWIRE_RUNTIME_DIR=pwdir, PIPEWIRE_REMOTE="qsd-pw-1")
+    env.start_qsd(backends=["pipewire"], env=qenv)
+    c, sub = watch(env)
+    c.wait_value(sub, "/daemon/backends/pipewire/state", "unavailable", timeout=20)
+    assert os.path.join(pwdir, "qsd-pw-1") in c.mirror(sub)["daemon"]["backends"]["pipewire"]["error"]
+    pw = PipeWire(env, extra_env=extra)
+    assert os.path.exists(os.path.join(pwdir, "qsd-pw-1")) and not os.path.exists(os.path.join(env.run, "pipewire-0"))
+    pw.add_null("qsd_sink_a")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    node_key(c, sub, "qsd_sink_a")
+    pw.kill_all()
+    c.wait_value(sub, "/audio/available", False, timeout=20)
+    pw.start()
+    pw.add_null("qsd_sink_b")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    node_key(c, sub, "qsd_sink_b")
