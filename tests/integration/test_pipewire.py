@@ -3,6 +3,7 @@ sinks and sources from pw-cli and streams from pw-cat. Everything is asserted th
 socket (the test client's mirror of its subscription, or a call), and every action is checked
 with wpctl and pw-dump, the way a user would look."""
 
+import os
 import json
 
 import jsonschema
@@ -346,6 +347,8 @@ def test_peaks_on_request_shared_and_closed_with_the_last_client(env):
     # (8 kHz resampled to the graph's rate overshoots a little.)
     assert len(node["peaks"]) == 2 and all(p == approx(0.5, 0.05) for p in node["peaks"])
     assert node["peak"] == max(node["peaks"])
+    # One thread, even while a level meter streams: libpipewire's data loop runs in qsd's loop.
+    assert os.listdir(f"/proc/{env.daemon.pid}/task") == [str(env.daemon.pid)]
     # It measures the signal: the stream at 0.5 (linear 0.125) plays the tone at 0.0625.
     c.call("audio.setVolume", {"node": ks, "volume": 0.5})
     c.wait_for(lambda: 0.04 < (audio_nodes(c, sub)[ka].get("peak") or 1) < 0.09, 20, what="quieter peak")

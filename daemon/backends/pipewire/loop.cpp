@@ -16,20 +16,30 @@ PwLoop::PwLoop(EventLoop& loop, std::function<void()> afterIterate): afterIterat
 	pw_init(nullptr, nullptr);
 	loop_ = pw_loop_new(nullptr);
 	if (!loop_) throw std::runtime_error(std::string("pw_loop_new failed: ") + std::strerror(errno));
-	// Enter once, from the thread that iterates (spa/support/loop.h); left in the destructor.
+	attach(loop, "pipewire-loop");
+}
+
+PwLoop::PwLoop(EventLoop& loop, pw_loop* adopted, const char* description): loop_(adopted), owned_(false) {
+	attach(loop, description);
+}
+
+void PwLoop::attach(EventLoop& loop, const char* description) {
+	// Enter once, from the thread that iterates (spa/support/loop.h): the loop then knows this
+	// thread as its own, so pw_loop_invoke from here runs at once instead of waiting for a
+	// thread. Left in the destructor.
 	pw_loop_enter(loop_);
 	entered_ = true;
 	io_ = loop.addIo(pw_loop_get_fd(loop_), EPOLLIN, [this](uint32_t) {
 		int r = pw_loop_iterate(loop_, 0);
 		if (r < 0 && r != -EINTR) log::warning("pipewire", "pw_loop_iterate failed: {}", spa_strerror(r));
 		if (afterIterate_) afterIterate_();
-	}, "pipewire-loop");
+	}, description);
 }
 
 PwLoop::~PwLoop() {
 	io_.reset();
 	if (entered_) pw_loop_leave(loop_);
-	if (loop_) pw_loop_destroy(loop_);
+	if (loop_ && owned_) pw_loop_destroy(loop_);
 }
 
 SocketWatch::SocketWatch(EventLoop& loop, std::vector<SocketLocation> locations, std::function<void()> onAppeared)

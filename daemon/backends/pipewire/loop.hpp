@@ -18,6 +18,9 @@ class PwLoop {
 public:
 	// afterIterate runs after every pw_loop_iterate, once the events it dispatched are handled.
 	PwLoop(EventLoop& loop, std::function<void()> afterIterate);
+	// Drives a loop libpipewire owns (the context's data loop, whose thread was stopped): entered
+	// and iterated from qsd's loop like our own, left but not destroyed in the destructor.
+	PwLoop(EventLoop& loop, pw_loop* adopted, const char* description);
 	~PwLoop();
 	PwLoop(const PwLoop&) = delete;
 	PwLoop& operator=(const PwLoop&) = delete;
@@ -25,7 +28,10 @@ public:
 	[[nodiscard]] pw_loop* get() const { return loop_; }
 
 private:
+	void attach(EventLoop& loop, const char* description);
+
 	pw_loop* loop_ = nullptr;
+	bool owned_ = true;
 	bool entered_ = false;
 	EventSource io_;
 	std::function<void()> afterIterate_;

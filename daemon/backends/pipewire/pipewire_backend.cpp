@@ -56,8 +56,6 @@ void PipewireBackend::start() {
 	setState(BackendState::Starting);
 	try {
 		pwLoop_ = std::make_unique<PwLoop>(context_.loop, [this] { afterIterate(); });
-		// libpipewire 0.3's context starts its own data-loop thread (context.c); it sleeps
-		// until a level meter streams, and runs none of qsd's code.
 		// client.conf without what qsd never uses (session-manager, client-device, adapter, the
 		// D-Bus support plugin): their pages are memory; client-node comes with the first level
 		// meter.
@@ -66,6 +64,13 @@ void PipewireBackend::start() {
 		    pwLoop_->get(), pw_properties_new(PW_KEY_CONFIG_NAME, "null", "support.dbus", "false", "log.level", "0", nullptr),
 		    0);
 		if (!pwContext_) throw std::runtime_error(std::string("pw_context_new failed: ") + std::strerror(errno));
+		// libpipewire 0.3's pw_context_new starts a data-loop thread (context.c) for realtime
+		// processing. qsd runs no realtime graph — its only streams are level meters, which
+		// need no realtime scheduling — so that thread is stopped and its loop is iterated from
+		// qsd's own loop like the main one: the daemon stays one thread (DESIGN.md).
+		pw_data_loop* data = pw_context_get_data_loop(pwContext_);
+		pw_data_loop_stop(data);
+		dataLoop_ = std::make_unique<PwLoop>(context_.loop, pw_data_loop_get_loop(data), "pipewire-data-loop");
 		pw_context_add_spa_lib(pwContext_, "audio.convert.*", "audioconvert/libspa-audioconvert");
 		pw_context_add_spa_lib(pwContext_, "support.*", "support/libspa-support");
 		for (const char* module: {"libpipewire-module-protocol-native", "libpipewire-module-metadata"})
@@ -73,6 +78,9 @@ void PipewireBackend::start() {
 				throw std::runtime_error(fmt::format("loading {} failed: {}", module, std::strerror(errno)));
 	} catch (const std::exception& e) {
 		log::error(kLog, "cannot set up libpipewire: {}", e.what());
+		dataLoop_.reset();
+		if (pwContext_) pw_context_destroy(pwContext_);
+		pwContext_ = nullptr;
 		pwLoop_.reset();
 		setState(BackendState::Failed, e.what());
 		return;
@@ -100,6 +108,7 @@ void PipewireBackend::stop() {
 	retry_.reset();
 	watch_.reset();
 	graph_.reset();
+	dataLoop_.reset();   // left before the context that owns it is destroyed
 	if (pwContext_) pw_context_destroy(pwContext_);
 	pwContext_ = nullptr;
 	pwLoop_.reset();

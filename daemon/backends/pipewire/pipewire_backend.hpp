@@ -115,6 +115,7 @@ private:
 	bool started_ = false;
 	std::shared_ptr<PipewireBackend*> self_;
 	std::unique_ptr<PwLoop> pwLoop_;
+	std::unique_ptr<PwLoop> dataLoop_;   // the context's data loop, iterated by qsd's loop
 	pw_context* pwContext_ = nullptr;
 	bool clientNodeLoaded_ = false;
 	std::unique_ptr<Graph> graph_;
