@@ -101,7 +101,23 @@ class PipeWire:
         return subprocess.run(args, capture_output=True, text=True, env=self.penv, check=check, timeout=timeout)
 
     def dump(self):
-        return json.loads(self.run(["pw-dump"]).stdout)
+        # pw-dump 0.3.65 can print a second array when objects change while it dumps (seen on a
+        # loaded machine): read every array, later entries of an id replacing earlier ones and
+        # an entry with info null (a removal) dropping it.
+        text = self.run(["pw-dump"]).stdout
+        decoder, pos, objects = json.JSONDecoder(), 0, {}
+        while True:
+            while pos < len(text) and text[pos].isspace():
+                pos += 1
+            if pos >= len(text):
+                break
+            chunk, pos = decoder.raw_decode(text, pos)
+            for o in chunk:
+                if "info" in o and o["info"] is None and "metadata" not in o:
+                    objects.pop(o["id"], None)
+                else:
+                    objects[o["id"]] = o
+        return list(objects.values())
 
     def node_by_name(self, name):
         for o in self.dump():

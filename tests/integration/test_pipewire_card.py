@@ -111,8 +111,9 @@ def test_card_port_and_profile_changes(env):
     assert resp["error"]["code"] == -32602 and resp["error"]["data"]["param"] == "route"
     resp = c.call_full("audio.setDeviceProfile", {"device": dev, "profile": 7})
     assert resp["error"]["code"] == -32602 and resp["error"]["data"]["param"] == "profile"
+    # A node's key names no device.
     resp = c.call_full("audio.setDeviceProfile", {"device": ks, "profile": 1})
-    assert resp["error"]["code"] == -32602 and resp["error"]["data"]["param"] == "device"
+    assert resp["error"]["code"] == -32001 and resp["error"]["data"]["param"] == "device"
     assert pw.card_log() == log
     # Someone else (pw-cli) switches it back: the tree follows, the microphone returns.
     pw.run(["pw-cli", "set-param", str(card_device(pw)["id"]), "Profile", "{ index: 2, save: true }"])

@@ -39,6 +39,13 @@ constexpr double kMaxVolume = 10.0;
 	                   std::move(data));
 }
 
+// A well-formed key that names nothing: -32001 like every other domain's unknown id (core.json),
+// with data {param, <param>}; a key of the wrong kind of object stays -32602.
+[[noreturn]] void notFound(const char* param, const char* what, const json& value) {
+	throw RpcException(ErrorCode::NotFound, std::string("No ") + what + " with this key",
+	                   {{"param", param}, {param, value}});
+}
+
 NodeType typeOf(const Node& n) {
 	auto it = n.props.find("media.class");
 	return nodeType(it == n.props.end() ? std::string_view() : std::string_view(it->second));
@@ -92,7 +99,8 @@ const Node& PipewireBackend::audioNode(const json& params, const char* param) co
 	static const std::string expected = "the key of an audio node in /audio/nodes";
 	auto key = keyParam(params, param, expected);
 	const Node* n = nodeByKey(key);
-	if (!n || !isAudio(typeOf(*n))) bad(param, expected, params.at(param));
+	if (!n) notFound(param, "node in /audio/nodes", params.at(param));
+	if (!isAudio(typeOf(*n))) bad(param, expected, params.at(param));
 	return *n;
 }
 
@@ -151,7 +159,8 @@ void PipewireBackend::registerMethods() {
 		std::string key;
 		if (nodeKey) {
 			const Node* n = nodeByKey(*nodeKey);
-			auto type = n ? typeOf(*n) : NodeType::Other;
+			if (!n) notFound("node", "node in /audio/nodes", node);
+			auto type = typeOf(*n);
 			if (!n || (type != NodeType::AudioSink && type != NodeType::AudioSource && type != NodeType::AudioDuplex))
 				bad("node", "the key of a sink or source node (not a stream) in /audio/nodes, or null", node);
 			std::string own = type == NodeType::AudioSink ? "sink" : type == NodeType::AudioSource ? "source" : "";
@@ -198,13 +207,15 @@ void PipewireBackend::registerMethods() {
 		if (!target.is_null() && !targetKey) bad("target", "the key of a sink or source node, or null", target);
 		requireAvailable();
 		const Node* s = nodeByKey(streamKey);
-		if (!s || !isStream(typeOf(*s))) bad("stream", "the key of a stream (isStream) in /audio/nodes", params.at("stream"));
+		if (!s) notFound("stream", "node in /audio/nodes", params.at("stream"));
+		if (!isStream(typeOf(*s))) bad("stream", "the key of a stream (isStream) in /audio/nodes", params.at("stream"));
 		bool output = typeOf(*s) == NodeType::AudioOutStream;
 		const Node* t = nullptr;
 		if (targetKey) {
 			t = nodeByKey(*targetKey);
-			auto type = t ? typeOf(*t) : NodeType::Other;
-			bool fits = t && isAudio(type) && !isStream(type) &&
+			if (!t) notFound("target", "node in /audio/nodes", target);
+			auto type = typeOf(*t);
+			bool fits = isAudio(type) && !isStream(type) &&
 			            (!output || type == NodeType::AudioSink || type == NodeType::AudioDuplex);
 			if (!fits)
 				bad("target", output ? "the key of a sink node in /audio/nodes, or null"
@@ -225,7 +236,7 @@ void PipewireBackend::registerMethods() {
 		w.what = "the move of stream " + s->key;
 		w.check = [this, stream = s->key, targetKey = t ? t->key : std::string(), output]() -> std::optional<json> {
 			const Node* sn = nodeByKey(stream);
-			if (!sn) throw RpcException(ErrorCode::NotFound, "The stream went away", {{"param", "stream"}, {"value", stream}});
+			if (!sn) throw RpcException(ErrorCode::NotFound, "The stream went away", {{"param", "stream"}, {"stream", stream}});
 			std::string want = targetKey;
 			if (want.empty()) {   // back to following the default
 				const json& d = defaults_[output ? "defaultAudioSink" : "defaultAudioSource"];
@@ -251,7 +262,7 @@ void PipewireBackend::registerMethods() {
 			bad("profile", "a profile index or name from the device's profiles", profile);
 		requireAvailable();
 		const Device* d = deviceByKey(deviceKey);
-		if (!d) bad("device", "the key of a device in /audio/devices", params.at("device"));
+		if (!d) notFound("device", "device in /audio/devices", params.at("device"));
 		auto it = std::find_if(d->profiles.begin(), d->profiles.end(), [&](const ProfileParam& x) {
 			return profile.is_string() ? x.name == profile.get<std::string>() : x.index == profile.get<int64_t>();
 		});
@@ -265,7 +276,7 @@ void PipewireBackend::registerMethods() {
 		w.what = "profile " + it->name + " of device " + d->key;
 		w.check = [this, key = d->key, index]() -> std::optional<json> {
 			const Device* dev = deviceByKey(key);
-			if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"value", key}});
+			if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"device", key}});
 			if (!dev->profile || dev->profile->index != index) return std::nullopt;
 			return json{{"device", key}, {"profile", dev->profile->name}, {"profileIndex", index}};
 		};
@@ -279,7 +290,7 @@ void PipewireBackend::registerMethods() {
 		int64_t index = p.integer("route");
 		requireAvailable();
 		const Device* d = deviceByKey(deviceKey);
-		if (!d) bad("device", "the key of a device in /audio/devices", params.at("device"));
+		if (!d) notFound("device", "device in /audio/devices", params.at("device"));
 		auto it = std::find_if(d->routes.begin(), d->routes.end(), [&](const RouteParam& r) {
 			bool inProfile = r.profiles.empty() || !d->profile ||
 			                 std::find(r.profiles.begin(), r.profiles.end(), d->profile->index) != r.profiles.end();
@@ -301,7 +312,7 @@ void PipewireBackend::registerMethods() {
 		w.what = "route " + it->name + " of device " + d->key;
 		w.check = [this, key = d->key, route = it->index, cardDevice]() -> std::optional<json> {
 			const Device* dev = deviceByKey(key);
-			if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"value", key}});
+			if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"device", key}});
 			for (const auto& a: dev->activeRoutes)
 				if (a.device == cardDevice && a.index == route)
 					return json{{"device", key}, {"route", route}, {"name", a.name}};
@@ -347,7 +358,7 @@ void PipewireBackend::writeVolume(const Node& n, const VolumeSource& src, std::o
 	w.what = (volumes ? "the volume" : "the mute") + std::string(" of node ") + n.key;
 	w.check = [this, key = n.key, volumes = std::move(volumes), mute]() -> std::optional<json> {
 		const Node* node = nodeByKey(key);
-		if (!node) throw RpcException(ErrorCode::NotFound, "The node went away", {{"param", "node"}, {"value", key}});
+		if (!node) throw RpcException(ErrorCode::NotFound, "The node went away", {{"param", "node"}, {"node", key}});
 		auto s = volumeSource(*node);
 		if (!s.state) return std::nullopt;
 		if (volumes) {
@@ -479,7 +490,7 @@ void PipewireBackend::monitorPeaks(const Node& n, bool, Responder responder, Cli
 	w.check = [this, key = n.key]() -> std::optional<json> {
 		auto it = monitors_.find(key);
 		if (it == monitors_.end())
-			throw RpcException(ErrorCode::NotFound, "The node went away", {{"param", "node"}, {"value", key}});
+			throw RpcException(ErrorCode::NotFound, "The node went away", {{"param", "node"}, {"node", key}});
 		auto& mon = it->second;
 		if (!mon.stream->error().empty())
 			throw RpcException(ErrorCode::BackendFailed, "The level meter failed: " + mon.stream->error(),
