@@ -79,20 +79,54 @@ void NmBackend::addAndActivate(nm::RawSettings settings, const DevModel& dev, co
 	    });
 }
 
+namespace {
+constexpr const char* kSecurityExpected = R"(one of "open", "owe", "wpaPsk", "wpa2Psk", "sae")";
+
+// 802-11-wireless-security for a new profile: key-mgmt and the key, nothing for open.
+void addSecurity(nm::RawSettings& s, nm::Security security, const std::optional<std::string>& psk) {
+	auto keyMgmt = nm::keyMgmtFor(security).value_or("");
+	if (keyMgmt.empty()) return;
+	auto& sec = s["802-11-wireless-security"];
+	sec.insert_or_assign("key-mgmt", sdbus::Variant(keyMgmt));
+	if (psk) sec.insert_or_assign("psk", sdbus::Variant(*psk));
+}
+
+// A key goes with the security types that take one, and only with them.
+void checkKeyFits(nm::Security security, const std::optional<std::string>& psk) {
+	if (nm::takesPsk(security) && !psk)
+		throw RpcException(ErrorCode::InvalidParams, "Invalid params: security " + nm::securityName(security) + " needs a psk",
+		                   {{"param", "psk"}, {"expected", "a key for this security"}});
+	if (!nm::takesPsk(security) && psk)
+		throw RpcException(ErrorCode::InvalidParams,
+		                   "Invalid params: security " + nm::securityName(security) + " takes no psk",
+		                   {{"param", "psk"}, {"expected", "no psk for this security"}, {"security", nm::securityName(security)}});
+}
+} // namespace
+
 void NmBackend::connect(const json& params, std::shared_ptr<Answer> answer) {
 	Params p(params);
 	auto& dev = device(p);
 	auto key = p.string("network");
 	auto psk = p.optString("psk");
 	bool hidden = p.optBoolean("hidden").value_or(false);
+	std::optional<nm::Security> security;
+	if (auto name = p.optString("security")) {
+		security = nm::securityFromName(*name);
+		if (!security || !nm::keyMgmtFor(*security)) Params::fail("security", kSecurityExpected);
+	}
 	json result = {{"device", dev.key}, {"network", key}};
-	if (psk && (psk->size() < 8 || psk->size() > 64))
-		throw RpcException(ErrorCode::InvalidParams, "Invalid params: psk must be 8..63 characters or 64 hex digits",
-		                   {{"param", "psk"}, {"expected", "a WPA passphrase of 8..63 characters or 64 hex digits"}});
+	if (psk)
+		if (auto why = nm::pskProblem(*psk))
+			throw RpcException(ErrorCode::InvalidParams, "Invalid params: psk: " + *why,
+			                   {{"param", "psk"}, {"expected", "a WPA passphrase of 8..63 printable ASCII characters or 64 hex digits"}});
 
 	if (!dev.wifi) {
-		if (psk || hidden) Params::fail(psk ? "psk" : "hidden", "nothing: a wired network takes no psk and is never hidden");
+		if (psk || hidden || security)
+			Params::fail(psk ? "psk" : hidden ? "hidden" : "security",
+			             "nothing: a wired network takes no psk or security and is never hidden");
 		auto& net = network(dev, key);
+		// Already connected: answered at once. Activating again would take the link down and up.
+		if (net.active && net.state == "connected") return answer->result(result);
 		if (!net.profiles.empty()) return activate(net.profiles.front(), dev, answer, result);
 		nm::RawSettings s;
 		s["connection"].emplace("type", sdbus::Variant(std::string("802-3-ethernet")));
@@ -104,20 +138,20 @@ void NmBackend::connect(const json& params, std::shared_ptr<Answer> answer) {
 	auto it = dev.networks.find(key);
 	if (it == dev.networks.end() || (hidden && it->second.refAp.empty() && it->second.profiles.empty())) {
 		if (!hidden) network(dev, key);   // throws NotFound
-		// A hidden network: NetworkManager probes for the SSID.
+		// A hidden network: NetworkManager probes for the SSID. Nothing tells its security, so it
+		// is the caller's `security`, else WPA2/WPA3-transition PSK with a key and open without.
 		auto ssid = nm::ssidFromKey(key);
 		if (ssid.empty() || ssid.size() > 32) Params::fail("network", "an SSID of 1..32 bytes");
+		auto sec = security.value_or(psk ? nm::Security::Wpa2Psk : nm::Security::Open);
+		checkKeyFits(sec, psk);
 		nm::RawSettings s;
 		s["802-11-wireless"].emplace("ssid", sdbus::Variant(ssid));
 		s["802-11-wireless"].emplace("hidden", sdbus::Variant(true));
-		if (psk) {
-			s["802-11-wireless-security"].emplace("key-mgmt", sdbus::Variant(std::string("wpa-psk")));
-			s["802-11-wireless-security"].emplace("psk", sdbus::Variant(*psk));
-		}
+		addSecurity(s, sec, psk);
 		return addAndActivate(std::move(s), dev, "", answer, result);
 	}
 	auto& net = it->second;
-	if (!psk) {
+	if (!psk && !security) {
 		if (net.active && net.state == "connected") return answer->result(result);
 		if (!net.profiles.empty()) return activate(net.profiles.front(), dev, answer, result);
 		if (net.refAp.empty())
@@ -125,19 +159,23 @@ void NmBackend::connect(const json& params, std::shared_ptr<Answer> answer) {
 			                   {{"param", "network"}, {"device", dev.key}, {"network", key}});
 		return addAndActivate({}, dev, net.refAp, answer, result);
 	}
-	if (!nm::takesPsk(net.security) && net.security != nm::Security::Unknown)
+	// The security the caller names, else the network's own (from its profile or access point).
+	auto sec = security.value_or(net.security == nm::Security::Unknown ? nm::Security::Wpa2Psk : net.security);
+	if (!security && psk && !nm::takesPsk(net.security) && net.security != nm::Security::Unknown)
 		throw RpcException(ErrorCode::InvalidParams,
 		                   "Invalid params: network " + key + " uses " + nm::securityName(net.security) + ", which takes no psk",
 		                   {{"param", "psk"}, {"expected", "no psk for this network"}, {"security", nm::securityName(net.security)}});
+	checkKeyFits(sec, psk);
 	if (!net.profiles.empty()) {
-		// Update the reference profile with the key, then activate it.
+		// Update the reference profile with the key (and the key management when it has none),
+		// then activate it.
 		auto path = net.profiles.front();
 		auto merged = profiles_[path].raw;
-		auto& sec = merged["802-11-wireless-security"];
-		if (!sec.count("key-mgmt"))
-			sec.emplace("key-mgmt", sdbus::Variant(std::string(net.security == nm::Security::Sae ? "sae" : "wpa-psk")));
-		sec.insert_or_assign("psk", sdbus::Variant(*psk));
-		std::string devPath = dev.path;
+		if (psk) {
+			auto& s = merged["802-11-wireless-security"];
+			if (!s.count("key-mgmt")) s.emplace("key-mgmt", sdbus::Variant(nm::keyMgmtFor(sec).value_or("wpa-psk")));
+			s.insert_or_assign("psk", sdbus::Variant(*psk));
+		}
 		std::string devKey = dev.key;
 		call(
 		    path, kConnIface, "Update", [&](sdbus::MethodCall& m) { m << merged; },
@@ -149,9 +187,11 @@ void NmBackend::connect(const json& params, std::shared_ptr<Answer> answer) {
 		    });
 		return;
 	}
+	if (net.refAp.empty())
+		throw RpcException(ErrorCode::NotFound, "Network " + key + " is not in range and has no saved profile",
+		                   {{"param", "network"}, {"device", dev.key}, {"network", key}});
 	nm::RawSettings s;
-	s["802-11-wireless-security"].emplace("key-mgmt", sdbus::Variant(std::string(net.security == nm::Security::Sae ? "sae" : "wpa-psk")));
-	s["802-11-wireless-security"].emplace("psk", sdbus::Variant(*psk));
+	addSecurity(s, sec, psk);
 	addAndActivate(std::move(s), dev, net.refAp, answer, result);
 }
 

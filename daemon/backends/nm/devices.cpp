@@ -7,6 +7,7 @@
 
 #include <qsd/protocol/mirror.hpp>
 
+#include <algorithm>
 #include <set>
 
 namespace qsd {
@@ -62,33 +63,55 @@ void NmBackend::publishDevices(bool all) {
 	} else {
 		paths = dirtyDevices_;
 	}
+	// Removals and renames first, so that a key they free is there for a device built below.
+	std::vector<std::pair<std::string, std::pair<json, DevModel>>> built;
+	bool freed = false;
 	for (const auto& path: paths) {
-		auto built = buildDevice(path);
+		auto b = buildDevice(path);
 		auto old = keyOfPath_.find(path);
-		std::string oldKey = old == keyOfPath_.end() ? std::string() : old->second;
-		if (!built || built->second.key != oldKey) {
-			if (!oldKey.empty()) {
-				context_.tree.remove(pointer::join(kDevices, oldKey));
-				devices_.erase(oldKey);
-				keyOfPath_.erase(path);
-				for (auto& [_, owners]: apOwners_) owners.erase(path);
-			}
+		if (old != keyOfPath_.end() && (!b || b->second.key != old->second)) {
+			unpublishDevice(path);
+			freed = true;
 		}
-		if (!built) continue;
-		auto& [value, model] = *built;
-		// Two devices with one interface name: the first one keeps it.
-		if (auto other = devices_.find(model.key); other != devices_.end() && other->second.path != path) continue;
-		keyOfPath_[path] = model.key;
-		auto devPath = pointer::join(kDevices, model.key);
-		if (auto prev = devices_.find(model.key); prev != devices_.end() && !prev->second.published.is_null())
-			syncDiff(devPath, prev->second.published, value);
-		else
-			syncObject(devPath, value);
-		model.published = std::move(value);
-		devices_[model.key] = std::move(model);
+		if (b) built.emplace_back(path, std::move(*b));
+		else shadowed_.erase(path);
+	}
+	for (auto& [path, b]: built) publishDevice(path, std::move(b.first), std::move(b.second));
+	// Two devices with one interface name (a NIC renamed while another one appears): the first
+	// keeps the key and the other one waits; when the first goes, the other one takes it.
+	if (freed) {
+		std::vector<std::string> waiting(shadowed_.begin(), shadowed_.end());
+		for (const auto& path: waiting)
+			if (auto b = buildDevice(path)) publishDevice(path, std::move(b->first), std::move(b->second));
+			else shadowed_.erase(path);
 	}
 	for (auto it = apOwners_.begin(); it != apOwners_.end();)
 		it = it->second.empty() ? apOwners_.erase(it) : std::next(it);
+}
+
+void NmBackend::unpublishDevice(const std::string& path) {
+	auto old = keyOfPath_.find(path);
+	if (old == keyOfPath_.end()) return;
+	context_.tree.remove(pointer::join(kDevices, old->second));
+	devices_.erase(old->second);
+	keyOfPath_.erase(old);
+	for (auto& [_, owners]: apOwners_) owners.erase(path);
+}
+
+void NmBackend::publishDevice(const std::string& path, json value, DevModel model) {
+	if (auto other = devices_.find(model.key); other != devices_.end() && other->second.path != path) {
+		shadowed_.insert(path);
+		return;
+	}
+	shadowed_.erase(path);
+	keyOfPath_[path] = model.key;
+	auto devPath = pointer::join(kDevices, model.key);
+	if (auto prev = devices_.find(model.key); prev != devices_.end() && !prev->second.published.is_null())
+		syncDiff(devPath, prev->second.published, value);
+	else
+		syncObject(devPath, value);
+	model.published = std::move(value);
+	devices_[model.key] = std::move(model);
 }
 
 json NmBackend::buildIp(const std::string& configPath, bool v6) {
@@ -160,117 +183,91 @@ std::optional<std::pair<json, NmBackend::DevModel>> NmBackend::buildDevice(const
 	dev["ip6"] = buildIp(getString(path, kDevIface, "Ip6Config").value_or(""), true);
 
 	// The active connection, when NetworkManager has one for this device.
-	std::string ac = getString(path, kDevIface, "ActiveConnection").value_or("/");
-	if (ac != "/" && !props(ac, kAcIface)) ac.assign(1, '/');   // (gcc 12 -Wrestrict: not = "/")
-	std::string acProfile, acSpecific, acState = "disconnected";
-	if (ac != "/") {
-		acProfile = getString(ac, kAcIface, "Connection").value_or("");
-		acSpecific = getString(ac, kAcIface, "SpecificObject").value_or("");
-		acState = nm::activeStateName(uint32_t(getUint(ac, kAcIface, "State").value_or(0)));
+	Active active;
+	active.path = getString(path, kDevIface, "ActiveConnection").value_or("/");
+	if (active.path != "/" && props(active.path, kAcIface)) {
+		active.profile = getString(active.path, kAcIface, "Connection").value_or("");
+		active.specific = getString(active.path, kAcIface, "SpecificObject").value_or("");
+		active.state = nm::activeStateName(uint32_t(getUint(active.path, kAcIface, "State").value_or(0)));
+	} else {
+		active.path.clear();
 	}
 
 	json networks = json::object();
-	if (model.wifi) {
-		auto caps = uint32_t(getUint(path, kWifiIface, "WirelessCapabilities").value_or(0));
-		auto mode = uint32_t(getUint(path, kWifiIface, "Mode").value_or(0));
-		dev["mode"] = nm::wifiModeName(mode);
-		auto sc = scanners_.find(model.key);
-		dev["scannerEnabled"] = sc != scanners_.end() && !sc->second.holders.empty();
-		auto lastScan = prop(path, kWifiIface, "LastScan");
-		(void)lastScan;
-		std::string activeAp = getString(path, kWifiIface, "ActiveAccessPoint").value_or("/");
-		if ((activeAp == "/" || activeAp.empty()) && props(acSpecific, kApIface)) activeAp = acSpecific;
-
-		// Access points grouped by SSID (infrastructure mode, non-empty SSID only). The owner
-		// index is rebuilt for this device, so APs that went away do not pile up in it.
-		for (auto& [_, owners]: apOwners_) owners.erase(path);
-		std::map<std::string, std::vector<std::string>> apsOf;
-		for (const auto& ap: getStrings(path, kWifiIface, "AccessPoints").value_or(std::vector<std::string>{})) {
-			if (!props(ap, kApIface)) continue;
-			apOwners_[ap].insert(path);
-			auto ssid = getBytes(ap, kApIface, "Ssid");
-			if (!ssid || ssid->empty()) continue;
-			if (auto apMode = getUint(ap, kApIface, "Mode"); apMode && *apMode != nm::kWifiModeInfra) continue;
-			auto key = nm::ssidKey(*ssid);
-			apsOf[key].push_back(ap);
-			model.networks[key].ssid = *ssid;
-		}
-		// Saved Wi-Fi profiles this device can use, in range or not.
-		for (const auto& [ppath, p]: profiles_) {
-			const auto& info = p.info;
-			if (!p.done || info.type != "802-11-wireless" || !info.ssid || info.ssid->empty()) continue;
-			if (!info.wifiMode.empty() && info.wifiMode != "infrastructure") continue;
-			if (!info.interfaceName.empty() && info.interfaceName != *ifname) continue;
-			auto key = nm::ssidKey(*info.ssid);
-			auto& net = model.networks[key];
-			net.ssid = *info.ssid;
-			net.profiles.push_back(ppath);
-		}
-		std::string activeKey;
-		if (ac != "/") {
-			activeKey = networkKeyOfProfile(acProfile, model.key);
-			if (activeKey.empty() && props(activeAp, kApIface))
-				if (auto ssid = getBytes(activeAp, kApIface, "Ssid")) activeKey = nm::ssidKey(*ssid);
-			if (!activeKey.empty()) model.networks[activeKey].ssid = nm::ssidFromKey(activeKey);
-		}
-		for (auto& [key, net]: model.networks) {
-			if (key == activeKey) {
-				net.active = true;
-				net.state = acState;
-			}
-			// The reference profile: the active one, else the most recently used.
-			// (clang 14 cannot capture a structured binding in a lambda)
-			const bool isActive = net.active;
-			std::stable_sort(net.profiles.begin(), net.profiles.end(), [&](const std::string& a, const std::string& b) {
-				bool aa = isActive && a == acProfile, ba = isActive && b == acProfile;
-				if (aa != ba) return aa;
-				return profiles_[a].info.timestamp > profiles_[b].info.timestamp;
-			});
-			networks[key] = buildNetwork(model, key, net, apsOf[key], activeAp, caps, mode == 1);
-		}
-	} else {
-		auto speed = getUint(path, kWiredIface, "Speed");
-		dev["linkSpeed"] = speed ? json(*speed) : json(nullptr);
-		bool hasLink = false;
-		if (auto flags = getUint(path, kDevIface, "InterfaceFlags")) hasLink = *flags & nm::kInterfaceFlagCarrier;
-		else hasLink = getBool(path, kWiredIface, "Carrier").value_or(false);   // NetworkManager before 1.22
-		dev["hasLink"] = hasLink;
-		if (hasLink) {
-			NetModel net;
-			std::set<std::string> seen;
-			auto add = [&](const std::string& p) {
-				auto it = profiles_.find(p);
-				if (it == profiles_.end() || !it->second.done || it->second.info.type != "802-3-ethernet") return;
-				if (seen.insert(p).second) net.profiles.push_back(p);
-			};
-			if (ac != "/") add(acProfile);
-			for (const auto& p: getStrings(path, kDevIface, "AvailableConnections").value_or(std::vector<std::string>{})) add(p);
-			for (const auto& [ppath, p]: profiles_)
-				if (p.info.interfaceName == *ifname) add(ppath);
-			if (ac != "/" && (acProfile.empty() || seen.count(acProfile) || !profiles_.count(acProfile))) {
-				net.active = true;
-				net.state = acState;
-			}
-			json n;
-			n["name"] = *ifname;
-			n["device"] = model.key;
-			n["state"] = net.state;
-			n["connected"] = net.state == "connected";
-			n["stateChanging"] = net.state == "connecting" || net.state == "disconnecting";
-			n["known"] = !net.profiles.empty();
-			json profs = json::object();
-			for (const auto& p: net.profiles) {
-				const auto& info = profiles_[p].info;
-				if (!info.uuid.empty()) profs[info.uuid] = {{"id", info.id}, {"uuid", info.uuid}};
-			}
-			n["profiles"] = std::move(profs);
-			networks[*ifname] = std::move(n);
-			model.networks[*ifname] = std::move(net);
-		}
-	}
+	if (model.wifi) buildWifi(path, model, dev, networks, active);
+	else buildWired(path, model, dev, networks, active);
 	dev["networks"] = std::move(networks);
 	return std::make_pair(std::move(dev), std::move(model));
 }
+
+void NmBackend::buildWired(const std::string& path, DevModel& model, json& dev, json& networks, const Active& active) {
+	auto speed = getUint(path, kWiredIface, "Speed");
+	dev["linkSpeed"] = speed ? json(*speed) : json(nullptr);
+	bool hasLink = false;
+	if (auto flags = getUint(path, kDevIface, "InterfaceFlags")) hasLink = *flags & nm::kInterfaceFlagCarrier;
+	else hasLink = getBool(path, kWiredIface, "Carrier").value_or(false);   // NetworkManager before 1.22
+	dev["hasLink"] = hasLink;
+	if (!hasLink) return;
+
+	// A wired device has one network, and its active connection is that network's, whatever the
+	// profile's type: PPPoE, a bond or bridge port, a veth profile.
+	NetModel net;
+	std::set<std::string> seen;
+	auto add = [&](const std::string& p, bool anyType) {
+		auto it = profiles_.find(p);
+		if (it == profiles_.end() || !it->second.done) return;
+		const auto& type = it->second.info.type;
+		if (!anyType && type != "802-3-ethernet" && type != "veth") return;
+		if (seen.insert(p).second) net.profiles.push_back(p);
+	};
+	if (!active.path.empty()) add(active.profile, true);
+	// NetworkManager's own list of what can run here, of any type.
+	for (const auto& p: getStrings(path, kDevIface, "AvailableConnections").value_or(std::vector<std::string>{})) add(p, true);
+	for (const auto& [ppath, p]: profiles_)
+		if (p.info.interfaceName == model.key) add(ppath, false);
+	if (!active.path.empty()) {
+		net.active = true;
+		net.state = active.state;
+	}
+	sortProfiles(net, active.profile);
+	json n;
+	n["name"] = model.key;
+	n["device"] = model.key;
+	n["state"] = net.state;
+	n["connected"] = net.state == "connected";
+	n["stateChanging"] = net.state == "connecting" || net.state == "disconnecting";
+	n["known"] = !net.profiles.empty();
+	addProfiles(n, net);
+	networks[model.key] = std::move(n);
+	model.networks[model.key] = std::move(net);
+}
+
+// The reference profile, first: the active one, else the most recently used
+// (connection.timestamp), then the others from newest to oldest.
+void NmBackend::sortProfiles(NetModel& net, const std::string& activeProfile) {
+	// (clang 14 cannot capture a structured binding in a lambda)
+	const bool isActive = net.active;
+	std::stable_sort(net.profiles.begin(), net.profiles.end(), [&](const std::string& a, const std::string& b) {
+		bool aa = isActive && a == activeProfile, ba = isActive && b == activeProfile;
+		if (aa != ba) return aa;
+		return profiles_[a].info.timestamp > profiles_[b].info.timestamp;
+	});
+}
+
+// A network's profiles/<uuid> and referenceProfile (the one network.connect activates).
+void NmBackend::addProfiles(json& n, const NetModel& net) {
+	json profs = json::object();
+	json reference = nullptr;
+	for (const auto& p: net.profiles) {
+		const auto& info = profiles_[p].info;
+		if (info.uuid.empty()) continue;
+		profs[info.uuid] = {{"id", info.id}, {"uuid", info.uuid}};
+		if (reference.is_null()) reference = info.uuid;
+	}
+	n["profiles"] = std::move(profs);
+	n["referenceProfile"] = std::move(reference);
+}
+
 // Writes `value` (an object) at `path` as per-key changes, so a change addresses one field.
 void NmBackend::syncObject(const std::string& path, const json& value) {
 	const json* existing = context_.tree.find(path);

@@ -119,6 +119,8 @@ void NmBackend::reset() {
 	snapshot_ = ready_ = false;
 	reader_.clear();
 	for (auto& [_, s]: scanners_) s.timer.reset();
+	lastScanRequest_.clear();
+	shadowed_.clear();
 	owner_.clear();
 }
 
@@ -369,6 +371,11 @@ const sdbus::Variant* NmBackend::prop(const std::string& path, const char* iface
 std::optional<uint64_t> NmBackend::getUint(const std::string& path, const char* iface, const char* name) {
 	const auto* p = props(path, iface);
 	return p ? reader_.unsignedInt(*p, path, name) : std::nullopt;
+}
+
+std::optional<int64_t> NmBackend::getInt(const std::string& path, const char* iface, const char* name) {
+	const auto* p = props(path, iface);
+	return p ? reader_.integer(*p, path, name) : std::nullopt;
 }
 
 std::optional<bool> NmBackend::getBool(const std::string& path, const char* iface, const char* name) {

@@ -118,6 +118,13 @@ private:
 		std::set<uint64_t> holders;
 		EventSource timer;
 	};
+	// A device's active connection, as buildDevice reads it ("" path: none).
+	struct Active {
+		std::string path;
+		std::string profile;
+		std::string specific;
+		std::string state = "disconnected";
+	};
 
 	// --- life cycle
 	void installMatches();
@@ -142,10 +149,16 @@ private:
 	void publish();
 	void publishRoot();
 	void publishDevices(bool all);
+	void publishDevice(const std::string& path, json value, DevModel model);
+	void unpublishDevice(const std::string& path);
 	std::optional<std::pair<json, DevModel>> buildDevice(const std::string& path);
 	json buildIp(const std::string& configPath, bool v6);
-	json buildNetwork(const DevModel& dev, const std::string& key, NetModel& net, const std::vector<std::string>& aps,
-	                  const std::string& activeAp, uint32_t caps, bool adhoc);
+	void buildWired(const std::string& path, DevModel& model, json& dev, json& networks, const Active& active);
+	void buildWifi(const std::string& path, DevModel& model, json& dev, json& networks, const Active& active);
+	json buildNetwork(const DevModel& dev, NetModel& net, const std::vector<std::string>& aps, const std::string& activeAp,
+	                  uint32_t caps, bool adhoc);
+	void sortProfiles(NetModel& net, const std::string& activeProfile);
+	void addProfiles(json& n, const NetModel& net);
 	void syncObject(const std::string& path, const json& value);
 	void syncDiff(const std::string& path, const json& old, const json& value);
 	std::string networkKeyOfProfile(const std::string& profilePath, const std::string& deviceKey) const;
@@ -154,6 +167,7 @@ private:
 	const dbus::Properties* props(const std::string& path, const char* iface) const;
 	const sdbus::Variant* prop(const std::string& path, const char* iface, const char* name) const;
 	std::optional<uint64_t> getUint(const std::string& path, const char* iface, const char* name);
+	std::optional<int64_t> getInt(const std::string& path, const char* iface, const char* name);
 	std::optional<bool> getBool(const std::string& path, const char* iface, const char* name);
 	std::optional<std::string> getString(const std::string& path, const char* iface, const char* name);
 	std::optional<std::vector<std::string>> getStrings(const std::string& path, const char* iface, const char* name);
@@ -177,7 +191,8 @@ private:
 	void connect(const json& params, std::shared_ptr<Answer> answer);
 	void scanReleased(const std::string& device, uint64_t id);
 	void scannerChanged(const std::string& device);
-	void requestScan(const std::string& device);
+	void scanTick(const std::string& device);
+	bool requestScan(const std::string& device);
 
 	sdbus::IConnection* conn_ = nullptr;
 	bool started_ = false;
@@ -209,6 +224,8 @@ private:
 	std::set<std::string> dirtyDevices_;
 	std::map<std::string, uint32_t> failures_;    // device path -> last Failed state reason
 	std::map<std::string, Scanner> scanners_;     // by device key
+	std::map<std::string, int64_t> lastScanRequest_;   // by device key, CLOCK_BOOTTIME ms
+	std::set<std::string> shadowed_;              // device paths whose key another device holds
 	uint64_t nextScanToken_ = 1;
 };
 

@@ -7,6 +7,9 @@
 
 #include <qsd/protocol/mirror.hpp>
 
+#include <algorithm>
+#include <time.h>
+
 namespace qsd {
 
 namespace {
@@ -70,7 +73,60 @@ bool NmBackend::strengthChanged(const std::string& apPath) {
 }
 
 
-json NmBackend::buildNetwork(const DevModel& dev, const std::string& key, NetModel& net, const std::vector<std::string>& aps,
+void NmBackend::buildWifi(const std::string& path, DevModel& model, json& dev, json& networks, const Active& active) {
+	auto caps = uint32_t(getUint(path, kWifiIface, "WirelessCapabilities").value_or(0));
+	auto mode = uint32_t(getUint(path, kWifiIface, "Mode").value_or(0));
+	dev["mode"] = nm::wifiModeName(mode);
+	auto sc = scanners_.find(model.key);
+	dev["scannerEnabled"] = sc != scanners_.end() && !sc->second.holders.empty();
+	std::string activeAp = getString(path, kWifiIface, "ActiveAccessPoint").value_or("/");
+	if ((activeAp == "/" || activeAp.empty()) && props(active.specific, kApIface)) activeAp = active.specific;
+
+	// Access points grouped by SSID (infrastructure mode, non-empty SSID only). The owner
+	// index is rebuilt for this device, so APs that went away do not pile up in it.
+	for (auto& [_, owners]: apOwners_) owners.erase(path);
+	std::map<std::string, std::vector<std::string>> apsOf;
+	for (const auto& ap: getStrings(path, kWifiIface, "AccessPoints").value_or(std::vector<std::string>{})) {
+		if (!props(ap, kApIface)) continue;
+		apOwners_[ap].insert(path);
+		auto ssid = getBytes(ap, kApIface, "Ssid");
+		if (!ssid || ssid->empty()) continue;
+		if (auto apMode = getUint(ap, kApIface, "Mode"); apMode && *apMode != nm::kWifiModeInfra) continue;
+		auto key = nm::ssidKey(*ssid);
+		apsOf[key].push_back(ap);
+		model.networks[key].ssid = *ssid;
+	}
+	// Saved Wi-Fi profiles this device can use, in range or not.
+	for (const auto& [ppath, p]: profiles_) {
+		const auto& info = p.info;
+		if (!p.done || info.type != "802-11-wireless" || !info.ssid || info.ssid->empty()) continue;
+		if (!info.wifiMode.empty() && info.wifiMode != "infrastructure") continue;
+		if (!info.interfaceName.empty() && info.interfaceName != model.key) continue;
+		auto key = nm::ssidKey(*info.ssid);
+		auto& net = model.networks[key];
+		net.ssid = *info.ssid;
+		net.profiles.push_back(ppath);
+	}
+	// The network of the active connection: its profile's SSID, else the active AP's (a
+	// profile of another kind, an access point mode profile).
+	std::string activeKey;
+	if (!active.path.empty()) {
+		activeKey = networkKeyOfProfile(active.profile, model.key);
+		if (activeKey.empty() && props(activeAp, kApIface))
+			if (auto ssid = getBytes(activeAp, kApIface, "Ssid")) activeKey = nm::ssidKey(*ssid);
+		if (!activeKey.empty()) model.networks[activeKey].ssid = nm::ssidFromKey(activeKey);
+	}
+	for (auto& [key, net]: model.networks) {
+		if (key == activeKey) {
+			net.active = true;
+			net.state = active.state;
+		}
+		sortProfiles(net, active.profile);
+		networks[key] = buildNetwork(model, net, apsOf[key], activeAp, caps, mode == 1);
+	}
+}
+
+json NmBackend::buildNetwork(const DevModel& dev, NetModel& net, const std::vector<std::string>& aps,
                              const std::string& activeAp, uint32_t caps, bool adhoc) {
 	json n;
 	n["name"] = nm::ssidName(net.ssid);
@@ -124,13 +180,7 @@ json NmBackend::buildNetwork(const DevModel& dev, const std::string& key, NetMod
 		net.security = nm::Security::Unknown;
 	}
 	n["security"] = nm::securityName(net.security);
-	json profs = json::object();
-	for (const auto& p: net.profiles) {
-		const auto& info = profiles_[p].info;
-		if (!info.uuid.empty()) profs[info.uuid] = {{"id", info.id}, {"uuid", info.uuid}};
-	}
-	n["profiles"] = std::move(profs);
-	(void)key;
+	addProfiles(n, net);
 	return n;
 }
 
@@ -148,13 +198,8 @@ void NmBackend::scannerChanged(const std::string& device) {
 	if (s.holders.empty()) {
 		scanners_.erase(it);
 	} else if (ready_ && !s.timer) {
-		requestScan(device);
-		s.timer = context_.loop.addTimer(kScanInterval, [this, device] {
-			auto jt = scanners_.find(device);
-			if (jt == scanners_.end()) return;
-			requestScan(device);
-			jt->second.timer.setTime(context_.loop.now() + std::chrono::duration_cast<std::chrono::microseconds>(kScanInterval).count());
-		}, "nm-scan");
+		s.timer = context_.loop.addIdleTimer([this, device] { scanTick(device); }, "nm-scan");
+		scanTick(device);
 	}
 	if (ready_) {
 		auto d = devices_.find(device);
@@ -165,15 +210,39 @@ void NmBackend::scannerChanged(const std::string& device) {
 	}
 }
 
-void NmBackend::requestScan(const std::string& device) {
+// Requests a scan when one is due, then checks again when the next one will be: the interval
+// after NetworkManager's last scan (LastScan) or qsd's last request, whichever is newer, as
+// Quickshell does. A scan that happened anyway — NetworkManager's own, another program's — is
+// not asked for again, and NetworkManager's rate limit for scan requests is never hit.
+void NmBackend::scanTick(const std::string& device) {
+	auto it = scanners_.find(device);
+	if (it == scanners_.end() || !ready_) return;
+	std::optional<int64_t> lastScan;
+	if (auto d = devices_.find(device); d != devices_.end()) lastScan = getInt(d->second.path, kWifiIface, "LastScan");
+	timespec ts{};
+	clock_gettime(CLOCK_BOOTTIME, &ts);   // LastScan's clock
+	int64_t now = int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+	auto interval = std::chrono::duration_cast<std::chrono::milliseconds>(kScanInterval).count();
+	std::optional<int64_t> lastRequest;
+	if (auto r = lastScanRequest_.find(device); r != lastScanRequest_.end()) lastRequest = r->second;
+	int64_t wait = nm::scanDelayMs(lastScan, lastRequest, now, interval);
+	if (wait == 0) {
+		if (requestScan(device)) lastScanRequest_[device] = now;
+		wait = interval;
+	}
+	it->second.timer.setTime(context_.loop.now() + uint64_t(wait) * 1000);
+}
+
+bool NmBackend::requestScan(const std::string& device) {
 	auto d = devices_.find(device);
-	if (!ready_ || d == devices_.end() || !d->second.wifi) return;
+	if (!ready_ || d == devices_.end() || !d->second.wifi) return false;
 	call(
 	    d->second.path, kWifiIface, "RequestScan", [](sdbus::MethodCall& m) { m << std::map<std::string, sdbus::Variant>{}; },
 	    [device](sdbus::MethodReply*, const sdbus::Error* e) {
 		    // NetworkManager refuses scans that come too soon after the last one; not an error.
 		    if (e) log::debug("nm", "RequestScan on {}: {}: {}", device, e->getName(), e->getMessage());
 	    });
+	return true;
 }
 
 } // namespace qsd
