@@ -42,17 +42,11 @@ void NmBackend::start() {
 	publisher_.setEnabled(SD_EVENT_OFF);
 
 	installMatches();   // DESIGN.md: subscribe before enumerating
+	// NetworkManager is D-Bus activatable: a session that starts before it (or without it
+	// started) starts it, once.
 	watcher_ = std::make_unique<NameWatcher>(
-	    *conn_, kNmName, [this](const std::string& owner) { appeared(owner); }, [this] { vanished(); });
-	// The bus answers in order: this reply comes after the watcher's GetNameOwner answer, so an
-	// absent NetworkManager is known to be absent then.
-	busProxy_ = sdbus::createProxy(*conn_, "org.freedesktop.DBus", "/org/freedesktop/DBus");
-	// Not in calls_: an appearing NetworkManager cancels those, and this one must still land.
-	resolve_ = AsyncCall(busProxy_->callMethodAsync("GetId").onInterface("org.freedesktop.DBus").uponReplyInvoke(
-	    [this](const sdbus::Error*, std::string) {
-		    resolved_ = true;
-		    updateState();
-	    }));
+	    *conn_, kNmName, [this](const std::string& owner) { appeared(owner); }, [this] { vanished(); },
+	    NameWatcher::Options{true, [this] { updateState(); }});
 }
 
 void NmBackend::stop() {
@@ -63,8 +57,6 @@ void NmBackend::stop() {
 	calls_.cancelAll();
 	matches_.clear();
 	watcher_.reset();
-	resolve_.cancel();
-	busProxy_.reset();
 	scanners_.clear();
 	objects_.clear();
 	profiles_.clear();
@@ -98,9 +90,18 @@ void NmBackend::installMatches() {
 }
 
 void NmBackend::updateState() {
-	if (!conn_) return;
-	if (watcher_ && watcher_->present()) setState(ready_ ? BackendState::Running : BackendState::Starting);
-	else if (resolved_) setState(BackendState::Unavailable, "NetworkManager is not on the system bus");
+	if (!conn_ || !watcher_) return;
+	switch (watcher_->status()) {
+	case NameWatcher::Status::Present: setState(ready_ ? BackendState::Running : BackendState::Starting); break;
+	case NameWatcher::Status::Resolving:
+	case NameWatcher::Status::Activating: setState(BackendState::Starting); break;
+	case NameWatcher::Status::Absent:
+		if (watcher_->activationError().empty()) setState(BackendState::Unavailable, "NetworkManager is not on the system bus");
+		else
+			setState(BackendState::Unavailable,
+			         "NetworkManager is not on the system bus and could not be started: " + watcher_->activationError());
+		break;
+	}
 }
 
 void NmBackend::reset() {
@@ -127,7 +128,6 @@ void NmBackend::reset() {
 void NmBackend::appeared(const std::string& owner) {
 	reset();
 	owner_ = owner;
-	resolved_ = true;
 	log::info("nm", "NetworkManager is on the system bus ({})", owner);
 	updateState();
 	call(kOmPath, kOmIface, "GetManagedObjects", {}, [this](sdbus::MethodReply* reply, const sdbus::Error* e) {

@@ -202,9 +202,6 @@ private:
 	std::vector<MethodRegistration> methods_;
 	std::vector<sdbus::Slot> matches_;
 	std::unique_ptr<NameWatcher> watcher_;
-	std::unique_ptr<sdbus::IProxy> busProxy_;
-	bool resolved_ = false;
-	AsyncCall resolve_;
 	std::string owner_;
 	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
 	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
