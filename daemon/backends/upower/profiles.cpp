@@ -9,6 +9,7 @@
 #include <qsd/protocol/mirror.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 namespace qsd {
 
@@ -49,6 +50,10 @@ void UpowerBackend::ppdNamesChanged() {
 				h.owner.clear();
 			}
 			h.pending = false;
+			// A retry for the old instance is moot: the new one gets the hold right away.
+			h.retry.reset();
+			h.failures = 0;
+			h.error = nullptr;
 			if (!h.confirmed || h.released) drop.push_back(id);
 		}
 		for (auto id: drop) {
@@ -102,7 +107,8 @@ void UpowerBackend::ppdPropertiesChanged(size_t service, sdbus::Message& msg) {
 }
 
 void UpowerBackend::publishProfiles() {
-	auto m = upower::mapProfiles(ppdProps_);
+	if (!ppdReady()) return;
+	auto m = upower::mapProfiles(ppdProps_, ownHolds());
 	for (const auto& name: m.badProperties) reader_.wrongType(ppd().name, name, ppdProps_);
 	for (const auto& u: m.unknownValues)
 		if (ppdUnknown_.insert(u).second) log::warning("upower", "{}: unknown value {}; mapped to \"unknown\" or left out", ppd().name, u);
@@ -125,25 +131,41 @@ void UpowerBackend::refreshHolds() {
 	                 });
 }
 
+std::vector<upower::OwnHold> UpowerBackend::ownHolds() const {
+	std::vector<upower::OwnHold> out;
+	for (const auto& [id, h]: holds_) {
+		if (h.released) continue;
+		upower::OwnHold o{id, {h.profile, h.applicationId, h.reason}, "pending", nullptr};
+		if (h.cookie && h.owner == ppdOwner_) o.state = "active";
+		else if (!h.pending && !h.error.is_null()) {
+			o.state = "failed";
+			o.error = h.error;
+		}
+		out.push_back(std::move(o));
+	}
+	return out;
+}
+
 void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 	h.pending = true;
 	uint64_t holdId = h.id;
+	publishProfiles();   // shows it as pending
 	calls_.start(
 	    "ppd",
 	    ppdProxy_->callMethodAsync("HoldProfile").onInterface(ppd().iface).withArguments(h.profile, h.reason, h.applicationId),
 	    [this, holdId, answer](const sdbus::Error* e, uint32_t cookie) {
 		        auto it = holds_.find(holdId);
 		        if (e) {
-			        log::warning("upower", "HoldProfile failed: {}: {}", e->getName(), e->getMessage());
 			        if (answer) answer->failed(*e);
-			        if (it != holds_.end()) {
-				        it->second.pending = false;
-				        if (!it->second.confirmed || it->second.released) {
-					        auto client = it->second.client.lock();
-					        holds_.erase(it);
-					        if (client) client->detach("power.hold." + std::to_string(holdId));
-				        }
-			        }
+			        if (it == holds_.end()) return;
+			        it->second.pending = false;
+			        if (it->second.confirmed && !it->second.released) return holdFailed(it->second, *e);
+			        // A new hold: its client gets the error, and it is gone.
+			        log::info("upower", "HoldProfile failed: {}: {}", e->getName(), e->getMessage());
+			        auto client = it->second.client.lock();
+			        holds_.erase(it);
+			        if (client) client->detach("power.hold." + std::to_string(holdId));
+			        publishProfiles();
 			        return;
 		        }
 		        if (it == holds_.end() || it->second.released) {
@@ -158,9 +180,35 @@ void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 		        h.cookie = cookie;
 		        h.owner = ppdOwner_;
 		        h.confirmed = true;
+		        if (h.failures) log::info("upower", "hold {} made again after {} failures", holdId, h.failures);
+		        h.error = nullptr;
+		        h.failures = 0;
+		        h.retry.reset();
 		        if (answer) answer->result({{"cookie", holdId}});
+		        publishProfiles();
 		        refreshHolds();
 	    });
+}
+
+// Making a hold again (after power-profiles-daemon restarted) failed. The client still holds
+// its cookie, so the hold is not dropped: /power/profiles/holds shows it as failed with the
+// error, and it is tried again 1 s later, then with the delay doubling up to 60 s, until it
+// works, the client lets go, or the daemon changes again.
+void UpowerBackend::holdFailed(ClientHold& h, const sdbus::Error& e) {
+	if (++h.failures == 1)
+		log::warning("upower", "making hold {} again failed: {}: {}; trying again", h.id, e.getName(), e.getMessage());
+	h.error = {{"name", e.getName()}, {"message", e.getMessage()}};
+	auto delay = std::min(std::chrono::seconds(1) * (1u << std::min(h.failures - 1, 6u)), std::chrono::seconds(60));
+	uint64_t id = h.id;
+	h.retry = context_.loop.addTimer(
+	    delay,
+	    [this, id] {
+		    auto it = holds_.find(id);
+		    if (it == holds_.end() || it->second.pending || it->second.cookie || !ppdReady()) return;
+		    hold(it->second, nullptr);
+	    },
+	    "upower-rehold");
+	publishProfiles();
 }
 
 void UpowerBackend::release(uint32_t cookie) {
@@ -184,6 +232,7 @@ void UpowerBackend::clientReleased(uint64_t id) {
 	}
 	if (h.cookie && h.owner == ppdOwner_) release(*h.cookie);
 	holds_.erase(it);
+	publishProfiles();
 }
 
 // ---------------------------------------------------------------------------------------------

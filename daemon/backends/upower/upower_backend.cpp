@@ -7,6 +7,9 @@
 
 #include <qsd/protocol/mirror.hpp>
 
+#include <algorithm>
+#include <chrono>
+
 namespace qsd {
 
 namespace {
@@ -36,21 +39,15 @@ void UpowerBackend::start() {
 
 	// Signals first (DESIGN.md: subscribe before enumerating), then the names.
 	installMatches();
+	// upowerd and power-profiles-daemon are D-Bus activated: nothing else may have started them
+	// on a minimal session, so each name without an owner at start is started, once.
+	NameWatcher::Options activate{true, [this] { updateState(); }};
 	upWatcher_ = std::make_unique<NameWatcher>(
-	    *conn_, kUpName, [this](const std::string& owner) { upAppeared(owner); }, [this] { upVanished(); });
+	    *conn_, kUpName, [this](const std::string& owner) { upAppeared(owner); }, [this] { upVanished(); }, activate);
 	for (size_t i = 0; i < kPpd.size(); ++i)
 		ppdWatchers_[i] = std::make_unique<NameWatcher>(
-		    *conn_, kPpd[i].name, [this](const std::string&) { ppdNamesChanged(); }, [this] { ppdNamesChanged(); });
-
-	// The bus answers one connection's requests in order, so this reply comes after the
-	// watchers' GetNameOwner answers: then a service that is absent is known to be absent.
-	busProxy_ = sdbus::createProxy(*conn_, "org.freedesktop.DBus", "/org/freedesktop/DBus");
-	calls_.start("bus",
-	             busProxy_->callMethodAsync("GetId").onInterface("org.freedesktop.DBus"), 
-	                 [this](const sdbus::Error*, std::string) {
-		                 resolved_ = true;
-		                 updateState();
-	                 });
+		    *conn_, kPpd[i].name, [this](const std::string&) { ppdNamesChanged(); }, [this] { ppdNamesChanged(); },
+		    activate);
 }
 
 void UpowerBackend::stop() {
@@ -67,7 +64,6 @@ void UpowerBackend::stop() {
 	display_.reset();
 	upProxy_.reset();
 	ppdProxy_.reset();
-	busProxy_.reset();
 	graveyard_.clear();
 	reaper_.reset();
 	holds_.clear();
@@ -92,16 +88,21 @@ void UpowerBackend::installMatches() {
 }
 
 void UpowerBackend::updateState() {
-	if (!conn_) return;
-	bool up = upWatcher_ && upWatcher_->present();
+	if (!conn_ || !upWatcher_) return;
+	bool up = upWatcher_->present();
 	bool pp = ppdActive_ >= 0;
-	if ((up && !upReady_) || (pp && !ppdLoaded_)) {
-		setState(BackendState::Starting);
-	} else if (up || pp) {
-		setState(BackendState::Running);
-	} else if (resolved_) {
-		setState(BackendState::Unavailable, "neither UPower nor power-profiles-daemon is on the system bus");
+	// A name not known yet, or a service being started.
+	bool waiting = false;
+	std::string why;
+	for (const auto* w: {upWatcher_.get(), ppdWatchers_[0].get(), ppdWatchers_[1].get()}) {
+		if (!w) continue;
+		auto st = w->status();
+		waiting = waiting || st == NameWatcher::Status::Resolving || st == NameWatcher::Status::Activating;
+		if (!w->activationError().empty()) why += "; " + w->name() + " could not be started: " + w->activationError();
 	}
+	if ((up && !upReady_) || (pp && !ppdLoaded_) || waiting) setState(BackendState::Starting);
+	else if (up || pp) setState(BackendState::Running);
+	else setState(BackendState::Unavailable, "neither UPower nor power-profiles-daemon is on the system bus" + why);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,25 +256,58 @@ void UpowerBackend::fetchDevice(Device& d, bool display) {
 		                 bool isDisplay = false;
 		                 Device* dev = deviceAt(path, isDisplay);
 		                 if (!dev || dev->serial != serial || isDisplay != display) return;
-		                 if (e) {
-			                 // Most often the device left between DeviceAdded and our call.
-			                 log::info("upower", "reading device {} failed: {}: {}", path, e->getName(), e->getMessage());
-			                 if (display) {
-				                 bury(std::move(display_->proxy));
-				                 display_.reset();
-				                 displayDone_ = true;
-				                 maybeUpReady();
-			                 } else {
-				                 removeDevice(path);
-			                 }
-			                 return;
-		                 }
+		                 if (e) return readFailed(*dev, display, *e);
 		                 dev->props = std::move(props);
 		                 dev->loaded = true;
+		                 dev->failures = 0;
+		                 dev->retry.reset();
 		                 if (display) displayDone_ = true;
 		                 if (upReady_) publishDevice(*dev, display);
 		                 else maybeUpReady();
 	                 });
+}
+
+// A GetAll that failed. A device that was never read most often left between DeviceAdded and
+// the call: it is forgotten (DeviceRemoved follows). The display device, and a device read
+// before (its properties were invalidated), are still there: their stale values leave the tree
+// and they are read again, 0.5 s later, then with the delay doubling up to 30 s. A device is
+// given up after kMaxReadFailures failures in a row; the display device never is.
+void UpowerBackend::readFailed(Device& d, bool display, const sdbus::Error& e) {
+	constexpr unsigned kMaxReadFailures = 8;
+	if (!display && !d.loaded && !d.published) {
+		log::info("upower", "reading device {} failed: {}: {}", d.path, e.getName(), e.getMessage());
+		removeDevice(d.path);
+		return;
+	}
+	if (++d.failures == 1)
+		log::info("upower", "reading {} failed: {}: {}; it leaves the tree until it is read again", d.path, e.getName(),
+		          e.getMessage());
+	if (d.published) {
+		context_.tree.remove(display ? std::string(kDisplay) : pointer::join(kDevices, d.id));
+		d.published = false;
+	}
+	d.loaded = false;
+	if (!display && d.failures >= kMaxReadFailures) {
+		log::warning("upower", "device {} could not be read {} times in a row; it is left out", d.path, d.failures);
+		removeDevice(d.path);
+		return;
+	}
+	if (display && !displayDone_) {
+		// The rest of the domain does not wait for it.
+		displayDone_ = true;
+		maybeUpReady();
+	}
+	auto delay = std::min(std::chrono::milliseconds(500) * (1u << std::min(d.failures - 1, 6u)), std::chrono::milliseconds(30'000));
+	std::string path = d.path;
+	uint64_t serial = d.serial;
+	d.retry = context_.loop.addTimer(
+	    delay,
+	    [this, path, serial, display] {
+		    bool isDisplay = false;
+		    Device* dev = deviceAt(path, isDisplay);
+		    if (dev && dev->serial == serial && isDisplay == display) fetchDevice(*dev, display);
+	    },
+	    "upower-reread");
 }
 
 void UpowerBackend::maybeUpReady() {
@@ -302,6 +336,7 @@ void UpowerBackend::publishDevice(Device& d, bool display) {
 	auto m = upower::mapDevice(d.props);
 	for (const auto& name: m.badProperties) reader_.wrongType(d.path, name, d.props);
 	context_.tree.update(display ? std::string(kDisplay) : pointer::join(kDevices, d.id), m.value);
+	d.published = true;
 }
 
 void UpowerBackend::upSignal(sdbus::Message& msg) {

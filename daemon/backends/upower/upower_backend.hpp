@@ -79,6 +79,9 @@ private:
 		std::unique_ptr<sdbus::IProxy> proxy;
 		dbus::Properties props;
 		bool loaded = false;                  // GetAll answered
+		bool published = false;               // in the tree
+		unsigned failures = 0;                // GetAll failures in a row
+		EventSource retry;                    // the next GetAll after a failure
 	};
 
 	// A hold made through power.holdProfile. It belongs to the client connection: the
@@ -96,6 +99,11 @@ private:
 		bool pending = false;             // HoldProfile in flight
 		bool confirmed = false;           // the client got its cookie
 		bool released = false;            // let go while HoldProfile was in flight
+		// The last HoldProfile of a hold made again (after a restart of power-profiles-daemon)
+		// failed: {name, message}, and it is tried again with backoff.
+		nlohmann::json error = nullptr;
+		unsigned failures = 0;
+		EventSource retry;
 	};
 	struct HoldToken {
 		HoldToken(std::weak_ptr<UpowerBackend*> b, uint64_t i): backend(std::move(b)), id(i) {}
@@ -121,6 +129,7 @@ private:
 	void addDevice(const std::string& path, bool initial);
 	void removeDevice(const std::string& path);
 	void fetchDevice(Device& d, bool display);
+	void readFailed(Device& d, bool display, const sdbus::Error& e);
 	void maybeUpReady();
 	void publishDaemon();
 	void publishDevice(Device& d, bool display);
@@ -132,6 +141,8 @@ private:
 	void publishProfiles();
 	void refreshHolds();
 	void hold(ClientHold& h, std::shared_ptr<Answer> answer);
+	void holdFailed(ClientHold& h, const sdbus::Error& e);
+	[[nodiscard]] std::vector<upower::OwnHold> ownHolds() const;
 	void release(uint32_t cookie);
 	void clientReleased(uint64_t id);
 	[[nodiscard]] bool ppdReady() const { return ppdActive_ >= 0 && ppdLoaded_; }
@@ -149,8 +160,6 @@ private:
 	dbus::PropertyReader reader_{"upower"};
 	std::vector<MethodRegistration> methods_;
 	std::vector<sdbus::Slot> matches_;
-	std::unique_ptr<sdbus::IProxy> busProxy_;
-	bool resolved_ = false;                     // the initial name owners are known
 	// Proxies dropped while one of their calls may be running are destroyed from here.
 	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
 	EventSource reaper_;
