@@ -268,7 +268,7 @@ void UpowerBackend::registerMethods() {
 		calls_.start("ppd",
 		             ppdProxy_->callMethodAsync("Set").onInterface(kPropsIface)
 		                 .withArguments(std::string(ppd().iface), std::string("ActiveProfile"), sdbus::Variant(profile)),
-		                 [this, answer, profile](const sdbus::Error* e) {
+		                 [answer, profile](const sdbus::Error* e) {
 			                 if (e) answer->failed(*e);
 			                 else answer->result({{"profile", *upower::profileName(profile)}});
 		                 });
