@@ -71,8 +71,10 @@ TEST(TreeCoalescing, IsOffByDefault) {
 TEST(TreeCoalescing, FrequentWritesWaitForTheWindowAndLandInOneBatch) {
 	EventLoop loop;
 	Tree tree(loop);
-	tree.setCoalescing({50, 1'000'000});
-	SlowRecorder rec(tree, std::chrono::microseconds(2000));   // window ≥ 100 ms
+	// A 2 ms flush: a window of 1 s (the cap), long enough that a loaded machine cannot let it
+	// pass between two lines of this test.
+	tree.setCoalescing({1000, 1'000'000});
+	SlowRecorder rec(tree, std::chrono::microseconds(2000));
 	// The first write after a quiet moment is flushed at once.
 	tree.set("/d/a", 1);
 	runDue(loop);
@@ -94,7 +96,7 @@ TEST(TreeCoalescing, FrequentWritesWaitForTheWindowAndLandInOneBatch) {
 TEST(TreeCoalescing, AnExplicitFlushIsNeverHeld) {
 	EventLoop loop;
 	Tree tree(loop);
-	tree.setCoalescing({50, 1'000'000});
+	tree.setCoalescing({1000, 1'000'000});
 	SlowRecorder rec(tree, std::chrono::microseconds(2000));
 	tree.set("/d/a", 1);
 	runDue(loop);
@@ -113,8 +115,8 @@ TEST(TreeCoalescing, AnExplicitFlushIsNeverHeld) {
 TEST(TreeCoalescing, TheWindowIsCappedAndAWriteAfterItIsFlushedAtOnce) {
 	EventLoop loop;
 	Tree tree(loop);
-	// A 2 ms flush with factor 1000 would hold for 2 s; the cap makes it 20 ms.
-	tree.setCoalescing({1000, 20'000});
+	// A 2 ms flush with this factor would hold for over half an hour; the cap makes it 1 s.
+	tree.setCoalescing({1'000'000, 1'000'000});
 	SlowRecorder rec(tree, std::chrono::microseconds(2000));
 	tree.set("/d/a", 1);
 	runDue(loop);
@@ -124,7 +126,7 @@ TEST(TreeCoalescing, TheWindowIsCappedAndAWriteAfterItIsFlushedAtOnce) {
 	runUntil(loop, [&] { return rec.batches.size() == 2; });
 	ASSERT_EQ(rec.batches.size(), 2u);
 	// After a quiet moment longer than the window, a write goes out in its own wake-up.
-	std::this_thread::sleep_for(std::chrono::milliseconds(60));
+	std::this_thread::sleep_for(std::chrono::milliseconds(1100));
 	tree.set("/d/a", 3);
 	runDue(loop);
 	EXPECT_EQ(rec.batches.size(), 3u);
@@ -133,7 +135,7 @@ TEST(TreeCoalescing, TheWindowIsCappedAndAWriteAfterItIsFlushedAtOnce) {
 TEST(TreeCoalescing, TurningItOffFlushesTheNextWriteAtOnce) {
 	EventLoop loop;
 	Tree tree(loop);
-	tree.setCoalescing({50, 1'000'000});
+	tree.setCoalescing({1000, 1'000'000});
 	SlowRecorder rec(tree, std::chrono::microseconds(2000));
 	tree.set("/d/a", 1);
 	runDue(loop);
