@@ -58,9 +58,9 @@ void PathFilter::select(const json& patch, const json& root, Selection& out) {
 			if (pointer::isWithin(e.path, path)) {
 				// An ancestor changed wholesale: restate the subscribed path's new value.
 				const json* now = lookup(root, e.path);
-				if (now) out.owned.push_back({{"op", e.present ? "replace" : "add"}, {"path", e.path}, {"value", *now}});
-				else if (e.present) out.owned.push_back({{"op", "remove"}, {"path", e.path}});
-				if (now || e.present) out.ops.push_back(&out.owned.back());
+				if (now) out.owned.push_front({{"op", e.present ? "replace" : "add"}, {"path", e.path}, {"value", *now}});
+				else if (e.present) out.owned.push_front({{"op", "remove"}, {"path", e.path}});
+				if (now || e.present) out.ops.push_back(&out.owned.front());
 				e.present = now != nullptr;
 			}
 		}

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <deque>
+#include <forward_list>
 #include <string>
 #include <vector>
 
@@ -35,7 +35,7 @@ public:
 	// the same pointers, which is how a fan-out serializes a batch once.
 	struct Selection {
 		std::vector<const json*> ops;
-		std::deque<json> owned;
+		std::forward_list<json> owned;   // stable addresses, and no allocation while empty
 	};
 	void select(const json& patch, const json& root, Selection& out);
 

@@ -169,7 +169,7 @@ TEST(PathFilterSelection, RestatedOperationsAreOwnedByTheSelection) {
 	PathFilter::Selection s;
 	f.select(patch, root, s);
 	ASSERT_EQ(s.ops.size(), 1u);
-	ASSERT_EQ(s.owned.size(), 1u);
+	ASSERT_EQ(std::distance(s.owned.begin(), s.owned.end()), 1);
 	EXPECT_EQ(s.ops[0], &s.owned.front());
 	EXPECT_EQ(*s.ops[0], json::parse(R"({"op":"replace","path":"/a/b/c","value":2})"));
 }
