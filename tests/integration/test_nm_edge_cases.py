@@ -8,7 +8,7 @@ import time
 import dbus
 import pytest
 
-from nmmock import CONN, DEV, NM, P, SEC_NONE, WIFI, NmMock
+from nmmock import P, SEC_NONE, WIFI, NmMock
 from qsdtest import RpcError, pointer_get, wait_until
 
 

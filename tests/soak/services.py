@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 import dbus  # noqa: E402  (Debian's python3: dbusmock and dbus-python live there)
 
-from nmmock import AP, NM, P, SEC_NONE, NmMock  # noqa: E402
+from nmmock import AP, SEC_NONE, NmMock  # noqa: E402
 
 UP = "org.freedesktop.UPower"
 UP_PATH = "/org/freedesktop/UPower"

@@ -3,7 +3,7 @@
   * The services of tests/soak/services.py that the build has (python-dbusmock NetworkManager,
     UPower and power-profiles-daemon today) run on private buses, change all the time, and are
     stopped (SIGTERM or SIGKILL) and started again at random intervals.
-  * 50 client agents connect, subscribe to random paths, call random actions and disconnect, in
+  * 50 clients connect, subscribe to random paths, call random actions and disconnect, in
     turn: some are killed mid-request (the socket closed under a request, a qsctl SIGKILLed),
     some never read what they subscribed to, some send garbage.
   * One observer keeps a mirror of the whole tree from the change stream and compares it with
@@ -67,7 +67,7 @@ class Soak:
         self.errors = []
         self.mismatches = 0
         self.crashes = 0
-        self.counts = {"sessions": 0, "calls": 0, "rejected": 0, "killed": 0, "silent": 0, "garbage": 0,
+        self.counts = {"connections": 0, "calls": 0, "rejected": 0, "killed": 0, "silent": 0, "garbage": 0,
                        "restarts": 0, "checks": 0}
         self.paths = list(FIXED_PATHS)
         self.actions = [("tree.get", lambda: {"path": random.choice(self.paths)}), ("hello", {}),
@@ -132,7 +132,7 @@ class Soak:
                         except Exception as e2:  # noqa: BLE001
                             print(f"soak: could not start {s.name}: {e2} (after {e})", flush=True)
 
-    # --- client agents
+    # --- the clients
 
     def call(self, c, method, params):
         self.count("calls")
@@ -206,7 +206,7 @@ class Soak:
         elif not isinstance(reply, dict) or reply.get("error", {}).get("code") != code:
             self.error(f"{line.strip()!r} answered {reply!r}, expected code {code}")
 
-    def agent(self, n):
+    def client(self, n):
         rnd = random.Random(self.args.seed * 1000 + n)
         while not self.stopping.is_set():
             kind = rnd.choices(["normal", "killed", "qsctl", "silent", "garbage"], [65, 12, 5, 10, 8])[0]
@@ -216,14 +216,14 @@ class Soak:
             c = None
             try:
                 c = Client(self.env.socket, timeout=20)
-                self.count("sessions")
+                self.count("connections")
                 getattr(self, kind)(c)
             except (RpcError, TimeoutError, ConnectionError, OSError, KeyError, AssertionError, ValueError) as e:
                 if self.stopping.is_set():
                     break
                 if not self.qsd_alive():
                     break
-                self.error(f"agent {n} ({kind}): {type(e).__name__}: {e}")
+                self.error(f"client {n} ({kind}): {type(e).__name__}: {e}")
             finally:
                 if c:
                     c.close()
@@ -275,8 +275,8 @@ class Soak:
         pid = self.env.daemon.pid
         with open(f"/proc/{pid}/status") as f:
             rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-        # Client sockets come and go with the agents: what must stay flat is the fds less one per
-        # connected client. The two are read a moment apart while agents connect and leave, so
+        # Client sockets come and go: what must stay flat is the fds less one per connected
+        # client. The two are read a moment apart while clients connect and leave, so
         # the smallest of a few readings is taken.
         probe = self.env.client()
         best = None
@@ -292,7 +292,7 @@ class Soak:
         minutes = self.args.minutes
         self.start()
         threads = [threading.Thread(target=self.chaos, daemon=True), threading.Thread(target=self.observer, daemon=True)]
-        threads += [threading.Thread(target=self.agent, args=(i,), daemon=True) for i in range(self.args.clients)]
+        threads += [threading.Thread(target=self.client, args=(i,), daemon=True) for i in range(self.args.clients)]
         for t in threads:
             t.start()
         t0 = time.monotonic()
@@ -329,25 +329,29 @@ class Soak:
         return self.report(samples, log)
 
     def report(self, samples, log):
-        settle = 60 if self.args.minutes >= 3 else 20
-        after = [s for s in samples if s[0] >= settle]
+        # Flat after the first minute. The heap grows to its working size while every kind of
+        # client and every restart has come by at the same time; that can take another minute
+        # or two. A leak does not stop growing: the second half of the run must not go above
+        # the peak of the first half (after the first minute) by more than max(1 MiB, 10 %) of
+        # RSS, or 2 fds. A run shorter than 3 minutes has too little to compare.
+        after = [s for s in samples if s[0] >= 60 - 1]
         flat = True
-        rss_note = fds_note = "n/a"
-        if len(after) >= 2:
-            first, rest = after[0], after[1:]
-            growth = max(r[1] for r in rest) - first[1]
-            # glibc keeps freed heap; flat is within max(1 MiB, 10 %) of the value at the first minute.
-            flat_rss = growth <= max(1024, first[1] // 10)
-            flat_fds = all(r[2] <= first[2] + 2 for r in rest)
-            flat = flat_rss and flat_fds
-            rss_note = f"{first[1] / 1024:.2f} -> max {max(r[1] for r in rest) / 1024:.2f} MiB"
-            fds_note = f"{first[2]} -> max {max(r[2] for r in rest)}"
+        rss_note = fds_note = "n/a (run shorter than 3 minutes)"
+        if self.args.minutes >= 3 and len(after) >= 2:
+            half = len(after) // 2
+            early, late = after[:max(1, half)], after[max(1, half):]
+            peak_rss, peak_fds = max(r[1] for r in early), max(r[2] for r in early)
+            late_rss, late_fds = max(r[1] for r in late), max(r[2] for r in late)
+            flat = late_rss - peak_rss <= max(1024, peak_rss // 10) and late_fds <= peak_fds + 2
+            rss_note = (f"{after[0][1] / 1024:.2f} at the first minute, peak {peak_rss / 1024:.2f} MiB in the first "
+                        f"half, {late_rss / 1024:.2f} in the second")
+            fds_note = f"{after[0][2]} at the first minute, peak {peak_fds} in the first half, {late_fds} in the second"
         c = self.counts
-        print(f"soak: {self.args.minutes} min, {c['sessions']} client sessions ({c['killed']} killed mid-request, "
+        print(f"soak: {self.args.minutes} min, {c['connections']} client connections ({c['killed']} killed mid-request, "
               f"{c['silent']} never reading, {c['garbage']} garbage), {c['calls']} calls ({c['rejected']} refused as "
               f"expected), {c['restarts']} service restarts, {c['checks']} mirror checks", flush=True)
-        print(f"soak: RSS after the first minute {rss_note}; fds less client sockets {fds_note}; "
-              f"{'flat' if flat else 'NOT FLAT'}", flush=True)
+        verdict = "" if rss_note.startswith("n/a") else ("; flat" if flat else "; NOT FLAT")
+        print(f"soak: RSS {rss_note}; fds less client sockets {fds_note}{verdict}", flush=True)
         print(f"soak: errors {len(self.errors)}, mismatches {self.mismatches}, crashes {self.crashes}", flush=True)
         ok = not self.errors and self.mismatches == 0 and self.crashes == 0 and flat
         if not ok:
