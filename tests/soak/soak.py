@@ -323,8 +323,13 @@ class Soak:
                 s.stop()
             except Exception:  # noqa: BLE001
                 pass
+        if self.crashes == 0:
+            # A clean exit on SIGTERM; under the sanitizers, LeakSanitizer reports at exit.
+            rc = self.env.stop_qsd()
+            if rc != 0:
+                self.error(f"qsd exited with {rc} on SIGTERM")
         log = self.env.qsd_log()
-        if "ERROR: AddressSanitizer" in log or "runtime error:" in log:
+        if "ERROR: AddressSanitizer" in log or "ERROR: LeakSanitizer" in log or "runtime error:" in log:
             self.error("the sanitizers reported in qsd's log")
         return self.report(samples, log)
 
