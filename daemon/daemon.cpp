@@ -13,6 +13,9 @@
 namespace qsd {
 
 Daemon::Daemon(DaemonOptions options): options_(std::move(options)), tree_(loop_) {
+	// While changes are frequent, flushing may take at most 1/20 of the time, and a change
+	// waits at most 10 ms (docs/architecture.md, "Coalescing under load").
+	tree_.setCoalescing({19, 10'000});
 	server_ = std::make_unique<Server>(loop_, tree_, dispatcher_, options_.server);
 	server_->onClientCountChanged = [this](size_t n) { tree_.set("/daemon/clients", n); };
 	tree_.set("/daemon", {{"version", QSD_VERSION},

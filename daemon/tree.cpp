@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 #include <stdexcept>
+#include <time.h>
 #include <vector>
 
 namespace qsd {
@@ -21,17 +22,31 @@ std::string randomEpoch() {
 	return fmt::format("{:016x}", dist(rd));
 }
 
-std::vector<std::string> tokens(std::string_view path) {
-	if (!pointer::isValid(path) || path.empty()) throw std::invalid_argument("invalid tree path: " + std::string(path));
-	std::vector<std::string> out;
-	json::json_pointer ptr{std::string(path)};
-	// json_pointer unescapes; rebuild the token list from the front.
-	while (!ptr.empty()) {
-		out.push_back(ptr.back());
-		ptr.pop_back();
+void checkPath(std::string_view path) {
+	if (path.empty() || !pointer::isValid(path)) throw std::invalid_argument("invalid tree path: " + std::string(path));
+}
+
+// The token of a valid pointer that starts at `begin` (just after a '/'), unescaped into
+// `scratch` only when it holds an escape; `end` gets the position of the next '/' or the size.
+// The tree is walked on views of the path itself: a write is on the hot path of a flood, and
+// splitting it into a vector of strings cost more than the write.
+std::string_view token(std::string_view path, size_t begin, size_t& end, std::string& scratch) {
+	end = path.find('/', begin);
+	if (end == std::string_view::npos) end = path.size();
+	auto raw = path.substr(begin, end - begin);
+	if (raw.find('~') == std::string_view::npos) return raw;
+	scratch.clear();
+	for (size_t i = 0; i < raw.size(); ++i) {
+		if (raw[i] == '~' && i + 1 < raw.size()) scratch += raw[++i] == '1' ? '/' : '~';
+		else scratch += raw[i];
 	}
-	std::reverse(out.begin(), out.end());
-	return out;
+	return scratch;
+}
+
+uint64_t clockUs(clockid_t clock) {
+	timespec ts{};
+	clock_gettime(clock, &ts);
+	return uint64_t(ts.tv_sec) * 1'000'000u + uint64_t(ts.tv_nsec) / 1000u;
 }
 
 } // namespace
@@ -53,10 +68,11 @@ Tree::Subscription::~Subscription() {
 Tree::Tree(EventLoop& loop): loop_(loop), epoch_(randomEpoch()) {
 	// A post source runs after every dispatch of another source, so all writes made while
 	// handling one event (a D-Bus message burst, one client request) become one batch.
-	post_ = loop_.addPost([this] { flush(); }, "tree-flush");
+	post_ = loop_.addPost([this] { flushSoon(); }, "tree-flush");
+	window_ = loop_.addIdleTimer([this] { flush(); }, "tree-flush-window");
 	// Writes made outside any dispatch (start-up) have no dispatch to follow; this defer
 	// source gives them one.
-	defer_ = loop_.addDefer([this] { flush(); }, "tree-flush-startup");
+	defer_ = loop_.addDefer([this] { flushSoon(); }, "tree-flush-startup");
 	defer_.setEnabled(SD_EVENT_OFF);
 }
 
@@ -64,51 +80,57 @@ const json* Tree::find(std::string_view path) const {
 	if (!pointer::isValid(path)) return nullptr;
 	if (path.empty()) return &root_;
 	const json* node = &root_;
-	for (const auto& t: tokens(path)) {
+	std::string scratch;
+	for (size_t begin = 1, end = 0;; begin = end + 1) {
+		auto key = token(path, begin, end, scratch);
 		if (!node->is_object()) return nullptr;
-		auto it = node->find(t);
+		auto it = node->find(key);
 		if (it == node->end()) return nullptr;
 		node = &*it;
+		if (end == path.size()) return node;
 	}
-	return node;
 }
 
-void Tree::markDirty(const std::string& path, bool existed) {
+void Tree::markDirty(std::string_view path, bool existed) {
 	// Already covered by a dirty ancestor: its final value is taken at flush time.
-	for (auto pos = path.rfind('/'); pos != std::string::npos && pos > 0; pos = path.rfind('/', pos - 1)) {
-		if (dirty_.count(std::string_view(path).substr(0, pos))) return;
+	for (auto pos = path.rfind('/'); pos != std::string_view::npos && pos > 0; pos = path.rfind('/', pos - 1)) {
+		if (dirty_.count(path.substr(0, pos))) return;
 	}
 	if (dirty_.count(path)) return;
 	// Dirty descendants are subsumed by this path.
-	auto first = dirty_.lower_bound(path + "/");
-	auto last = dirty_.lower_bound(path + "0"); // '0' follows '/'
+	std::string p(path);
+	auto first = dirty_.lower_bound(p + "/");
+	auto last = dirty_.lower_bound(p + "0"); // '0' follows '/'
 	dirty_.erase(first, last);
-	dirty_.emplace(path, Dirty{existed, order_++});
+	dirty_.emplace(std::move(p), Dirty{existed, order_++});
 	if (sd_event_get_state(loop_.raw()) != SD_EVENT_RUNNING) defer_.setEnabled(SD_EVENT_ONESHOT);
 }
 
 void Tree::set(std::string_view path, json value) {
-	auto toks = tokens(path);
+	checkPath(path);
 	json* node = &root_;
-	std::string at;
-	for (size_t i = 0; i < toks.size(); ++i) {
-		at = pointer::join(at, toks[i]);
-		bool last = i + 1 == toks.size();
+	std::string scratch;
+	for (size_t begin = 1, end = 0;; begin = end + 1) {
+		auto key = token(path, begin, end, scratch);
+		// The escaped prefix of a valid pointer is the pointer of this node.
+		auto at = path.substr(0, end);
 		if (!node->is_object()) {
 			// A scalar in the way is replaced by an object: the whole node changes.
 			*node = json::object();
 		}
-		auto it = node->find(toks[i]);
+		auto it = node->find(key);
 		if (it == node->end()) {
 			// The topmost missing node is the change; build the rest below it.
 			markDirty(at, false);
-			json& created = (*node)[toks[i]];
-			json* cur = &created;
-			for (size_t j = i + 1; j < toks.size(); ++j) cur = &(*cur)[toks[j]];
+			json* cur = &(*node)[std::string(key)];
+			while (end < path.size()) {
+				key = token(path, end + 1, end, scratch);
+				cur = &(*cur)[std::string(key)];
+			}
 			*cur = std::move(value);
 			return;
 		}
-		if (last) {
+		if (end == path.size()) {
 			if (*it == value) return;
 			markDirty(at, true);
 			*it = std::move(value);
@@ -130,21 +152,47 @@ void Tree::update(std::string_view path, const json& fields) {
 }
 
 void Tree::remove(std::string_view path) {
-	auto toks = tokens(path);
+	checkPath(path);
 	json* node = &root_;
-	for (size_t i = 0; i + 1 < toks.size(); ++i) {
+	std::string scratch;
+	for (size_t begin = 1, end = 0;; begin = end + 1) {
+		auto key = token(path, begin, end, scratch);
 		if (!node->is_object()) return;
-		auto it = node->find(toks[i]);
+		auto it = node->find(key);
 		if (it == node->end()) return;
+		if (end == path.size()) {
+			markDirty(path, true);
+			node->erase(it);
+			return;
+		}
 		node = &*it;
 	}
-	if (!node->is_object() || !node->contains(toks.back())) return;
-	markDirty(std::string(path), true);
-	node->erase(toks.back());
+}
+
+void Tree::setCoalescing(Coalescing coalescing) {
+	coalescing_ = coalescing;
+	if (coalescing_.dutyFactor == 0) holdUntilUs_ = 0;
+}
+
+void Tree::flushSoon() {
+	defer_.setEnabled(SD_EVENT_OFF);
+	if (dirty_.empty()) return;
+	if (loop_.now() >= holdUntilUs_) {
+		flush();
+		return;
+	}
+	// Changes are frequent: these writes wait for the end of the window, with any that follow.
+	if (!windowArmed_) {
+		windowArmed_ = true;
+		window_.setTime(holdUntilUs_);
+	}
 }
 
 void Tree::flush() {
 	if (dirty_.empty()) return;
+	// The flush's CPU time, not its wall time: being preempted on a loaded machine must not
+	// stretch the window.
+	uint64_t start = coalescing_.dutyFactor ? clockUs(CLOCK_THREAD_CPUTIME_ID) : 0;
 	std::vector<std::pair<const std::string*, Dirty>> ordered;
 	ordered.reserve(dirty_.size());
 	for (const auto& [path, d]: dirty_) ordered.emplace_back(&path, d);
@@ -158,6 +206,10 @@ void Tree::flush() {
 	}
 	dirty_.clear();
 	defer_.setEnabled(SD_EVENT_OFF);
+	if (windowArmed_) {
+		windowArmed_ = false;
+		window_.setEnabled(SD_EVENT_OFF);
+	}
 	if (patch.empty()) return;
 	++revision_;
 
@@ -173,6 +225,10 @@ void Tree::flush() {
 		} catch (const std::exception& e) {
 			log::error("tree", "observer failed: {}", e.what());
 		}
+	}
+	if (coalescing_.dutyFactor) {
+		uint64_t cost = clockUs(CLOCK_THREAD_CPUTIME_ID) - start;
+		holdUntilUs_ = clockUs(CLOCK_MONOTONIC) + std::min(cost * coalescing_.dutyFactor, coalescing_.maxWindowUs);
 	}
 }
 

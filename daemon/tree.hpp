@@ -41,6 +41,17 @@ public:
 	// Flushes pending writes now (normally done by the post source).
 	void flush();
 
+	// Coalescing over time while changes are frequent (docs/architecture.md, "Coalescing under
+	// load"). After a flush that took d µs of CPU time, the next automatic flush waits until
+	// min(d × dutyFactor, maxWindowUs) after it ended; writes made meanwhile join that batch. A
+	// write after a quiet moment is flushed at once, as without coalescing. Explicit flush()
+	// calls (tree.get, subscribe) are never held. dutyFactor 0 (the default) turns it off.
+	struct Coalescing {
+		uint64_t dutyFactor = 0;
+		uint64_t maxWindowUs = 0;
+	};
+	void setCoalescing(Coalescing coalescing);
+
 	class Subscription {
 	public:
 		Subscription() = default;
@@ -62,7 +73,8 @@ private:
 		bool existed;       // whether the path held a value when the batch began
 		uint64_t order;     // first touch, so the patch lists changes in the order they happened
 	};
-	void markDirty(const std::string& path, bool existed);
+	void markDirty(std::string_view path, bool existed);
+	void flushSoon();
 
 	EventLoop& loop_;
 	json root_ = json::object();
@@ -74,6 +86,10 @@ private:
 	uint64_t nextObserver_ = 1;
 	EventSource post_;
 	EventSource defer_;
+	EventSource window_;
+	Coalescing coalescing_;
+	uint64_t holdUntilUs_ = 0;   // automatic flushes wait until then (CLOCK_MONOTONIC, µs)
+	bool windowArmed_ = false;
 };
 
 } // namespace qsd

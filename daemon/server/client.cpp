@@ -80,6 +80,9 @@ void ClientSession::readSome() {
 			    if (readPaused_ || !held_.empty()) held_.emplace_back(std::nullopt);
 			    else sendLineTooLong();
 		    });
+		// A short read emptied the socket: another read would only say EAGAIN (one wasted
+		// system call per wake-up). The source is level-triggered, so more data wakes us again.
+		if (size_t(n) < sizeof buf) return;
 	}
 }
 
@@ -251,15 +254,16 @@ void ClientSession::onBatch(Subscription& sub, uint64_t revision, const json& pa
 	// A resync sent while this batch was being delivered (to another of this client's
 	// subscriptions) already holds it: sending it again would repeat a revision.
 	if (closing_ || sub.resync || revision <= sub.syncedRevision) return;
-	json ops = json::array();
-	sub.filter.filter(patch, tree_.root(), ops);
-	if (ops.empty()) return;
-	for (auto& op: ops) sub.pending.push_back(std::move(op));
-	sub.pendingRevision = revision;
+	PathFilter::Selection selection;
+	sub.filter.select(patch, tree_.root(), selection);
+	if (selection.ops.empty()) return;
 	if (sub.throttleUs == 0) {
-		sendChanges(sub);
+		sub.pendingRevision = revision;
+		sendLine(sub, changesLine(selection, revision));
 		return;
 	}
+	for (const json* op: selection.ops) sub.pending.push_back(*op);
+	sub.pendingRevision = revision;
 	// A throttled stream that piles up more than a snapshot is worth becomes a resync.
 	if (sub.pending.size() > limits_.maxQueuedMessages) {
 		overflow(sub);
@@ -281,46 +285,65 @@ void ClientSession::onBatch(Subscription& sub, uint64_t revision, const json& pa
 }
 
 namespace {
-// The serialized changes of the last unthrottled tree.changed built. Subscribers with the same
-// paths get the same changes for a batch, so a fan-out to N of them serializes once instead of N
-// times (serialization was about a third of the per-subscriber cost). Reused only within one
-// batch (same tree, same revision), where equal changes hold values of the same types (json's
-// == says 1 == 1.0, their texts differ); one thread, so one slot.
-struct ChangesText {
+// The serialized changes of the last unthrottled selection. Subscribers with the same paths
+// get the same operations of a batch (pointers into the one patch), so a fan-out to N of them
+// serializes once instead of N times and compares pointers, not values. Reused only within
+// one batch (same tree, same revision: the patch is still alive); one thread, so one slot.
+struct SharedChanges {
 	std::string epoch;
 	uint64_t revision = 0;
-	json changes;
+	std::vector<const nlohmann::json*> ops;
 	std::string text;
 };
-void appendChanges(std::string& line, const json& changes, const std::string& epoch, uint64_t revision, bool batchOnly) {
-	static ChangesText last;
-	if (batchOnly && !last.text.empty() && last.revision == revision && last.epoch == epoch && last.changes == changes) {
-		line += last.text;
-		return;
+
+void appendOps(std::string& out, const PathFilter::Selection& selection) {
+	out += '[';
+	for (size_t i = 0; i < selection.ops.size(); ++i) {
+		if (i) out += ',';
+		out += rpc::dump(*selection.ops[i]);
 	}
-	std::string text = rpc::dump(changes);
-	line += text;
-	// A huge batch is not kept: it would stay in memory until the next change.
-	if (!batchOnly || text.size() > (256u << 10)) return;
-	last.epoch = epoch;
-	last.revision = revision;
-	last.text = std::move(text);
-	last.changes = changes;
+	out += ']';
 }
 } // namespace
 
-void ClientSession::sendChanges(Subscription& sub) {
-	// Byte for byte what rpc::toLine(rpc::makeNotification("tree.changed", {...})) writes
-	// (nlohmann sorts object keys), with the changes' text shared between subscribers.
+// Byte for byte what rpc::toLine(rpc::makeNotification("tree.changed", {...})) writes
+// (nlohmann sorts object keys); the changes' text is shared between subscribers.
+std::string ClientSession::changesLine(const PathFilter::Selection& selection, uint64_t revision) {
+	static SharedChanges last;
 	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":)";
+	// Restated operations belong to this subscriber alone.
+	bool shareable = selection.owned.empty();
+	if (shareable && !last.text.empty() && last.revision == revision && last.epoch == tree_.epoch() &&
+	    last.ops == selection.ops) {
+		line += last.text;
+	} else {
+		size_t at = line.size();
+		appendOps(line, selection);
+		// A huge batch is not kept: it would stay in memory until the next change.
+		if (shareable && line.size() - at <= (256u << 10)) {
+			last.epoch = tree_.epoch();
+			last.revision = revision;
+			last.ops = selection.ops;
+			last.text.assign(line, at, std::string::npos);
+		}
+	}
+	return line;
+}
+
+void ClientSession::sendChanges(Subscription& sub) {
 	// A throttled stream's changes span several batches: serialized on their own.
-	appendChanges(line, sub.pending, tree_.epoch(), sub.pendingRevision, sub.throttleUs == 0);
+	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":)";
+	line += rpc::dump(sub.pending);
+	sub.pending = json::array();
+	sendLine(sub, std::move(line));
+}
+
+void ClientSession::sendLine(Subscription& sub, std::string line) {
 	line += R"(,"revision":)";
 	line += std::to_string(sub.pendingRevision);
 	line += R"(,"subscription":)";
 	line += std::to_string(sub.id);
 	line += "}}\n";
-	sub.pending = json::array();
 	sub.lastSentUs = loop_.now();
 	if (overBudget(line.size())) {
 		overflow(sub);

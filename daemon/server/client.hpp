@@ -105,6 +105,8 @@ private:
 	void enqueue(std::string data, uint64_t subscription);
 	void onBatch(Subscription& sub, uint64_t revision, const json& patch);
 	void sendChanges(Subscription& sub);
+	[[nodiscard]] std::string changesLine(const PathFilter::Selection& selection, uint64_t revision);
+	void sendLine(Subscription& sub, std::string line);
 	void overflow(Subscription& sub);
 	void onDrained();
 	void sendLineTooLong();

@@ -65,11 +65,15 @@ Responder::~Responder() {
 
 void Responder::result(json value) {
 	if (!completion_) return;
+	// A notification is never answered: its result is not even built (a flood of notifications
+	// spent a fifth of its time on answers nobody would get).
+	if (completion_->notification) return completion_->complete(nullptr);
 	completion_->complete(rpc::makeResult(completion_->id, std::move(value)));
 }
 
 void Responder::error(rpc::Error e) {
 	if (!completion_) return;
+	if (completion_->notification) return completion_->complete(nullptr);
 	completion_->complete(rpc::makeError(completion_->id, e));
 }
 
@@ -91,7 +95,7 @@ void Dispatcher::add(std::string method, SyncHandler handler) {
 
 void Dispatcher::addAsync(std::string method, AsyncHandler handler) {
 	if (handlers_.count(method)) throw std::logic_error("duplicate method " + method);
-	handlers_.emplace(std::move(method), std::move(handler));
+	handlers_.emplace(std::move(method), std::make_shared<const AsyncHandler>(std::move(handler)));
 }
 
 void Dispatcher::remove(std::string_view method) { handlers_.erase(std::string(method)); }
@@ -180,9 +184,9 @@ void Dispatcher::dispatchOne(ClientSession& client, const json& message, std::sh
 	const json& params = p == message.end() ? emptyParams : *p;
 	try {
 		if (!params.is_object()) throw rpc::RpcException(ErrorCode::InvalidParams, "Invalid params: params must be an object", {{"param", "params"}, {"expected", "an object"}});
-		// Copy the handler: it may unregister itself (a backend stopping) while running.
+		// Hold the handler: it may unregister itself (a backend stopping) while running.
 		auto handler = it->second;
-		handler(params, Responder(completion), client);
+		(*handler)(params, Responder(completion), client);
 	} catch (const rpc::RpcException& e) {
 		completion->complete(rpc::makeError(id, e.error));
 	} catch (const json::exception& e) {

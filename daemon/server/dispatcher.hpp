@@ -75,7 +75,7 @@ private:
 	void dispatchOne(ClientSession& client, const json& message, std::shared_ptr<struct Batch> batch);
 
 	DispatchLimits limits_;
-	std::unordered_map<std::string, AsyncHandler> handlers_;
+	std::unordered_map<std::string, std::shared_ptr<const AsyncHandler>> handlers_;
 };
 
 // RAII registration of a backend's methods: removed from the dispatcher on destruction.

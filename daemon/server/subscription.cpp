@@ -40,20 +40,27 @@ void PathFilter::resetPresence(const json& root) {
 }
 
 void PathFilter::filter(const json& patch, const json& root, json& out) {
+	Selection selection;
+	select(patch, root, selection);
+	for (const json* op: selection.ops) out.push_back(*op);
+}
+
+void PathFilter::select(const json& patch, const json& root, Selection& out) {
 	for (const auto& op: patch) {
 		const auto& path = op["path"].get_ref<const std::string&>();
 		for (auto& e: roots_) {
 			if (pointer::isWithin(path, e.path)) {
 				// At or below the subscribed path: passes as it is.
-				out.push_back(op);
+				out.ops.push_back(&op);
 				if (path.size() == e.path.size()) e.present = op["op"] != "remove";
 				break;
 			}
 			if (pointer::isWithin(e.path, path)) {
 				// An ancestor changed wholesale: restate the subscribed path's new value.
 				const json* now = lookup(root, e.path);
-				if (now) out.push_back({{"op", e.present ? "replace" : "add"}, {"path", e.path}, {"value", *now}});
-				else if (e.present) out.push_back({{"op", "remove"}, {"path", e.path}});
+				if (now) out.owned.push_front({{"op", e.present ? "replace" : "add"}, {"path", e.path}, {"value", *now}});
+				else if (e.present) out.owned.push_front({{"op", "remove"}, {"path", e.path}});
+				if (now || e.present) out.ops.push_back(&out.owned.front());
 				e.present = now != nullptr;
 			}
 		}

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <forward_list>
 #include <string>
 #include <vector>
 
@@ -24,10 +25,19 @@ public:
 	// Re-reads which paths exist (after a resync snapshot was taken).
 	void resetPresence(const json& root);
 
-	// Appends to `out` the operations of `patch` (applied to the tree, whose state after the
-	// batch is `root`) that concern the subscribed paths. An operation on an ancestor of a
-	// subscribed path becomes an add/replace/remove of that path itself.
+	// The operations of `patch` (applied to the tree, whose state after the batch is `root`) that
+	// concern the subscribed paths. An operation on an ancestor of a subscribed path becomes an
+	// add/replace/remove of that path itself.
 	void filter(const json& patch, const json& root, json& out);
+
+	// The same without copying: operations that pass as they are point into `patch` (valid
+	// while it lives); restated ones are built into `owned`. Subscribers with the same paths get
+	// the same pointers, which is how a fan-out serializes a batch once.
+	struct Selection {
+		std::vector<const json*> ops;
+		std::forward_list<json> owned;   // stable addresses, and no allocation while empty
+	};
+	void select(const json& patch, const json& root, Selection& out);
 
 private:
 	std::vector<std::string> requested_;

@@ -72,10 +72,11 @@ class NmMock:
         dev.AddMethod(DEV, "Disconnect", "", "", DISCONNECT)
         dev.AddMethod(DEV, "Reapply", "a{sa{sv}}tu", "", "")
 
-    def add_wifi(self, name="wlan0", state=30):
-        path = self.mock.AddWiFiDevice(name, name, state)
+    def add_wifi(self, name="wlan0", state=30, iface=None, address="11:22:33:44:55:66"):
+        """A Wi-Fi device at Devices/<name>, with interface name `iface` (default: name)."""
+        path = self.mock.AddWiFiDevice(name, iface or name, state)
         self._extend_device(path)
-        self.iface(path).UpdateProperties(DEV, {"HwAddress": "11:22:33:44:55:66"})
+        self.iface(path).UpdateProperties(DEV, {"HwAddress": address})
         return path
 
     def add_wired(self, name="eth0", state=30, carrier=True, speed=1000):
@@ -104,6 +105,12 @@ class NmMock:
             "802-11-wireless": {"ssid": dbus.ByteArray(ssid.encode()), "mode": "infrastructure"},
             "802-11-wireless-security": {"key-mgmt": key_mgmt},
         }
+        path = self.iface(P + "/Settings", NM + ".Settings").AddConnection(settings)
+        self.iface(path).AddMethod(CONN, "ClearSecrets", "", "", "")
+        return path
+
+    def add_connection(self, settings):
+        """Any profile, through Settings.AddConnection (uuid and timestamp as given)."""
         path = self.iface(P + "/Settings", NM + ".Settings").AddConnection(settings)
         self.iface(path).AddMethod(CONN, "ClearSecrets", "", "", "")
         return path

@@ -174,3 +174,38 @@ def test_real_networkmanager_wired(env, real):
     wait("/network/devices/veth-a/hasLink", True)
     assert env.daemon.poll() is None
     assert c.call("tree.get", {"path": "/daemon/backends/nm/state"})["value"] == "running"
+
+
+def test_update_profile_keeps_the_stored_secrets(env, real):
+    """network.updateProfile sends the merged settings without secrets: qsd never asks for them
+    (GetSecrets), so they never enter its memory, the tree or the log. NetworkManager keeps a
+    profile's stored secrets when an Update carries none (nm-settings-connection.c: "If the new
+    connection has no secrets, we do not want to remove all secrets"): this checks that on the
+    real service, on disk too."""
+    env.start_qsd(backends=["nm"])
+    c = env.client()
+    sub = c.subscribe(["/network"])
+    c.wait_value(sub, "/network/available", True, timeout=20)
+    real.nmcli("connection", "add", "type", "wifi", "ifname", "*", "con-name", "wifi-secret", "ssid", "Secretive",
+               "wifi-sec.key-mgmt", "wpa-psk", "wifi-sec.psk", "s3cret passphrase", "connection.autoconnect", "no")
+    uuid = real.nmcli("-g", "connection.uuid", "connection", "show", "wifi-secret").strip()
+
+    def known():
+        try:
+            return c.call("network.getProfile", {"profile": uuid})
+        except RpcError:
+            return None
+    prof = wait_until(known, timeout=20, what="the profile in qsd")
+    assert prof["settings"]["802-11-wireless-security"]["key-mgmt"] == "wpa-psk"
+    assert "psk" not in prof["settings"]["802-11-wireless-security"]
+
+    c.call("network.updateProfile", {"profile": uuid, "settings": {"connection": {"autoconnect-priority": 7}}})
+    wait_until(lambda: real.nmcli("-g", "connection.autoconnect-priority", "connection", "show", uuid).strip() == "7",
+               timeout=20, what="the update in NetworkManager")
+    secret = lambda: real.nmcli("-s", "-g", "802-11-wireless-security.psk", "connection", "show", uuid).strip()  # noqa: E731
+    assert secret() == "s3cret passphrase"
+    # Written to the keyfile as well: still there after NetworkManager reads its profiles again.
+    real.nmcli("connection", "reload")
+    assert secret() == "s3cret passphrase"
+    assert "s3cret passphrase" not in env.qsd_log()
+    assert "s3cret passphrase" not in str(c.mirror(sub))

@@ -314,7 +314,8 @@ def test_holds_belong_to_the_client_connection(env):
     obj = ppd_obj(env)
     assert method_calls(obj, "HoldProfile") == [["performance", "game running", "org.example.Game"]]
     watcher.wait_value(sub, "/power/profiles/holds", {"org.example.Game:performance": {
-        "profile": "performance", "applicationId": "org.example.Game", "reason": "game running"}})
+        "profile": "performance", "applicationId": "org.example.Game", "reason": "game running", "state": "active",
+        "cookie": cookie}})
 
     # Another connection cannot release it.
     with pytest.raises(RpcError) as e:
@@ -336,8 +337,8 @@ def test_holds_belong_to_the_client_connection(env):
     watcher.wait_for(lambda: len(power(watcher, sub)["profiles"]["holds"] or {}) == 2, what="two holds")
     holder.close()
     wait_until(lambda: len(method_calls(obj, "ReleaseProfile")) == 2, what="ReleaseProfile on disconnect")
-    watcher.wait_value(sub, "/power/profiles/holds", {"b:performance": {
-        "profile": "performance", "applicationId": "b", "reason": "render"}})
+    watcher.wait_value(sub, "/power/profiles/holds", predicate=lambda v: v and list(v) == ["b:performance"]
+                       and v["b:performance"]["state"] == "active" and v["b:performance"]["reason"] == "render")
     assert r1["cookie"] != cookie
     # The mock numbers its cookies 1, 2, 3 in order: the disconnect released the second.
     assert [c[0] for c in method_calls(obj, "ReleaseProfile")] == [1, 2]
@@ -499,3 +500,119 @@ def test_falls_back_to_the_hadess_name(env):
     start_new_ppd(env, active="balanced")
     c.wait_value(sub, "/power/profiles/busName", NEW_PPD[0])
     c.wait_value(sub, "/power/profiles/profile", "balanced")
+
+
+# A device object whose properties the test can take away and give back: while they are away,
+# GetAll of org.freedesktop.UPower.Device fails (python-dbusmock answers UnknownInterface).
+HIDE = "self._hidden = self.props.pop('org.freedesktop.UPower.Device')"
+SHOW = "self.props['org.freedesktop.UPower.Device'] = self._hidden"
+
+
+def invalidate(obj, *names):
+    dbus = dbus_mod()
+    dbus.Interface(obj, MOCK).EmitSignal("org.freedesktop.DBus.Properties", "PropertiesChanged", "sa{sv}as",
+                                        [DEV_IFACE, dbus.Dictionary({}, signature="sv"), dbus.Array(names, signature="s")])
+
+
+def test_display_device_leaves_the_tree_while_it_cannot_be_read(env):
+    start_upower(env)
+    setup_display(env, 73.5)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/displayDevice/percentage", 0.735)
+    display = env.dbus().get_object(UP, DISPLAY)
+    mock = dbus_mod().Interface(display, MOCK)
+    mock.AddMethod(MOCK, "Hide", "", "", HIDE)
+    mock.AddMethod(MOCK, "Show", "", "", SHOW)
+    # Its properties are invalidated and the re-read fails: the stale values leave the tree.
+    mock.Hide()
+    invalidate(display, "Percentage")
+    c.wait_value(sub, "/power/displayDevice", None)
+    assert power(c, sub)["available"] is True
+    # Readable again (with a new value): it is read again by itself and comes back complete.
+    mock.Show()
+    env.gdbus("-d", UP, "-o", DISPLAY, "-m", "org.freedesktop.DBus.Properties.Set", DEV_IFACE, "Percentage", "<42.0>")
+    c.wait_value(sub, "/power/displayDevice/percentage", 0.42, timeout=30)
+    assert power(c, sub)["displayDevice"]["state"] == "discharging"
+    assert env.qsd_log().count("it leaves the tree until it is read again") == 1
+    assert env.daemon.poll() is None
+
+
+# power-profiles-daemon (hadess name, python-dbusmock's template) whose HoldProfile fails while
+# the mock's SetFailHolds(true) is in force (from the start with -p '{"FailHolds": true}').
+FAILING_PPD_TEMPLATE = """
+import dbus
+from dbusmock.templates import power_profiles_daemon as base
+from dbusmock.templates.power_profiles_daemon import BUS_NAME, MAIN_OBJ, MAIN_IFACE, SYSTEM_BUS  # noqa: F401
+
+
+def load(mock, parameters):
+    base.load(mock, parameters)
+    mock.fail_holds = bool(parameters.get("FailHolds", False))
+
+    def hold(self, profile, reason, application_id):
+        if self.fail_holds:
+            raise dbus.exceptions.DBusException("the profile cannot be held now", name="org.example.Busy")
+        return base.hold_profile(self, profile, reason, application_id)
+    mock.hold_profile = hold
+    mock.AddMethod("org.freedesktop.DBus.Mock", "SetFailHolds", "b", "", "self.fail_holds = bool(args[0])")
+"""
+
+
+def start_failing_hadess(env, fail):
+    path = os.path.join(env.dir, "failing_ppd_template.py")
+    with open(path, "w") as f:
+        f.write(FAILING_PPD_TEMPLATE)
+    from qsdtest import PY
+    p = env.spawn([PY, "-m", "dbusmock", "--system", "-t", path, "-p", json.dumps({"FailHolds": fail})],
+                  "mock-failing-ppd-%d" % len(env.procs))
+    env.wait_bus_name(HADESS[0])
+    return p
+
+
+def test_a_hold_made_again_shows_its_failure_and_is_retried(env):
+    ppd = start_failing_hadess(env, False)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/profiles/available", True)
+    cookie = c.call("power.holdProfile", {"profile": "performance", "reason": "game", "applicationId": "g"})["cookie"]
+    c.wait_value(sub, "/power/profiles/holds/g:performance/state", "active")
+    assert power(c, sub)["profiles"]["holds"]["g:performance"]["cookie"] == cookie
+    # power-profiles-daemon restarts, and refuses to make the hold again.
+    stop(ppd)
+    c.wait_value(sub, "/power/profiles", {"available": False})
+    start_failing_hadess(env, True)
+    c.wait_value(sub, "/power/profiles/holds/g:performance/state", "failed")
+    hold = power(c, sub)["profiles"]["holds"]["g:performance"]
+    assert hold["cookie"] == cookie and hold["error"]["name"] == "org.example.Busy"
+    assert hold["error"]["message"] == "the profile cannot be held now"
+    # It is tried again: once the daemon agrees, the hold is active.
+    obj = ppd_obj(env)
+    wait_until(lambda: len(method_calls(obj, "HoldProfile")) >= 2, timeout=30, what="a retry")
+    dbus_mod().Interface(obj, MOCK).SetFailHolds(False)
+    c.wait_value(sub, "/power/profiles/holds/g:performance/state", "active", timeout=60)
+    assert "error" not in power(c, sub)["profiles"]["holds"]["g:performance"]
+    # The client's cookie still releases it.
+    c.call("power.releaseProfile", {"cookie": cookie})
+    wait_until(lambda: len(method_calls(obj, "ReleaseProfile")) == 1, what="ReleaseProfile")
+    c.wait_value(sub, "/power/profiles/holds", {})
+
+
+def test_a_failed_hold_released_by_its_client_leaves_the_tree(env):
+    ppd = start_failing_hadess(env, False)
+    env.start_qsd(backends=["upower"])
+    c, sub = watch(env)
+    c.wait_value(sub, "/power/profiles/available", True)
+    holder = env.client()
+    cookie = holder.call("power.holdProfile", {"profile": "power-saver", "reason": "r", "applicationId": "a"})["cookie"]
+    c.wait_value(sub, "/power/profiles/holds/a:powerSaver/state", "active")
+    stop(ppd)
+    start_failing_hadess(env, True)
+    c.wait_value(sub, "/power/profiles/holds/a:powerSaver/state", "failed")
+    holder.call("power.releaseProfile", {"cookie": cookie})
+    c.wait_value(sub, "/power/profiles/holds", {})
+    # A new hold that the daemon refuses answers the error and is not kept.
+    with pytest.raises(RpcError) as e:
+        c.call("power.holdProfile", {"profile": "performance"})
+    assert e.value.code == -32002 and e.value.data["name"] == "org.example.Busy"
+    c.wait_value(sub, "/power/profiles/holds", {})

@@ -271,7 +271,8 @@ TEST(UpowerMapping, ProfilesDaemon) {
 	    {"profiles", {"powerSaver", "balanced"}},
 	    {"hasPerformanceProfile", false},
 	    {"degradationReason", "lapDetected"},
-	    {"holds", {{"org.gnome.Settings:powerSaver", {{"profile", "powerSaver"}, {"applicationId", "org.gnome.Settings"}, {"reason", "low battery"}}}}},
+	    {"holds", {{"org.gnome.Settings:powerSaver",
+	                {{"profile", "powerSaver"}, {"applicationId", "org.gnome.Settings"}, {"reason", "low battery"}, {"state", "active"}}}}},
 	    {"actions", {"trickle_charge"}},
 	    {"daemonVersion", "0.21"},
 	};
@@ -337,4 +338,38 @@ TEST(UpowerMapping, HoldKeysAreStableAndUnique) {
 	// Independent of the order the daemon lists them in.
 	std::reverse(holds.begin(), holds.end());
 	EXPECT_EQ(holdsObject(holds), o);
+}
+
+TEST(UpowerMapping, OwnHoldsShowTheirStateAndCookie) {
+	std::vector<Hold> daemon = {{"performance", "org.example.Game", "render"}, {"balanced", "other.app", ""}};
+	std::vector<OwnHold> own = {
+	    {7, {"performance", "org.example.Game", "render"}, "active", nullptr},    // the daemon lists it
+	    {8, {"power-saver", "org.example.Bar", "battery"}, "pending", nullptr},   // not answered yet
+	    {9, {"performance", "org.example.Game", "again"}, "failed", {{"name", "org.example.Busy"}, {"message", "busy"}}},
+	    {10, {"balanced", "x", ""}, "active", nullptr},                           // the daemon's list is behind
+	};
+	auto o = holdsObject(daemon, own);
+	EXPECT_EQ(o.size(), 5u) << o.dump();
+	EXPECT_EQ(o["org.example.Game:performance"], (nlohmann::json{{"profile", "performance"}, {"applicationId", "org.example.Game"},
+	                                                             {"reason", "again"}, {"state", "failed"}, {"cookie", 9},
+	                                                             {"error", {{"name", "org.example.Busy"}, {"message", "busy"}}}}));
+	EXPECT_EQ(o["org.example.Game:performance#2"]["state"], "active");
+	EXPECT_EQ(o["org.example.Game:performance#2"]["cookie"], 7);
+	EXPECT_EQ(o["org.example.Bar:powerSaver"]["state"], "pending");
+	EXPECT_EQ(o["org.example.Bar:powerSaver"]["cookie"], 8);
+	EXPECT_FALSE(o["other.app:balanced"].contains("cookie"));   // another program's hold
+	EXPECT_EQ(o["other.app:balanced"]["state"], "active");
+	EXPECT_EQ(o["x:balanced"]["cookie"], 10);
+	// A pending hold keeps its key when it becomes active and the daemon lists it.
+	std::vector<Hold> later = daemon;
+	later.push_back({"power-saver", "org.example.Bar", "battery"});
+	own[1].state = "active";
+	auto p = holdsObject(later, own);
+	EXPECT_EQ(p["org.example.Bar:powerSaver"]["state"], "active");
+	EXPECT_EQ(p["org.example.Bar:powerSaver"]["cookie"], 8);
+	EXPECT_EQ(p.size(), 5u);
+	// Two equal holds, one of them qsd's: the daemon's copy without a cookie comes first.
+	auto q = holdsObject({{"balanced", "a", ""}, {"balanced", "a", ""}}, {{3, {"balanced", "a", ""}, "active", nullptr}});
+	EXPECT_FALSE(q["a:balanced"].contains("cookie"));
+	EXPECT_EQ(q["a:balanced#2"]["cookie"], 3);
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 
 namespace qsd::nm {
@@ -91,6 +92,50 @@ std::string securityName(Security s) {
 }
 
 bool takesPsk(Security s) { return s == Security::WpaPsk || s == Security::Wpa2Psk || s == Security::Sae; }
+
+std::optional<Security> securityFromName(std::string_view name) {
+	for (auto s: {Security::Wpa3SuiteB192, Security::Sae, Security::Wpa2Eap, Security::Wpa2Psk, Security::WpaEap,
+	              Security::WpaPsk, Security::StaticWep, Security::DynamicWep, Security::Leap, Security::Owe, Security::Open})
+		if (securityName(s) == name) return s;
+	return std::nullopt;
+}
+
+std::optional<std::string> keyMgmtFor(Security s) {
+	switch (s) {
+	case Security::Open: return std::string();
+	case Security::Owe: return "owe";
+	case Security::WpaPsk:
+	case Security::Wpa2Psk: return "wpa-psk";
+	case Security::Sae: return "sae";
+	default: return std::nullopt;
+	}
+}
+
+std::optional<std::string> pskProblem(std::string_view psk) {
+	// As NetworkManager's nm_utils_wpa_psk_valid: a passphrase of 8..63 printable ASCII
+	// characters, or the raw key as 64 hex digits.
+	if (psk.size() == 64) {
+		for (char c: psk)
+			if (!std::isxdigit(static_cast<unsigned char>(c))) return "a 64-character key must be 64 hex digits";
+		return std::nullopt;
+	}
+	if (psk.size() < 8 || psk.size() > 63) return "a passphrase must have 8..63 characters (or be 64 hex digits)";
+	for (char c: psk)
+		if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e)
+			return "a passphrase must be printable ASCII";
+	return std::nullopt;
+}
+
+int64_t scanDelayMs(std::optional<int64_t> lastScanMs, std::optional<int64_t> lastRequestMs, int64_t nowMs,
+                    int64_t intervalMs) {
+	int64_t last = -1;
+	if (lastScanMs && *lastScanMs >= 0) last = *lastScanMs;
+	if (lastRequestMs && *lastRequestMs > last) last = *lastRequestMs;
+	// Never scanned, or a time from the future (another boot's): due now.
+	if (last < 0 || last > nowMs) return 0;
+	int64_t age = nowMs - last;
+	return age >= intervalMs ? 0 : intervalMs - age;
+}
 
 Security securityFromSettings(const json& sec) {
 	if (!sec.is_object() || sec.empty()) return Security::Open;

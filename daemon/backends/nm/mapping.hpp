@@ -63,6 +63,20 @@ enum class Security { Wpa3SuiteB192, Sae, Wpa2Eap, Wpa2Psk, WpaEap, WpaPsk, Stat
 [[nodiscard]] Security securityFromAp(uint32_t deviceCaps, bool adhoc, uint32_t apFlags, uint32_t wpaFlags, uint32_t rsnFlags);
 // Whether a pre-shared key (network.connect's psk) makes sense for this security.
 [[nodiscard]] bool takesPsk(Security s);
+// securityName's inverse ("sae" -> Sae); nullopt for any other text ("unknown" included).
+[[nodiscard]] std::optional<Security> securityFromName(std::string_view name);
+// 802-11-wireless-security.key-mgmt for the security types qsd sets up itself (a new profile
+// of network.connect): wpaPsk, wpa2Psk "wpa-psk", sae "sae", owe "owe", open "" (no security
+// setting); nullopt for the others (WEP, EAP, LEAP, Suite B need more than a key).
+[[nodiscard]] std::optional<std::string> keyMgmtFor(Security s);
+// Why `psk` is not a valid WPA key, nullopt when it is (NetworkManager's rule): 8..63
+// printable ASCII characters, or exactly 64 hex digits.
+[[nodiscard]] std::optional<std::string> pskProblem(std::string_view psk);
+// Milliseconds until the next Device.Wireless.RequestScan is due: `intervalMs` after the newer
+// of NetworkManager's last scan (LastScan, CLOCK_BOOTTIME ms; negative: never) and qsd's last
+// request; 0 when due now (never scanned, or a time after `nowMs`).
+[[nodiscard]] int64_t scanDelayMs(std::optional<int64_t> lastScanMs, std::optional<int64_t> lastRequestMs, int64_t nowMs,
+                                  int64_t intervalMs);
 
 // SSIDs are bytes. The tree key and display name of an SSID:
 //  - valid UTF-8 without control characters and not starting with "x-ssid:" -> the text itself

@@ -296,25 +296,57 @@ std::optional<std::vector<Hold>> parseHolds(const sdbus::Variant& v) {
 	return holds;
 }
 
-json holdsObject(std::vector<Hold> holds) {
-	std::sort(holds.begin(), holds.end(), [](const Hold& a, const Hold& b) {
-		return std::tie(a.applicationId, a.profile, a.reason) < std::tie(b.applicationId, b.profile, b.reason);
+json holdsObject(std::vector<Hold> daemonHolds, const std::vector<OwnHold>& own) {
+	struct Entry {
+		Hold hold;
+		uint64_t cookie = 0;   // 0: not one of qsd's
+		std::string state = "active";
+		json error = nullptr;
+	};
+	auto same = [](const Hold& a, const Hold& b) {
+		return a.profile == b.profile && a.applicationId == b.applicationId && a.reason == b.reason;
+	};
+	std::vector<Entry> entries;
+	for (auto& h: daemonHolds) entries.push_back({std::move(h)});
+	std::vector<const OwnHold*> mine;
+	for (const auto& o: own) mine.push_back(&o);
+	std::sort(mine.begin(), mine.end(), [](const OwnHold* a, const OwnHold* b) { return a->cookie < b->cookie; });
+	for (const auto* o: mine) {
+		if (o->state == "active") {
+			auto it = std::find_if(entries.begin(), entries.end(),
+			                       [&](const Entry& e) { return e.cookie == 0 && same(e.hold, o->hold); });
+			if (it != entries.end()) {
+				it->cookie = o->cookie;
+				continue;
+			}
+		}
+		entries.push_back({o->hold, o->cookie, o->state, o->error});
+	}
+	// The order (and with it the "#n" of each key) depends on the content only, so a hold keeps
+	// its key when it goes from pending to active.
+	std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+		return std::tie(a.hold.applicationId, a.hold.profile, a.hold.reason, a.cookie) <
+		       std::tie(b.hold.applicationId, b.hold.profile, b.hold.reason, b.cookie);
 	});
 	json out = json::object();
 	std::map<std::string, int> seen;
-	for (const auto& h: holds) {
-		auto tree = profileName(h.profile);
-		std::string base = h.applicationId + ":" + (tree ? *tree : h.profile);
+	for (const auto& e: entries) {
+		auto tree = profileName(e.hold.profile);
+		std::string base = e.hold.applicationId + ":" + (tree ? *tree : e.hold.profile);
 		int n = ++seen[base];
 		std::string key = n == 1 ? base : fmt::format("{}#{}", base, n);
-		out[key] = {{"profile", tree ? *tree : std::string("unknown")},
-		            {"applicationId", h.applicationId},
-		            {"reason", h.reason}};
+		json v = {{"profile", tree ? *tree : std::string("unknown")},
+		          {"applicationId", e.hold.applicationId},
+		          {"reason", e.hold.reason},
+		          {"state", e.state}};
+		if (e.cookie) v["cookie"] = e.cookie;
+		if (!e.error.is_null()) v["error"] = e.error;
+		out[key] = std::move(v);
 	}
 	return out;
 }
 
-MappedProfiles mapProfiles(const dbus::Properties& props) {
+MappedProfiles mapProfiles(const dbus::Properties& props, const std::vector<OwnHold>& own) {
 	MappedProfiles out{json::object(), {}, {}};
 	auto& o = out.value;
 
@@ -363,9 +395,9 @@ MappedProfiles mapProfiles(const dbus::Properties& props) {
 		}
 	}
 
-	o["holds"] = json::object();
+	o["holds"] = holdsObject({}, own);
 	if (const auto* v = dbus::find(props, "ActiveProfileHolds")) {
-		if (auto holds = parseHolds(*v)) o["holds"] = holdsObject(std::move(*holds));
+		if (auto holds = parseHolds(*v)) o["holds"] = holdsObject(std::move(*holds), own);
 		else {
 			o["holds"] = nullptr;
 			out.badProperties.emplace_back("ActiveProfileHolds");

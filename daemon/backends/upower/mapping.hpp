@@ -67,10 +67,21 @@ struct Hold {
 // ActiveProfileHolds: aa{sv} per the specification; aa{ss} and an (empty) a(aa{sv}) as
 // python-dbusmock sends them. std::nullopt for any other type.
 [[nodiscard]] std::optional<std::vector<Hold>> parseHolds(const sdbus::Variant& v);
+// A hold made through power.holdProfile, as the backend knows it.
+struct OwnHold {
+	uint64_t cookie = 0;              // qsd's id for it: the cookie its client got
+	Hold hold;
+	std::string state;                // "pending" (HoldProfile not answered yet), "active", "failed"
+	nlohmann::json error = nullptr;   // failed: {name, message} of the last HoldProfile
+};
 // The holds as a tree object keyed by a stable, readable id: "<applicationId>:<profile>",
 // with "#2", "#3"... for further holds with the same pair (ordered by reason). The daemon does
-// not publish its cookies, so the id is derived from the content.
-[[nodiscard]] nlohmann::json holdsObject(std::vector<Hold> holds);
+// not publish its cookies, so the id is derived from the content. Each entry is
+// {profile, applicationId, reason, state}: the daemon's holds are "active"; qsd's own holds
+// carry their `cookie`, an active one is matched to the daemon's entry with the same content
+// (or listed on its own until the daemon lists it), a pending or failed one is listed on its
+// own, a failed one with its `error`.
+[[nodiscard]] nlohmann::json holdsObject(std::vector<Hold> daemonHolds, const std::vector<OwnHold>& own = {});
 
 // net.hadess.PowerProfiles / org.freedesktop.UPower.PowerProfiles properties ->
 // {profile, profiles, hasPerformanceProfile, degradationReason, holds, actions, version}.
@@ -80,6 +91,6 @@ struct MappedProfiles {
 	std::vector<std::string> badProperties;
 	std::vector<std::string> unknownValues;   // "Property=value" for strings outside a table
 };
-[[nodiscard]] MappedProfiles mapProfiles(const dbus::Properties& props);
+[[nodiscard]] MappedProfiles mapProfiles(const dbus::Properties& props, const std::vector<OwnHold>& own = {});
 
 } // namespace qsd::upower

@@ -1,0 +1,232 @@
+#pragma once
+// The "nm" backend: /network from NetworkManager (org.freedesktop.NetworkManager). Internal to
+// daemon/backends/nm/; the rest of the daemon knows only createNmBackend().
+//
+// Model: one cache of every NetworkManager object and its properties, filled by a single
+// ObjectManager.GetManagedObjects call and kept current by connection-level matches installed
+// once in start() (ObjectManager signals, the signals the backend uses from NetworkManager under
+// its path, and the name watcher). PropertiesChanged, InterfacesAdded and InterfacesRemoved carry
+// full property values, so after start-up only profile settings (GetSettings) and actions need
+// calls, all of them asynchronous. The tree is derived from the cache: a change marks the
+// devices it touches dirty, and one deferred pass per loop iteration rebuilds those devices and
+// writes only the fields that differ, so an access point's strength change is a one-field patch.
+//
+// The class is defined across files, one reason to change each:
+//   nm_backend.cpp  life cycle, the bus name, signals, the object cache, calls
+//   devices.cpp     the tree: /network, devices, IP details, wired networks, in-memory diffing
+//   wifi.cpp        Wi-Fi networks, access points, the strength shortcut, the scanner
+//   actions.cpp     the network.* methods
+//   settings.cpp    profile settings (pure), mapping.cpp value tables (pure)
+
+#include "mapping.hpp"
+#include "settings.hpp"
+
+#include "../../dbus/call_set.hpp"
+#include "../../dbus/name_watcher.hpp"
+#include "../../dbus/variant.hpp"
+#include "../answer.hpp"
+#include "../backend.hpp"
+
+#include <qsd/protocol/jsonrpc.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace qsd {
+
+class ClientSession;
+
+class NmBackend final: public Backend {
+public:
+	explicit NmBackend(BackendContext& context): Backend(context) {}
+	~NmBackend() override { stop(); }
+
+	std::string_view id() const override { return "nm"; }
+	std::string_view root() const override { return kRoot; }
+
+	void start() override;
+	void stop() override;
+
+private:
+	static constexpr const char* kNmName = "org.freedesktop.NetworkManager";
+	static constexpr const char* kNmPath = "/org/freedesktop/NetworkManager";
+	static constexpr const char* kOmPath = "/org/freedesktop";
+	static constexpr const char* kNmIface = "org.freedesktop.NetworkManager";
+	static constexpr const char* kDevIface = "org.freedesktop.NetworkManager.Device";
+	static constexpr const char* kWiredIface = "org.freedesktop.NetworkManager.Device.Wired";
+	static constexpr const char* kWifiIface = "org.freedesktop.NetworkManager.Device.Wireless";
+	static constexpr const char* kApIface = "org.freedesktop.NetworkManager.AccessPoint";
+	static constexpr const char* kAcIface = "org.freedesktop.NetworkManager.Connection.Active";
+	static constexpr const char* kConnIface = "org.freedesktop.NetworkManager.Settings.Connection";
+	static constexpr const char* kIp4Iface = "org.freedesktop.NetworkManager.IP4Config";
+	static constexpr const char* kIp6Iface = "org.freedesktop.NetworkManager.IP6Config";
+	static constexpr const char* kPropsIface = "org.freedesktop.DBus.Properties";
+	static constexpr const char* kOmIface = "org.freedesktop.DBus.ObjectManager";
+	static constexpr const char* kRoot = "/network";
+	static constexpr const char* kDevices = "/network/devices";
+	// Quickshell's scanner period: a RequestScan about every 10 s while someone wants fresh results.
+	static constexpr auto kScanInterval = std::chrono::seconds(10);
+
+	using json = nlohmann::json;
+	using Interfaces = std::map<std::string, dbus::Properties>;
+	using ManagedObjects = std::map<sdbus::ObjectPath, Interfaces>;
+
+	struct Profile {
+		std::string path;
+		nm::RawSettings raw;          // as GetSettings gave it (NetworkManager never sends secrets)
+		nm::ProfileInfo info;
+		bool done = false;            // GetSettings answered (or failed)
+		uint64_t serial = 0;          // tells a stale reply from the latest request
+	};
+	struct NetModel {
+		std::vector<uint8_t> ssid;
+		std::vector<std::string> profiles;   // profile paths, the reference one first
+		std::string refAp;                   // reference access point path, "" when none
+		bool refActive = false;              // the reference AP is the device's active one
+		std::vector<std::string> aps;        // access point paths
+		std::string state = "disconnected";
+		bool active = false;                 // the device's active connection is this network
+		nm::Security security = nm::Security::Unknown;
+	};
+	struct DevModel {
+		std::string path;
+		std::string key;
+		bool wifi = false;
+		std::map<std::string, NetModel> networks;
+		json published;                      // what the tree holds for it, for diffing in memory
+	};
+	// A client's wish to keep a device's scan results fresh; dropped with the connection.
+	struct ScanToken {
+		ScanToken(std::weak_ptr<NmBackend*> b, std::string d, uint64_t i): backend(std::move(b)), device(std::move(d)), id(i) {}
+		ScanToken(const ScanToken&) = delete;
+		ScanToken& operator=(const ScanToken&) = delete;
+		~ScanToken() {
+			if (auto b = backend.lock()) (*b)->scanReleased(device, id);
+		}
+		std::weak_ptr<NmBackend*> backend;
+		std::string device;
+		uint64_t id;
+	};
+	struct Scanner {
+		std::set<uint64_t> holders;
+		EventSource timer;
+	};
+	// A device's active connection, as buildDevice reads it ("" path: none).
+	struct Active {
+		std::string path;
+		std::string profile;
+		std::string specific;
+		std::string state = "disconnected";
+	};
+
+	// --- life cycle
+	void installMatches();
+	void registerMethods();
+	void appeared(const std::string& owner);
+	void vanished();
+	void reset();
+	void maybeReady();
+	void updateState();
+
+	// --- cache
+	void onObjectManager(sdbus::Message& msg);
+	void onSignal(sdbus::Message& msg);
+	void addInterfaces(const std::string& path, Interfaces ifaces);
+	void fetchProfile(const std::string& path);
+	void markDirty(const std::string& path);
+	bool strengthChanged(const std::string& apPath);
+	void failureCheck(const std::string& acPath, uint32_t state, uint32_t reason);
+
+	// --- tree
+	void schedulePublish();
+	void publish();
+	void publishRoot();
+	void publishDevices(bool all);
+	void publishDevice(const std::string& path, json value, DevModel model);
+	void unpublishDevice(const std::string& path);
+	std::optional<std::pair<json, DevModel>> buildDevice(const std::string& path);
+	json buildIp(const std::string& configPath, bool v6);
+	void buildWired(const std::string& path, DevModel& model, json& dev, json& networks, const Active& active);
+	void buildWifi(const std::string& path, DevModel& model, json& dev, json& networks, const Active& active);
+	json buildNetwork(const DevModel& dev, NetModel& net, const std::vector<std::string>& aps, const std::string& activeAp,
+	                  uint32_t caps, bool adhoc);
+	void sortProfiles(NetModel& net, const std::string& activeProfile);
+	void addProfiles(json& n, const NetModel& net);
+	void syncObject(const std::string& path, const json& value);
+	void syncDiff(const std::string& path, const json& old, const json& value);
+	std::string networkKeyOfProfile(const std::string& profilePath, const std::string& deviceKey) const;
+
+	// --- typed reads that degrade and log once
+	const dbus::Properties* props(const std::string& path, const char* iface) const;
+	const sdbus::Variant* prop(const std::string& path, const char* iface, const char* name) const;
+	std::optional<uint64_t> getUint(const std::string& path, const char* iface, const char* name);
+	std::optional<int64_t> getInt(const std::string& path, const char* iface, const char* name);
+	std::optional<bool> getBool(const std::string& path, const char* iface, const char* name);
+	std::optional<std::string> getString(const std::string& path, const char* iface, const char* name);
+	std::optional<std::vector<std::string>> getStrings(const std::string& path, const char* iface, const char* name);
+	std::optional<std::vector<uint8_t>> getBytes(const std::string& path, const char* iface, const char* name);
+
+	// --- calls
+	sdbus::IProxy& proxy(const std::string& path);
+	void call(const std::string& path, const char* iface, const char* method, const std::function<void(sdbus::MethodCall&)>& fill,
+	          std::function<void(sdbus::MethodReply*, const sdbus::Error*)> done);
+	void setProperty(const std::string& path, const char* iface, const char* name, sdbus::Variant value,
+	                 std::shared_ptr<Answer> answer, json result);
+
+	// --- actions
+	void requireReady() const;
+	DevModel& device(const rpc::Params& p);
+	NetModel& network(DevModel& dev, const std::string& key);
+	Profile& profile(const rpc::Params& p);
+	void activate(const std::string& profilePath, const DevModel& dev, std::shared_ptr<Answer> answer, json result);
+	void addAndActivate(nm::RawSettings settings, const DevModel& dev, const std::string& ap, std::shared_ptr<Answer> answer,
+	                    json result);
+	void connect(const json& params, std::shared_ptr<Answer> answer);
+	void scanReleased(const std::string& device, uint64_t id);
+	void scannerChanged(const std::string& device);
+	void scanTick(const std::string& device);
+	bool requestScan(const std::string& device);
+
+	sdbus::IConnection* conn_ = nullptr;
+	bool started_ = false;
+	std::shared_ptr<NmBackend*> self_;
+	dbus::CallSet calls_{"nm"};
+	dbus::PropertyReader reader_{"nm"};
+	std::vector<MethodRegistration> methods_;
+	std::vector<sdbus::Slot> matches_;
+	std::unique_ptr<NameWatcher> watcher_;
+	std::string owner_;
+	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
+	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
+	EventSource reaper_;
+	EventSource publisher_;
+
+	std::map<std::string, Interfaces> objects_;   // every NetworkManager object, by path
+	std::map<std::string, Profile> profiles_;     // Settings.Connection objects, by path
+	bool snapshot_ = false;                       // GetManagedObjects answered
+	bool ready_ = false;                          // the domain is complete and published
+	uint64_t nextSerial_ = 1;
+	std::map<std::string, DevModel> devices_;     // published devices, by key
+	std::map<std::string, std::string> keyOfPath_;   // device path -> key
+	std::map<std::string, std::set<std::string>> apOwners_;   // AP path -> device paths
+	bool dirtyAll_ = false;
+	bool dirtyRoot_ = false;
+	std::set<std::string> dirtyDevices_;
+	std::map<std::string, uint32_t> failures_;    // device path -> last Failed state reason
+	std::map<std::string, Scanner> scanners_;     // by device key
+	std::map<std::string, int64_t> lastScanRequest_;   // by device key, CLOCK_BOOTTIME ms
+	std::set<std::string> shadowed_;              // device paths whose key another device holds
+	uint64_t nextScanToken_ = 1;
+};
+
+// Last path component, for ids of objects that have no better one.
+[[nodiscard]] std::string nmLastComponent(const std::string& path);
+
+} // namespace qsd

@@ -1,0 +1,313 @@
+// The "upower" backend: power-profiles-daemon, the profile holds clients make, and the
+// power.* methods.
+
+#include "upower_backend.hpp"
+
+#include "../../log.hpp"
+#include "../../server/client.hpp"
+
+#include <qsd/protocol/mirror.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+namespace qsd {
+
+namespace {
+using json = nlohmann::json;
+using rpc::ErrorCode;
+using rpc::Params;
+using rpc::RpcException;
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// power-profiles-daemon
+
+void UpowerBackend::ppdNamesChanged() {
+	int want = -1;
+	for (size_t i = 0; i < kPpd.size(); ++i)
+		if (ppdWatchers_[i] && ppdWatchers_[i]->present()) {
+			want = int(i);
+			break;
+		}
+	std::string owner = want >= 0 ? ppdWatchers_[size_t(want)]->owner() : std::string();
+	if (want == ppdActive_ && owner == ppdOwner_) return;
+
+	bool ownerChanged = owner != ppdOwner_;
+	calls_.cancel("ppd");   // pending actions answer BackendUnavailable
+	bury(std::move(ppdProxy_));
+	ppdProps_.clear();
+	ppdLoaded_ = false;
+	if (ppdActive_ >= 0) reader_.forget(ppd().name);
+	ppdUnknown_.clear();
+	{
+		// Cancelled HoldProfile calls answered BackendUnavailable: those holds are forgotten.
+		// With a new instance, the holds died with the old one; they are made again below.
+		std::vector<uint64_t> drop;
+		for (auto& [id, h]: holds_) {
+			if (ownerChanged) {
+				h.cookie.reset();
+				h.owner.clear();
+			}
+			h.pending = false;
+			// A retry for the old instance is moot: the new one gets the hold right away.
+			h.retry.reset();
+			h.failures = 0;
+			h.error = nullptr;
+			if (!h.confirmed || h.released) drop.push_back(id);
+		}
+		for (auto id: drop) {
+			auto client = holds_[id].client.lock();
+			holds_.erase(id);
+			if (client) client->detach("power.hold." + std::to_string(id));
+		}
+	}
+	if (ppdActive_ >= 0 && want != ppdActive_)
+		log::info("upower", "{} left the system bus", kPpd[size_t(ppdActive_)].name);
+	ppdActive_ = want;
+	ppdOwner_ = owner;
+	if (want < 0) {
+		context_.tree.set(kProfiles, {{"available", false}});
+		updateState();
+		return;
+	}
+	log::info("upower", "using power profiles from {} ({})", ppd().name, owner);
+	ppdProxy_ = sdbus::createProxy(*conn_, ppd().name, ppd().path);
+	updateState();
+	calls_.start("ppd",
+	             ppdProxy_->callMethodAsync("GetAll").onInterface(kPropsIface).withArguments(std::string(ppd().iface)),
+	                 [this, ownerChanged](const sdbus::Error* e, dbus::Properties props) {
+		                 if (e) log::warning("upower", "reading {}'s properties failed: {}: {}", ppd().name, e->getName(),
+		                                     e->getMessage());
+		                 else ppdProps_ = std::move(props);
+		                 ppdLoaded_ = true;
+		                 publishProfiles();
+		                 if (ownerChanged)
+			                 for (auto& [_, h]: holds_)
+				                 if (!h.cookie && !h.pending) hold(h, nullptr);
+		                 updateState();
+	                 });
+}
+
+void UpowerBackend::ppdPropertiesChanged(size_t service, sdbus::Message& msg) {
+	try {
+		if (int(service) != ppdActive_ || !ppdLoaded_) return;
+		if (msg.getSender() != ppdOwner_ || msg.getPath() != kPpd[service].path) return;
+		std::string iface;
+		dbus::Properties changed;
+		std::vector<std::string> invalidated;
+		msg >> iface >> changed >> invalidated;
+		if (iface != kPpd[service].iface) return;
+		for (auto& [k, v]: changed) ppdProps_[k] = std::move(v);
+		for (const auto& k: invalidated) ppdProps_.erase(k);
+		publishProfiles();
+	} catch (const sdbus::Error& e) {
+		log::warning("upower", "malformed PropertiesChanged from {}: {}", kPpd[service].name, e.getMessage());
+	}
+}
+
+void UpowerBackend::publishProfiles() {
+	if (!ppdReady()) return;
+	auto m = upower::mapProfiles(ppdProps_, ownHolds());
+	for (const auto& name: m.badProperties) reader_.wrongType(ppd().name, name, ppdProps_);
+	for (const auto& u: m.unknownValues)
+		if (ppdUnknown_.insert(u).second) log::warning("upower", "{}: unknown value {}; mapped to \"unknown\" or left out", ppd().name, u);
+	m.value["available"] = true;
+	m.value["busName"] = ppd().name;
+	syncObject(kProfiles, m.value);
+}
+
+void UpowerBackend::refreshHolds() {
+	// power-profiles-daemon before 0.20 (and python-dbusmock) does not signal
+	// ActiveProfileHolds after HoldProfile/ReleaseProfile, so read it after our own calls.
+	if (!ppdProxy_) return;
+	calls_.start("ppd",
+	             ppdProxy_->callMethodAsync("Get").onInterface(kPropsIface)
+	                 .withArguments(std::string(ppd().iface), std::string("ActiveProfileHolds")),
+	                 [this](const sdbus::Error* e, sdbus::Variant v) {
+		                 if (e || !ppdLoaded_) return;
+		                 ppdProps_["ActiveProfileHolds"] = std::move(v);
+		                 publishProfiles();
+	                 });
+}
+
+std::vector<upower::OwnHold> UpowerBackend::ownHolds() const {
+	std::vector<upower::OwnHold> out;
+	for (const auto& [id, h]: holds_) {
+		if (h.released) continue;
+		upower::OwnHold o{id, {h.profile, h.applicationId, h.reason}, "pending", nullptr};
+		if (h.cookie && h.owner == ppdOwner_) o.state = "active";
+		else if (!h.pending && !h.error.is_null()) {
+			o.state = "failed";
+			o.error = h.error;
+		}
+		out.push_back(std::move(o));
+	}
+	return out;
+}
+
+void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
+	h.pending = true;
+	uint64_t holdId = h.id;
+	publishProfiles();   // shows it as pending
+	calls_.start(
+	    "ppd",
+	    ppdProxy_->callMethodAsync("HoldProfile").onInterface(ppd().iface).withArguments(h.profile, h.reason, h.applicationId),
+	    [this, holdId, answer](const sdbus::Error* e, uint32_t cookie) {
+		        auto it = holds_.find(holdId);
+		        if (e) {
+			        if (answer) answer->failed(*e);
+			        if (it == holds_.end()) return;
+			        it->second.pending = false;
+			        if (it->second.confirmed && !it->second.released) return holdFailed(it->second, *e);
+			        // A new hold: its client gets the error, and it is gone.
+			        log::info("upower", "HoldProfile failed: {}: {}", e->getName(), e->getMessage());
+			        auto client = it->second.client.lock();
+			        holds_.erase(it);
+			        if (client) client->detach("power.hold." + std::to_string(holdId));
+			        publishProfiles();
+			        return;
+		        }
+		        if (it == holds_.end() || it->second.released) {
+			        // The client let go (or went away) while we waited.
+			        release(cookie);
+			        if (it != holds_.end()) holds_.erase(it);
+			        if (answer) answer->result({{"cookie", holdId}});
+			        return;
+		        }
+		        auto& h = it->second;
+		        h.pending = false;
+		        h.cookie = cookie;
+		        h.owner = ppdOwner_;
+		        h.confirmed = true;
+		        if (h.failures) log::info("upower", "hold {} made again after {} failures", holdId, h.failures);
+		        h.error = nullptr;
+		        h.failures = 0;
+		        h.retry.reset();
+		        if (answer) answer->result({{"cookie", holdId}});
+		        publishProfiles();
+		        refreshHolds();
+	    });
+}
+
+// Making a hold again (after power-profiles-daemon restarted) failed. The client still holds
+// its cookie, so the hold is not dropped: /power/profiles/holds shows it as failed with the
+// error, and it is tried again 1 s later, then with the delay doubling up to 60 s, until it
+// works, the client lets go, or the daemon changes again.
+void UpowerBackend::holdFailed(ClientHold& h, const sdbus::Error& e) {
+	if (++h.failures == 1)
+		log::warning("upower", "making hold {} again failed: {}: {}; trying again", h.id, e.getName(), e.getMessage());
+	h.error = {{"name", e.getName()}, {"message", e.getMessage()}};
+	auto delay = std::min(std::chrono::seconds(1) * (1u << std::min(h.failures - 1, 6u)), std::chrono::seconds(60));
+	uint64_t id = h.id;
+	h.retry = context_.loop.addTimer(
+	    delay,
+	    [this, id] {
+		    auto it = holds_.find(id);
+		    if (it == holds_.end() || it->second.pending || it->second.cookie || !ppdReady()) return;
+		    hold(it->second, nullptr);
+	    },
+	    "upower-rehold");
+	publishProfiles();
+}
+
+void UpowerBackend::release(uint32_t cookie) {
+	if (!ppdProxy_) return;
+	calls_.start("ppd",
+	             ppdProxy_->callMethodAsync("ReleaseProfile").onInterface(ppd().iface).withArguments(cookie),
+	                 [this, cookie](const sdbus::Error* e) {
+		                 if (e) log::info("upower", "ReleaseProfile({}) failed: {}: {}", cookie, e->getName(), e->getMessage());
+		                 refreshHolds();
+	                 });
+}
+
+// A client's hold token was destroyed (disconnect or power.releaseProfile).
+void UpowerBackend::clientReleased(uint64_t id) {
+	auto it = holds_.find(id);
+	if (it == holds_.end()) return;
+	auto& h = it->second;
+	if (h.pending) {
+		h.released = true;   // released when HoldProfile answers
+		return;
+	}
+	if (h.cookie && h.owner == ppdOwner_) release(*h.cookie);
+	holds_.erase(it);
+	publishProfiles();
+}
+
+// ---------------------------------------------------------------------------------------------
+// methods
+
+std::string UpowerBackend::checkProfile(const Params& p) {
+	auto name = p.string("profile");
+	auto ppdName = upower::ppdProfileName(name);
+	if (!ppdName) Params::fail("profile", "one of \"powerSaver\", \"balanced\", \"performance\"");
+	auto tree = *upower::profileName(*ppdName);
+	const json* available = context_.tree.find("/power/profiles/profiles");
+	if (available && available->is_array() && std::find(available->begin(), available->end(), tree) == available->end())
+		throw RpcException(ErrorCode::InvalidParams, "The " + tree + " profile is not available on this machine",
+		                   {{"param", "profile"}, {"expected", "one of the profiles in /power/profiles/profiles"},
+		                    {"available", *available}});
+	return *ppdName;
+}
+
+void UpowerBackend::registerMethods() {
+	auto& disp = context_.dispatcher;
+	auto unavailable = [this]() {
+		std::string why = !conn_ ? "there is no system bus connection" : "power-profiles-daemon is not on the system bus";
+		return RpcException(ErrorCode::BackendUnavailable, "Power profiles are unavailable: " + why,
+		                    {{"backend", "upower"}, {"path", kProfiles}});
+	};
+
+	disp.addAsync("power.setProfile", [this, unavailable](const json& params, Responder responder, ClientSession&) {
+		Params p(params);
+		(void)p.string("profile");
+		if (!ppdReady()) throw unavailable();
+		auto profile = checkProfile(p);
+		auto answer = std::make_shared<Answer>(std::move(responder), "upower", ppd().name);
+		calls_.start("ppd",
+		             ppdProxy_->callMethodAsync("Set").onInterface(kPropsIface)
+		                 .withArguments(std::string(ppd().iface), std::string("ActiveProfile"), sdbus::Variant(profile)),
+		                 [answer, profile](const sdbus::Error* e) {
+			                 if (e) answer->failed(*e);
+			                 else answer->result({{"profile", *upower::profileName(profile)}});
+		                 });
+	});
+	methods_.emplace_back(disp, "power.setProfile");
+
+	disp.addAsync("power.holdProfile", [this, unavailable](const json& params, Responder responder, ClientSession& client) {
+		Params p(params);
+		(void)p.string("profile");
+		auto reason = p.optString("reason").value_or("");
+		auto applicationId = p.optString("applicationId").value_or("qsd");
+		if (!ppdReady()) throw unavailable();
+		auto profile = checkProfile(p);
+		auto id = nextHold_++;
+		auto& h = holds_[id];
+		h.id = id;
+		h.client = client.weak();
+		h.profile = profile;
+		h.reason = reason;
+		h.applicationId = applicationId;
+		// The token is the client's from now on: a disconnect before the answer releases too.
+		client.attach("power.hold." + std::to_string(id),
+		              std::make_shared<HoldToken>(std::weak_ptr<UpowerBackend*>(self_), id));
+		hold(h, std::make_shared<Answer>(std::move(responder), "upower", ppd().name));
+	});
+	methods_.emplace_back(disp, "power.holdProfile");
+
+	disp.add("power.releaseProfile", [this](const json& params, ClientSession& client) {
+		Params p(params);
+		auto cookie = p.integer("cookie");
+		auto it = cookie > 0 ? holds_.find(uint64_t(cookie)) : holds_.end();
+		if (it == holds_.end() || it->second.client.lock().get() != &client)
+			throw RpcException(ErrorCode::NotFound, "No profile hold with this cookie on this connection",
+			                   {{"param", "cookie"}, {"cookie", cookie}});
+		// The token's destruction releases the hold (now, or when HoldProfile answers).
+		client.detach("power.hold." + std::to_string(cookie));
+		return json{{"cookie", cookie}};
+	});
+	methods_.emplace_back(disp, "power.releaseProfile");
+}
+
+} // namespace qsd
