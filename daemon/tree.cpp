@@ -53,7 +53,10 @@ uint64_t clockUs(clockid_t clock) {
 
 Tree::Subscription& Tree::Subscription::operator=(Subscription&& o) noexcept {
 	if (this != &o) {
-		if (tree_) tree_->observers_.erase(id_);
+		if (tree_) {
+			tree_->observers_.erase(id_);
+			tree_->flushObservers_.erase(id_);
+		}
 		tree_ = o.tree_;
 		id_ = o.id_;
 		o.tree_ = nullptr;
@@ -62,7 +65,9 @@ Tree::Subscription& Tree::Subscription::operator=(Subscription&& o) noexcept {
 }
 
 Tree::Subscription::~Subscription() {
-	if (tree_) tree_->observers_.erase(id_);
+	if (!tree_) return;
+	tree_->observers_.erase(id_);
+	tree_->flushObservers_.erase(id_);
 }
 
 Tree::Tree(EventLoop& loop): loop_(loop), epoch_(randomEpoch()) {
@@ -210,7 +215,27 @@ void Tree::flush() {
 		windowArmed_ = false;
 		window_.setEnabled(SD_EVENT_OFF);
 	}
-	if (patch.empty()) return;
+	if (!patch.empty()) deliver(patch);
+	std::vector<uint64_t> hooks;
+	hooks.reserve(flushObservers_.size());
+	for (const auto& [id, _]: flushObservers_) hooks.push_back(id);
+	for (auto id: hooks) {
+		auto it = flushObservers_.find(id);
+		if (it == flushObservers_.end()) continue;
+		try {
+			auto hook = it->second;   // a copy: the hook may end its own subscription
+			hook();
+		} catch (const std::exception& e) {
+			log::error("tree", "flush observer failed: {}", e.what());
+		}
+	}
+	if (coalescing_.dutyFactor && !patch.empty()) {
+		uint64_t cost = clockUs(CLOCK_THREAD_CPUTIME_ID) - start;
+		holdUntilUs_ = clockUs(CLOCK_MONOTONIC) + std::min(cost * coalescing_.dutyFactor, coalescing_.maxWindowUs);
+	}
+}
+
+void Tree::deliver(const json& patch) {
 	++revision_;
 
 	// An observer may unsubscribe others (a client closing); iterate over a snapshot of ids.
@@ -226,15 +251,17 @@ void Tree::flush() {
 			log::error("tree", "observer failed: {}", e.what());
 		}
 	}
-	if (coalescing_.dutyFactor) {
-		uint64_t cost = clockUs(CLOCK_THREAD_CPUTIME_ID) - start;
-		holdUntilUs_ = clockUs(CLOCK_MONOTONIC) + std::min(cost * coalescing_.dutyFactor, coalescing_.maxWindowUs);
-	}
 }
 
 Tree::Subscription Tree::observe(Observer observer) {
 	auto id = nextObserver_++;
 	observers_.emplace(id, std::move(observer));
+	return Subscription(this, id);
+}
+
+Tree::Subscription Tree::observeFlush(std::function<void()> observer) {
+	auto id = nextObserver_++;
+	flushObservers_.emplace(id, std::move(observer));
 	return Subscription(this, id);
 }
 

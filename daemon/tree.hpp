@@ -67,6 +67,11 @@ public:
 		uint64_t id_ = 0;
 	};
 	[[nodiscard]] Subscription observe(Observer observer);
+	// Called at the end of every flush of pending writes, also when they changed nothing (a value
+	// set and set back). With pending(), what happens after the writes made so far have been
+	// delivered can wait for them (events, which must not overtake the state they follow).
+	[[nodiscard]] Subscription observeFlush(std::function<void()> observer);
+	[[nodiscard]] bool pending() const { return !dirty_.empty(); }
 
 private:
 	struct Dirty {
@@ -75,6 +80,7 @@ private:
 	};
 	void markDirty(std::string_view path, bool existed);
 	void flushSoon();
+	void deliver(const json& patch);   // a new revision, to every observer
 
 	EventLoop& loop_;
 	json root_ = json::object();
@@ -83,6 +89,7 @@ private:
 	std::map<std::string, Dirty, std::less<>> dirty_;
 	uint64_t order_ = 0;
 	std::map<uint64_t, Observer> observers_;
+	std::map<uint64_t, std::function<void()>> flushObservers_;
 	uint64_t nextObserver_ = 1;
 	EventSource post_;
 	EventSource defer_;

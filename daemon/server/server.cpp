@@ -44,6 +44,11 @@ Server::Server(EventLoop& loop, Tree& tree, Dispatcher& dispatcher, ServerOption
     : loop_(loop), tree_(tree), dispatcher_(dispatcher), options_(std::move(options)) {
 	reaper_ = loop_.addDefer([this] { reap(); }, "client-reaper");
 	reaper_.setEnabled(SD_EVENT_OFF);
+	flushed_ = tree_.observeFlush([this] {
+		auto held = std::move(heldEvents_);
+		heldEvents_.clear();
+		for (const auto& [topic, data]: held) deliverEvent(topic, data);
+	});
 }
 
 Server::~Server() {
@@ -128,6 +133,14 @@ void Server::onAccept() {
 }
 
 void Server::emitEvent(const std::string& topic, const nlohmann::json& data) {
+	if (tree_.pending()) {
+		heldEvents_.emplace_back(topic, data);
+		return;
+	}
+	deliverEvent(topic, data);
+}
+
+void Server::deliverEvent(const std::string& topic, const nlohmann::json& data) {
 	for (auto& [id, c]: clients_)
 		if (!c->closing() && c->wantsEvent(topic)) c->sendEvent(topic, data, tree_.revision());
 }

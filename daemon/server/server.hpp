@@ -34,7 +34,9 @@ public:
 	[[nodiscard]] size_t clientCount() const { return clients_.size(); }
 	[[nodiscard]] const std::string& socketPath() const { return options_.socketPath; }
 
-	// Delivers an event notification to every client subscribed to its topic.
+	// Delivers an event notification to every client subscribed to its topic. An event never
+	// overtakes the state written before it: while tree writes are pending (coalesced, or not
+	// yet flushed), it waits for their flush and carries the revision that holds them.
 	void emitEvent(const std::string& topic, const nlohmann::json& data);
 
 	// Removes a session after the current dispatch.
@@ -47,6 +49,7 @@ public:
 private:
 	void onAccept();
 	void reap();
+	void deliverEvent(const std::string& topic, const nlohmann::json& data);
 
 	EventLoop& loop_;
 	Tree& tree_;
@@ -59,6 +62,8 @@ private:
 	uint64_t nextClient_ = 1;
 	std::map<uint64_t, std::shared_ptr<ClientSession>> clients_;
 	std::vector<uint64_t> doomed_;
+	std::vector<std::pair<std::string, nlohmann::json>> heldEvents_;
+	Tree::Subscription flushed_;
 };
 
 } // namespace qsd

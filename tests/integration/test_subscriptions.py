@@ -206,6 +206,42 @@ def test_events(env):
     assert [n["params"]["topic"] for n in a.notifications if n["method"] == "event"] == got_a
 
 
+def test_an_event_follows_the_state_written_before_it(env):
+    # A write and an event in one request batch (one dispatch): the write is still pending when
+    # the event is emitted. The event waits for its flush, comes after that tree.changed, and
+    # carries its revision; an event with nothing pending goes out at once.
+    a = env.client()
+    a.call("events.subscribe", {"topics": ["network.*"]})
+    sub = a.subscribe(["/debug"])
+    d = env.client()
+    for i in range(20):
+        batch = [{"jsonrpc": "2.0", "id": 1, "method": "debug.set", "params": {"path": "/debug/state", "value": i}},
+                 {"jsonrpc": "2.0", "id": 2, "method": "debug.emit",
+                  "params": {"topic": "network.connectionFailed", "data": {"i": i}}}]
+        d.send_raw(json.dumps(batch) + "\n")
+        while not isinstance(d.read_message(10), list):
+            pass
+        a.wait_for(lambda: any(n["method"] == "event" and n["params"]["data"] == {"i": i} for n in a.notifications))
+    seen = [n for n in a.notifications if n["method"] in ("event", "tree.changed")]
+    state_rev = {}
+    for n in seen:
+        if n["method"] == "tree.changed":
+            for op in n["params"]["changes"]:
+                if op["path"] == "/debug/state" or op["path"] == "/debug":
+                    state_rev[n["params"]["revision"]] = op
+        else:
+            i = n["params"]["data"]["i"]
+            rev = n["params"]["revision"]
+            # The change of /debug/state to i was delivered before the event, at its revision.
+            assert rev in state_rev, (i, rev, state_rev)
+    assert [n["method"] for n in seen][-2:] == ["tree.changed", "event"]
+    # Nothing pending: the event is sent at once with the current revision.
+    rev = d.call("hello")["revision"]
+    d.call("debug.emit", {"topic": "network.x"})
+    a.wait_for(lambda: a.notifications[-1]["method"] == "event")
+    assert a.notifications[-1]["params"]["revision"] == rev
+
+
 def test_closed_clients_subscriptions_go_away(env):
     d = env.client()
     for _ in range(20):
