@@ -36,7 +36,7 @@ TestCase {
 
     function initTestCase() {
         verify(QsdDaemon.start())
-        tryVerify(function() { return Qsd.connected }, 10000, "connected")
+        tryVerify(function() { return Qsd.connected }, 30000, "connected")
         var doc = QsdDaemon.rpc("rpc.discover").result
         var methods = doc ? doc.methods.map(function(m) { return m.name }) : []
         if (methods.indexOf("audio.monitorPeaks") < 0) {
