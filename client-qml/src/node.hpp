@@ -2,7 +2,9 @@
 // One object of the daemon's tree as a QML object: every field is a property that notifies on
 // its own, nested objects are QsdNodes themselves, so `Qsd.power.displayDevice.percentage` is an
 // ordinary binding. Every node also has `values` and `count`, so a collection such as
-// `Qsd.network.devices` can be bound as a whole (`values.filter(d => d.connected)`).
+// `Qsd.network.devices` can be bound as a whole (`values.filter(d => d.connected)`), and
+// `get(key)`, which reaches every key, numbers included: JavaScript reads nodes["41"] (a PipeWire
+// serial) as an array index, which a QObject does not have.
 
 #include <qhash.h>
 #include <qjsvalue.h>

@@ -28,6 +28,9 @@ endif()
 # Qt 6.4's qmllint stops checking a binding or function at the first access it cannot type (a
 # member of a tree node, an untyped parameter), so a constant placed after one is silently not
 # checked. Each constant of the bar is misspelt in turn (in a copy); qmllint must report it.
+# A directory of this run's own (two runs of the test must not edit each other's copies).
+string(RANDOM LENGTH 8 run)
+set(WORK_DIR ${WORK_DIR}/${run})
 file(REMOVE_RECURSE ${WORK_DIR})
 file(COPY ${BAR_DIR}/ DESTINATION ${WORK_DIR})
 set(checked 0)
@@ -67,6 +70,7 @@ foreach(path ${bar})
     file(WRITE ${WORK_DIR}/${name} "${original}")
   endforeach()
 endforeach()
+file(REMOVE_RECURSE ${WORK_DIR})
 if(checked EQUAL 0)
   message(FATAL_ERROR "no generated constant found in the example bar")
 endif()
