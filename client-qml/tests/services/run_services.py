@@ -135,7 +135,7 @@ def tray(env):
 
     # "ready": their first registration was answered (refused: no watcher yet).
     wait_until(ready, 30, what="the tray items")
-    return {"QSD_QML_TRAY_THEME": theme}
+    return {}
 
 
 # backend id -> the service that feeds it.
