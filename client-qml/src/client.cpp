@@ -375,6 +375,30 @@ bool QsdClient::request(const std::string& method, json params, Handler handler)
 	return true;
 }
 
+// ---- nodes' get(key) -----------------------------------------------------------------------
+
+QJSValue QsdClient::lookupFunction() const {
+	if (!this->mLookupFunction.isUndefined()) return this->mLookupFunction;
+	auto* engine = this->mEngine ? this->mEngine : qjsEngine(this);
+	if (!engine) return {};
+	auto* lookup = new QsdNodeLookup(const_cast<QsdClient*>(this));
+	QQmlEngine::setObjectOwnership(lookup, QQmlEngine::CppOwnership);
+	// A function, not an invokable: reading `values` makes a binding that calls get() depend on
+	// the node's entries (an invokable's reads are not tracked), so `nodes.get(key)` in a
+	// binding follows the key coming and going. String(key) accepts numbers: get(41).
+	auto make = engine->evaluate(QStringLiteral(
+	    "(function (lookup) {\n"
+	    "    return function get(key) {\n"
+	    "        this.values;\n"
+	    "        return lookup.entry(this, String(key));\n"
+	    "    };\n"
+	    "})"));
+	this->mLookupFunction = make.call({engine->newQObject(lookup)});
+	if (this->mLookupFunction.isError())
+		qWarning("Qsd: cannot make the nodes' get(): %s", qPrintable(this->mLookupFunction.toString()));
+	return this->mLookupFunction;
+}
+
 // ---- events -------------------------------------------------------------------------------
 
 void QsdClient::addEvents(QsdEvents* events) {

@@ -160,6 +160,8 @@ public:
 	void eventTopicsUpdated();   // a QsdEvents element's topics changed
 	void addWatcher(PathWatcher* watcher);
 	void removeWatcher(PathWatcher* watcher);
+	// The function every node's `get` property holds (made once per client).
+	[[nodiscard]] QJSValue lookupFunction() const;
 
 signals:
 	void connectedChanged();
@@ -251,6 +253,7 @@ private:
 	[[nodiscard]] json viewDocument() const;
 
 	QJSEngine* mEngine = nullptr;
+	mutable QJSValue mLookupFunction;
 	QLocalSocket* mSocket = nullptr;
 	QTimer mReconnectTimer;
 	QTimer mResumeTimer;

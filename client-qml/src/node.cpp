@@ -1,5 +1,8 @@
 #include "node.hpp"
 
+#include "client.hpp"
+
+#include <qjsengine.h>
 #include <qlogging.h>
 #include <qmetaobject.h>
 
@@ -16,6 +19,24 @@ QVariantList QsdNode::values() const {
 		else out.append(this->value(key));
 	}
 	return out;
+}
+
+QStringList QsdNode::keys() const {
+	QStringList out;
+	out.reserve(static_cast<qsizetype>(this->mEntries.size()));
+	for (const auto& entry: this->mEntries) out.append(QString::fromStdString(entry));
+	return out;
+}
+
+QVariant QsdNode::entry(const QString& key) const {
+	if (!this->mEntries.count(key.toStdString())) return {};
+	if (auto* node = this->mChildren.value(key)) return QVariant::fromValue<QObject*>(node);
+	return this->value(key);
+}
+
+QJSValue QsdNode::getFunction() const {
+	auto* client = qobject_cast<QsdClient*>(this->parent());
+	return client ? client->lookupFunction() : QJSValue();
 }
 
 bool QsdNode::storeSilently(const QVariantHash& values) {
@@ -50,6 +71,11 @@ void QsdNode::notify(const QString& key) {
 void QsdNode::notifyEntries(bool countChanged) {
 	emit this->valuesChanged();
 	if (countChanged) emit this->countChanged();
+}
+
+QVariant QsdNodeLookup::entry(QObject* node, const QString& key) const {
+	auto* n = qobject_cast<QsdNode*>(node);
+	return n ? n->entry(key) : QVariant();
 }
 
 void QsdNode::setChild(const QString& key, QsdNode* child) { this->mChildren.insert(key, child); }

@@ -1,23 +1,31 @@
 // Renders the example bar offscreen against a real qsd and writes it to PNGs, so a person can
 // look at what a shell shows:
 //   qsd-qml-render-bar BAR.qml OUT.png [--expect a,b] [--absent c,d]
+//                      [--click MENU=LABEL]... [--menu-expect MENU=LABEL,#NAME,...]...
 // OUT.png is the bar; OUT-<menu>.png the bar with one of its menus open (each menu whose chip
 // is shown). --expect names the bar's parts that must be shown (their domain is fed), --absent
-// those that must stay hidden. Fails when a check fails or the bar is blank (no pixel variance).
+// those that must stay hidden. --click clicks the row labelled LABEL once MENU is open (opens a
+// submenu); --menu-expect lists what MENU must show: texts, and #NAME for an item of that
+// objectName (a checkbox mark). Every image shown must have loaded. Fails when a check fails or
+// the bar is blank (no pixel variance).
 
 #include "daemon_process.hpp"
 
 #include <qcoreapplication.h>
 #include <qelapsedtimer.h>
+#include <qevent.h>
 #include <qguiapplication.h>
 #include <qimage.h>
 #include <qpainter.h>
 #include <qpainterpath.h>
 #include <qqmlapplicationengine.h>
 #include <qqmlengine.h>
+#include <qquickitem.h>
 #include <qquickwindow.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 
 namespace {
 
@@ -52,6 +60,59 @@ QStringList visibleSections(QObject* bar) {
 	return shown.toStringList();
 }
 
+// The items of a window that are shown (visible, with every ancestor), depth first.
+void collectShown(QQuickItem* item, QList<QQuickItem*>& out) {
+	if (!item->isVisible() || item->opacity() <= 0) return;
+	out.append(item);
+	for (auto* child: item->childItems()) collectShown(child, out);
+}
+
+QList<QQuickItem*> shownItems(QQuickWindow* window) {
+	QList<QQuickItem*> out;
+	collectShown(window->contentItem(), out);
+	return out;
+}
+
+// What a window shows: the texts of its text items, and "#name" for each named item.
+QStringList shownParts(QQuickWindow* window) {
+	QStringList out;
+	for (auto* item: shownItems(window)) {
+		if (item->inherits("QQuickText")) out.append(item->property("text").toString());
+		if (!item->objectName().isEmpty()) out.append(QLatin1Char('#') + item->objectName());
+	}
+	return out;
+}
+
+// Images shown whose source did not load (Image.Ready is 1).
+QStringList unloadedImages(QQuickWindow* window) {
+	QStringList out;
+	for (auto* item: shownItems(window))
+		if (item->inherits("QQuickImageBase") && !item->property("source").toUrl().isEmpty() && item->property("status").toInt() != 1)
+			out.append(item->property("source").toString());
+	return out;
+}
+
+// Clicks the shown row (an item with a clicked() signal) whose text is `label`.
+bool clickRow(QQuickWindow* window, const QString& label) {
+	for (auto* item: shownItems(window)) {
+		if (item->metaObject()->indexOfSignal("clicked()") < 0 || item->property("text").toString() != label) continue;
+		auto at = item->mapToScene(QPointF(item->width() / 2, item->height() / 2));
+		auto global = window->mapToGlobal(at.toPoint());
+		QMouseEvent press(QEvent::MouseButtonPress, at, global, Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
+		QGuiApplication::sendEvent(window, &press);
+		QMouseEvent release(QEvent::MouseButtonRelease, at, global, Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
+		QGuiApplication::sendEvent(window, &release);
+		return true;
+	}
+	return false;
+}
+
+// "menu=a,b" arguments.
+void addMenuArg(QMap<QString, QStringList>& to, const QString& arg) {
+	auto eq = arg.indexOf(QLatin1Char('='));
+	if (eq > 0) to[arg.left(eq)] += arg.mid(eq + 1).split(QLatin1Char(','), Qt::SkipEmptyParts);
+}
+
 QString withSuffix(const QString& path, const QString& suffix) {
 	auto dot = path.lastIndexOf(QLatin1Char('.'));
 	return path.left(dot) + QLatin1Char('-') + suffix + path.mid(dot);
@@ -63,12 +124,15 @@ int main(int argc, char** argv) {
 	QGuiApplication app(argc, argv);
 	QStringList args = app.arguments().mid(1);
 	QStringList expect, absent;
+	QMap<QString, QStringList> clicks, menuExpect;
 	for (int i = 0; i + 1 < args.size(); ++i) {
 		if (args[i] == QStringLiteral("--expect")) expect = args.takeAt(i + 1).split(QLatin1Char(','), Qt::SkipEmptyParts), args.removeAt(i--);
 		else if (args[i] == QStringLiteral("--absent")) absent = args.takeAt(i + 1).split(QLatin1Char(','), Qt::SkipEmptyParts), args.removeAt(i--);
+		else if (args[i] == QStringLiteral("--click")) addMenuArg(clicks, args.takeAt(i + 1)), args.removeAt(i--);
+		else if (args[i] == QStringLiteral("--menu-expect")) addMenuArg(menuExpect, args.takeAt(i + 1)), args.removeAt(i--);
 	}
 	if (args.size() != 2) {
-		std::fprintf(stderr, "usage: %s BAR.qml OUT.png [--expect a,b] [--absent c,d]\n", argv[0]);
+		std::fprintf(stderr, "usage: %s BAR.qml OUT.png [--expect a,b] [--absent c,d] [--click MENU=LABEL] [--menu-expect MENU=a,#b]\n", argv[0]);
 		return 2;
 	}
 	const auto out = args[1];
@@ -97,6 +161,8 @@ int main(int argc, char** argv) {
 		return std::all_of(expect.begin(), expect.end(), [&](const QString& s) { return shown.contains(s); });
 	};
 	waitFor(allShown, 20000);
+	// Icons load asynchronously (a tray item's file:// URL).
+	waitFor([bar] { return unloadedImages(bar).isEmpty(); }, 10000);
 	settle(500);   // a few frames for the delegates
 	auto shown = visibleSections(bar);
 	std::printf("parts shown: %s\n", qPrintable(shown.join(QStringLiteral(", "))));
@@ -105,6 +171,7 @@ int main(int argc, char** argv) {
 		if (!shown.contains(s)) std::fprintf(stderr, "expected part not shown: %s\n", qPrintable(s)), status = 1;
 	for (const auto& s: absent)
 		if (shown.contains(s)) std::fprintf(stderr, "part shown without its domain: %s\n", qPrintable(s)), status = 1;
+	for (const auto& source: unloadedImages(bar)) std::fprintf(stderr, "image not loaded: %s\n", qPrintable(source)), status = 1;
 
 	auto image = bar->grabWindow();
 	if (image.isNull() || !image.save(out)) {
@@ -139,7 +206,24 @@ int main(int argc, char** argv) {
 			status = 1;
 			continue;
 		}
-		settle(500);
+		settle(300);
+		for (const auto& label: clicks.value(menu))
+			if (!clickRow(popup, label)) std::fprintf(stderr, "the %s menu has no row %s to click\n", qPrintable(menu), qPrintable(label)), status = 1;
+		// Everything expected is shown (a submenu the click opened may be filled by the
+		// application first), and every image has loaded.
+		const auto wanted = menuExpect.value(menu);
+		auto complete = [&] {
+			auto parts = shownParts(popup);
+			return std::all_of(wanted.begin(), wanted.end(), [&](const QString& w) { return parts.contains(w); })
+			       && unloadedImages(popup).isEmpty();
+		};
+		waitFor(complete, 10000);
+		auto parts = shownParts(popup);
+		for (const auto& w: wanted)
+			if (!parts.contains(w)) std::fprintf(stderr, "the %s menu does not show %s\n", qPrintable(menu), qPrintable(w)), status = 1;
+		for (const auto& source: unloadedImages(popup))
+			std::fprintf(stderr, "the %s menu's image not loaded: %s\n", qPrintable(menu), qPrintable(source)), status = 1;
+		settle(300);
 		auto menuImage = popup->grabWindow();
 		// The bar with the menu under it, on a dark desktop.
 		QImage picture(bar->width(), bar->height() + 4 + popup->height() + 10, QImage::Format_ARGB32);

@@ -8,16 +8,24 @@ MenuWindow {
     title: "Sound"
     readonly property var audio: Qsd.audio ?? null
     readonly property string sinkKey: audio?.defaultAudioSink ?? ""
-    readonly property var sink: sinkKey !== "" ? sinkNode.node : null
+    readonly property var sink: audio?.nodes?.get(sinkKey) ?? null
     readonly property bool muted: sink?.audio?.muted === true
     // Every output device (not the streams that play to them), by name.
     readonly property var sinks: (audio?.nodes?.values ?? [])
-        .filter(n => n.type === "audioSink")
+        .filter(n => n.type === sinkType)
         .sort((a, b) => (a.description ?? a.name ?? "").localeCompare(b.description ?? b.name ?? ""))
+
+    // The applications playing to it: the streams its capturedFrom names (keys of /audio/nodes).
+    readonly property var playing: (sink?.capturedFrom ?? [])
+        .map(key => audio?.nodes?.get(key))
+        .filter(n => n?.isStream === true)
+        .map(n => n.application?.name || n.media?.name || n.name || "")
+
+    // A constant in a property of its own: Qt 6.4's qmllint does not look inside the lambdas.
+    readonly property string sinkType: QsdAudio.nodeType.audioSink
 
     function nameOf(node) { return node?.description || node?.nickname || node?.name || "" }
 
-    QsdNode { id: sinkNode; path: "/audio/nodes/" + menu.sinkKey }
     // Peaks are published only while someone asks (and again after a daemon restart).
     QsdPeakMonitor { id: meter; node: menu.sinkKey; active: menu.open && menu.sinkKey !== "" }
 
@@ -35,6 +43,7 @@ MenuWindow {
         spacing: 10
         leftPadding: 8
         Rectangle {
+            objectName: "mute"
             anchors.verticalCenter: parent.verticalCenter
             width: 28
             height: 28
@@ -54,6 +63,7 @@ MenuWindow {
             }
         }
         VolumeSlider {
+            objectName: "volumeSlider"
             anchors.verticalCenter: parent.verticalCenter
             width: parent.width - 28 - 10 - 8 - 44
             value: menu.sink?.audio?.volume ?? 0
@@ -67,6 +77,16 @@ MenuWindow {
             text: Math.round((menu.sink?.audio?.volume ?? 0) * 100) + "%"
             color: Theme.dim
         }
+    }
+    Label {
+        visible: menu.playing.length > 0
+        leftPadding: 8
+        width: parent.width
+        elide: Text.ElideRight
+        height: 22
+        color: Theme.dim
+        font.pixelSize: Theme.fontSize - 1
+        text: "\u266a " + menu.playing.join(", ")
     }
     Rectangle { width: parent.width; height: 1; color: Theme.border }
     Label {

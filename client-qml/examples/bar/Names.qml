@@ -4,18 +4,18 @@ import Qsd
 
 // Words for the tree's values, shared by the bar's parts.
 QtObject {
-    function profile(profile) {
+    function profile(profile: string): string {
         if (QsdPower.profile.powerSaver === profile) return "Power saver"
         if (QsdPower.profile.performance === profile) return "Performance"
         if (QsdPower.profile.balanced === profile) return "Balanced"
         return "Unknown"
     }
-    function profileColor(profile) {
+    function profileColor(profile: string): color {
         if (QsdPower.profile.powerSaver === profile) return Theme.good
         if (QsdPower.profile.performance === profile) return Theme.bad
         return Theme.accent
     }
-    function security(security) {
+    function security(security: string): string {
         if (QsdNetwork.wifiSecurity.open === security) return "open"
         if (QsdNetwork.wifiSecurity.owe === security) return "OWE"
         if (QsdNetwork.wifiSecurity.sae === security) return "WPA3"
@@ -24,16 +24,12 @@ QtObject {
         return "802.1X"
     }
     // Whether network.connect can ask for a password (WPA-PSK and SAE networks only).
-    function takesPassword(security) {
+    function takesPassword(security: string): bool {
         return QsdNetwork.wifiSecurity.wpa2Psk === security || QsdNetwork.wifiSecurity.wpaPsk === security
             || QsdNetwork.wifiSecurity.sae === security
     }
-    function duration(seconds) {
+    function duration(seconds: real): string {
         var h = Math.floor(seconds / 3600), m = Math.round((seconds % 3600) / 60)
         return h > 0 ? h + " h " + (m < 10 ? "0" : "") + m : m + " min"
-    }
-    // DBusMenu labels mark the access key with "_" ("_File"); "__" is a literal underscore.
-    function menuLabel(label) {
-        return (label ?? "").replace(/__/g, "\u0001").replace(/_/g, "").replace(/\u0001/g, "_")
     }
 }

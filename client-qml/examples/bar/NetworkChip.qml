@@ -8,8 +8,11 @@ Chip {
     // Networking.devices.values.find(...) in Quickshell: these re-evaluate when devices come and
     // go or the fields they read change, not on every change under /network.
     readonly property var devices: Qsd.network?.devices?.values ?? []
-    readonly property var wired: devices.find(d => QsdNetwork.deviceType.wired === d.type && d.connected) ?? null
-    readonly property var wifi: devices.find(d => QsdNetwork.deviceType.wifi === d.type) ?? null
+    readonly property var wired: devices.find(d => d.type === wiredType && d.connected) ?? null
+    readonly property var wifi: devices.find(d => d.type === wifiType) ?? null
+    // Constants in properties of their own: Qt 6.4's qmllint does not look inside the lambdas.
+    readonly property string wiredType: QsdNetwork.deviceType.wired
+    readonly property string wifiType: QsdNetwork.deviceType.wifi
     readonly property var active: wifi?.networks?.values.find(n => n.connected) ?? null
 
     visible: Qsd.network?.available === true

@@ -17,7 +17,7 @@ MenuWindow {
             readonly property bool selected: row.modelData === menu.profiles?.profile
             text: Names.profile(row.modelData)
             emphasized: selected
-            note: QsdPower.profile.performance === row.modelData && menu.profiles?.degradationReason !== QsdPower.performanceDegradationReason.none
+            note: QsdPower.profile.performance === row.modelData && QsdPower.performanceDegradationReason.none !== menu.profiles?.degradationReason
                   ? "degraded" : ""
             Rectangle {
                 width: 14

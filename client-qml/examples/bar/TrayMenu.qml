@@ -11,21 +11,23 @@ MenuWindow {
     property var expanded: ({})   // submenu id -> open
     title: item?.title || item?.tooltipTitle || item?.id || ""
 
-    function event(id, name) { Qsd.call("tray.menuEvent", { item: itemKey, id: id, event: name }) }
-    function toggle(entry) {
+    function event(id: int, name: string) { Qsd.call("tray.menuEvent", { item: itemKey, id: id, event: name }) }
+    // A submenu opens in place. Typed parameters let qmllint check the constants in the body.
+    function toggle(id: int) {
+        var opening = expanded[id] !== true
         var next = Object.assign({}, expanded)
-        next[entry.id] = !expanded[entry.id]
+        next[id] = opening
         expanded = next
-        if (next[entry.id]) {
+        if (opening) {
             // The application may fill the submenu now; the tree shows it when it does.
-            Qsd.call("tray.menuAboutToShow", { item: itemKey, id: entry.id })
-            event(entry.id, "opened")
+            Qsd.call("tray.menuAboutToShow", { item: itemKey, id: id })
+            event(id, QsdTray.menuEvent.opened)
         } else {
-            event(entry.id, "closed")
+            event(id, QsdTray.menuEvent.closed)
         }
     }
-    function activate(entry) {
-        event(entry.id, "clicked")
+    function activate(id: int) {
+        event(id, QsdTray.menuEvent.clicked)
         dismissed()
     }
 
@@ -34,9 +36,9 @@ MenuWindow {
         expanded = {}
         if (open) {
             Qsd.call("tray.menuAboutToShow", { item: itemKey, id: 0 })
-            event(0, "opened")
+            event(0, QsdTray.menuEvent.opened)
         } else {
-            event(0, "closed")
+            event(0, QsdTray.menuEvent.closed)
         }
     }
 

@@ -8,10 +8,9 @@ Chip {
     readonly property var audio: Qsd.audio ?? null
     // /audio/defaultAudioSink is the key of the sink's node under /audio/nodes. Node keys are
     // numbers, which JavaScript reads as array indices (nodes["41"] is undefined on a QML
-    // object): a QsdNode element looks the node up and follows it.
+    // object): get() looks the node up, and follows it as nodes come and go.
     readonly property string sinkKey: audio?.defaultAudioSink ?? ""
-    readonly property var sink: sinkKey !== "" ? sinkNode.node : null
-    QsdNode { id: sinkNode; path: "/audio/nodes/" + chip.sinkKey }
+    readonly property var sink: audio?.nodes?.get(sinkKey) ?? null
     readonly property real volume: sink?.audio?.volume ?? 0
     readonly property bool muted: sink?.audio?.muted === true
 

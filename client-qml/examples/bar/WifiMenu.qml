@@ -33,6 +33,15 @@ MenuWindow {
         password.text = ""
         password.focusInput()
     }
+    // network.connectionFailed: ask again, or say why. Typed parameters let qmllint check the
+    // constants in the body.
+    function failed(device: string, network: string, reason: string) {
+        if (device !== deviceId) return
+        if (QsdNetwork.connectionFailReason.noSecrets === reason) ask(network, "A password is needed")
+        else if (QsdNetwork.connectionFailReason.wifiNetworkLost === reason) problem = network + " is out of range"
+        else ask(network, "The password was not accepted")
+        wantsOpen()
+    }
     function connectWith(psk) {
         var id = prompting
         Qsd.call("network.connect", { device: deviceId, network: id, psk: psk }, (err, result) => {
@@ -46,13 +55,7 @@ MenuWindow {
 
     QsdEvents {
         topics: [QsdNetwork.events.connectionFailed]
-        onEvent: (topic, data) => {
-            if (data.device !== menu.deviceId) return
-            if (QsdNetwork.connectionFailReason.noSecrets === data.reason) menu.ask(data.network, "A password is needed")
-            else if (QsdNetwork.connectionFailReason.wifiNetworkLost === data.reason) menu.problem = data.network + " is out of range"
-            else menu.ask(data.network, "The password was not accepted")
-            menu.wantsOpen()
-        }
+        onEvent: (topic, data) => menu.failed(data.device, data.network, data.reason)
     }
 
     MenuRow {

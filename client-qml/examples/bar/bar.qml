@@ -123,8 +123,8 @@ Window {
     TrayMenu {
         bar: bar
         anchorItem: tray
-        // Opened from the renderer without a click: the first item's menu.
-        itemKey: bar.trayItem !== "" ? bar.trayItem : tray.items.count > 0 ? tray.items.idAt(0) : ""
+        // Opened from the renderer without a click: the first item with a menu.
+        itemKey: bar.trayItem !== "" ? bar.trayItem : tray.firstMenuItem
         open: bar.openMenu === "tray" && tray.visible
         onDismissed: bar.openMenu = ""
     }

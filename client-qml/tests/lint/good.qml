@@ -14,6 +14,12 @@ Item {
     readonly property string band: QsdNetwork.wifiBand._2_4GHz
     readonly property string running: QsdCore.backendState.running
     readonly property int batteries: Qsd.model("/power/devices").count
+    readonly property string sinkType: QsdAudio.nodeType.audioSink
+    readonly property string frontLeft: QsdAudio.channel.frontLeft
+    readonly property string passive: QsdTray.itemStatus.passive
+    readonly property string checkmark: QsdTray.menuEntryToggleType.checkmark
+    readonly property string clicked: QsdTray.menuEvent.clicked
+    readonly property var sink: Qsd.audio?.nodes?.get(Qsd.audio?.defaultAudioSink ?? "") ?? null
 
     QsdEvents {
         topics: [QsdNetwork.events.connectionFailed]

@@ -2,11 +2,16 @@
 args)). It finds them through the environment run_services.py set. Prints what an action
 reads; exits 0 on success."""
 
+import json
 import os
+import re
 import signal
 import sys
 
 import dbus
+
+sys.path.insert(0, os.environ.get("QSD_INTEGRATION_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                      "..", "..", "..", "tests", "integration")))
 
 NM = "org.freedesktop.NetworkManager"
 DEV = NM + ".Device"
@@ -52,6 +57,49 @@ def battery(action):
         up.AddDischargingBattery("BAT0", "Mock Battery", 50.0, 3600)
 
 
+def RunningPipeWire():
+    """pwtest's tools (pw-dump, wpctl) on the PipeWire run_services.py started (imported here:
+    pwtest brings pytest, which the other actions do not need)."""
+    from pwtest import PipeWire
+
+    class Running(PipeWire):
+        def __init__(self):  # noqa: super().__init__ would start another PipeWire
+            self.penv = dict(os.environ)
+
+    return Running()
+
+
+def pw_volume(name):
+    """The node's volume and mute as wpctl reads them: "0.25 muted"."""
+    pw = RunningPipeWire()
+    volume, muted = pw.wpctl_volume(pw.node_id(name))
+    print(f"{volume:.2f} {'muted' if muted else 'unmuted'}")
+
+
+def pw_set_volume(name, volume):
+    pw = RunningPipeWire()
+    pw.run(["wpctl", "set-volume", str(pw.node_id(name)), volume])
+
+
+def pw_default_sink():
+    """node.name of the default sink, as wpctl inspects it."""
+    out = RunningPipeWire().run(["wpctl", "inspect", "@DEFAULT_AUDIO_SINK@"]).stdout
+    print(re.search(r'node\.name = "([^"]*)"', out).group(1))
+
+
+def pw_meters():
+    """How many level meters (qsd's capture streams, node.name qsd.peaks) PipeWire has."""
+    print(len([o for o in RunningPipeWire().dump() if o.get("type") == "PipeWire:Interface:Node"
+               and (o.get("info") or {}).get("props", {}).get("node.name") == "qsd.peaks"]))
+
+
+def tray_calls(service):
+    """The calls and signals a tray item (bar_tray_items.py) recorded, as JSON."""
+    session = dbus.bus.BusConnection(os.environ["DBUS_SESSION_BUS_ADDRESS"])
+    control = dbus.Interface(session.get_object(service, "/StatusNotifierItem"), "org.qsdtest.Control")
+    print(json.dumps(json.loads(str(control.Calls()))))
+
+
 ACTIONS = {
     # NetworkManager frozen (SIGSTOP): its answers wait, so a new qsd's nm backend stays "starting".
     "nm-freeze": lambda: nm_signal(signal.SIGSTOP),
@@ -63,6 +111,11 @@ ACTIONS = {
     "ppd-hold-calls": lambda: print(calls(*PPD, "HoldProfile")),
     "ppd-release-calls": lambda: print(calls(*PPD, "ReleaseProfile")),
     "battery": battery,
+    "pw-volume": pw_volume,
+    "pw-set-volume": pw_set_volume,
+    "pw-default-sink": pw_default_sink,
+    "pw-meters": pw_meters,
+    "tray-calls": tray_calls,
 }
 
 

@@ -66,46 +66,84 @@ def upower(env):
 
 
 def pipewire(env):
-    """PipeWire and WirePlumber on the private session bus, with two null sinks (the first the
-    default, at 62 %) and a null source."""
-    import shutil
+    """PipeWire and WirePlumber on the private session bus (tests/integration/pwtest.py), with two
+    null sinks (the first the default, at 62 %), a null source, and a stream playing a tone at
+    half scale to the default sink, so its level meter reads about 0.5."""
     import time
-    for tool in ("pipewire", "wireplumber", "pw-cli", "pw-metadata", "wpctl"):
-        if not shutil.which(tool):
-            raise RuntimeError(f"{tool} is missing (scripts/install-deps installs it)")
-    env.spawn(["pipewire"], "pipewire")
-    env.spawn(["wireplumber"], "wireplumber")
-
-    def run(*args):
-        return subprocess.run(list(args), env=env.env, capture_output=True, text=True, timeout=30)
-
+    from pwtest import PipeWire, write_tone
+    pw = PipeWire(env)
+    pw.add_null("bar_speakers", description="Speakers")
+    pw.add_null("bar_headset", description="Headset")
+    pw.add_null("bar_mic", media_class="Audio/Source/Virtual", positions="MONO", description="Microphone")
+    pw.run(["pw-metadata", "0", "default.configured.audio.sink", '{"name":"bar_speakers"}', "Spa:String:JSON"])
     deadline = time.monotonic() + 30
-    while 'Found "default"' not in run("pw-metadata", "-n", "default", "0").stdout:
-        if time.monotonic() > deadline:
-            raise RuntimeError("WirePlumber did not create the default metadata")
-        time.sleep(0.05)
-    for name, description, cls, position in (("bar_speakers", "Speakers", "Audio/Sink", "[FL FR]"),
-                                             ("bar_headset", "Headset", "Audio/Sink", "[FL FR]"),
-                                             ("bar_mic", "Microphone", "Audio/Source/Virtual", "[MONO]")):
-        run("pw-cli", "create-node", "adapter",
-            f'{{ factory.name=support.null-audio-sink node.name={name} node.description="{description}" '
-            f'media.class={cls} object.linger=true audio.position={position} }}')
-    run("pw-metadata", "0", "default.configured.audio.sink", '{"name":"bar_speakers"}', "Spa:String:JSON")
-    deadline = time.monotonic() + 30
-    while "bar_speakers" not in run("wpctl", "inspect", "@DEFAULT_AUDIO_SINK@").stdout:
+    while "bar_speakers" not in pw.run(["wpctl", "inspect", "@DEFAULT_AUDIO_SINK@"], check=False).stdout:
         if time.monotonic() > deadline:
             raise RuntimeError("the default sink did not become bar_speakers")
         time.sleep(0.05)
-    run("wpctl", "set-volume", "@DEFAULT_AUDIO_SINK@", "0.62")
+    pw.run(["wpctl", "set-volume", "@DEFAULT_AUDIO_SINK@", "0.62"])
+    write_tone(pw.tone, seconds=300)   # longer than any test here
+    pw.play("bar_music", app='"Music Player"')
     return {}
 
 
-# backend id -> the service that feeds it. The tray joins here once its backend is in the tree
-# (a StatusNotifierItem with a DBusMenu on the session bus, as its own tests start them).
+def tray(env):
+    """Three StatusNotifierItems (bar_tray_items.py): "Notes" with a theme icon from its own
+    icon theme (IconThemePath) and a DBusMenu with a submenu, a checkbox and a radio group;
+    "Chat" with only a pixmap; "Sync", passive (the bar hides it). They register with the watcher
+    whenever its name gets an owner, as libappindicator items do, so each qsd started later
+    (again after kill -9) lists them."""
+    import json
+    import icons
+    from qsdtest import wait_until
+    theme = os.path.join(env.dir, "bar-icons")
+    for size in (16, 32, 64):
+        path = os.path.join(theme, "hicolor", f"{size}x{size}", "apps", "qsd-bar-notes.png")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(icons.png("notes", size))
+    # The icon-name of the menu's "Disabled" entry.
+    path = os.path.join(theme, "hicolor", "32x32", "actions", "qsd-test-menu-icon.png")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(icons.png("pencil", 32))
+    items = [
+        {"register": "name", "name": "org.qsdtest.BarNotes", "reregister": True, "menu": "demo", "props": {
+            "Id": "notes", "Title": "Notes", "Status": "Active", "Category": "ApplicationStatus",
+            "IconName": "qsd-bar-notes", "IconThemePath": theme,
+            "ToolTip": {"title": "Notes", "description": "3 notes"}}},
+        {"register": "name", "name": "org.qsdtest.BarChat", "reregister": True, "props": {
+            "Id": "chat", "Title": "Chat", "Status": "Active", "Category": "Communications",
+            "IconPixmap": [{"shape": "chat", "size": 64}, {"shape": "chat", "size": 22}]}},
+        {"register": "name", "name": "org.qsdtest.BarSync", "reregister": True, "props": {
+            "Id": "sync", "Title": "Sync", "Status": "Passive", "IconPixmap": [{"shape": "cloud", "size": 64}]}},
+    ]
+    # One process per item, as applications are; started together.
+    procs = []
+    for item in items:
+        name = "tray-items-" + item["props"]["Id"]
+        procs.append((name, env.spawn([PY, os.path.join(HERE, "bar_tray_items.py"), json.dumps([item])], name)))
+
+    def ready():
+        for name, p in procs:
+            log = open(os.path.join(env.dir, name + ".log")).read()
+            if p.poll() is not None:
+                raise RuntimeError(f"{name} exited with {p.returncode}: {log}")
+            if "ready" not in log:
+                return False
+        return True
+
+    # "ready": their first registration was answered (refused: no watcher yet).
+    wait_until(ready, 30, what="the tray items")
+    return {}
+
+
+# backend id -> the service that feeds it.
 SERVICES = {
     "nm": networkmanager,
     "upower": upower,
     "pipewire": pipewire,
+    "tray": tray,
 }
 
 
@@ -115,6 +153,19 @@ PARTS = {
     "upower": ["battery", "profile"],
     "pipewire": ["volume"],
     "tray": ["tray"],
+}
+
+
+# backend id -> what the bar's menus of its domain must show in the picture (qsd-qml-render-bar's
+# --click and --menu-expect): texts, and #name for an item of that objectName.
+MENUS = {
+    "nm": [("--menu-expect", "wifi=HomeNet,CafeOpen,Neighbour,Password for Neighbour,A password is needed")],
+    "upower": [("--menu-expect", "profile=Power saver,Balanced,Performance")],
+    "pipewire": [("--menu-expect", "audio=Speakers,Headset,#volumeSlider,#mute,\u266a Music Player")],
+    # The Options submenu opened: a checkbox and a radio group, and the entry the application
+    # adds when it is about to be shown.
+    "tray": [("--click", "tray=Options"),
+             ("--menu-expect", "tray=Open,Options,Sync,Mode A,Mode B,Recent,Disabled,Quit,Ctrl+q,#checkmark,#radio,#trayMenuIcon")],
 }
 
 
@@ -143,10 +194,11 @@ def main():
             # The bar's parts each fed service must show.
             parts = [p for b in backends for p in PARTS.get(b, [])]
             cmd = [os.environ["QSD_QML_RENDER_BIN"], sys.argv[2], sys.argv[3], "--expect", ",".join(parts)]
+            cmd += [arg for b in backends for flag in MENUS.get(b, []) for arg in flag]
         result = subprocess.run(cmd, env=run_env, timeout=600)
         if result.returncode != 0:
             for name in sorted(os.listdir(env.dir)):
-                if name.endswith(".log") and name.startswith("mock-"):
+                if name.endswith(".log") and name.startswith(("mock-", "tray-items", "pipewire", "wireplumber", "pw-cat")):
                     print(f"--- {name}\n" + open(os.path.join(env.dir, name)).read()[-3000:], file=sys.stderr)
         return result.returncode
     finally:
