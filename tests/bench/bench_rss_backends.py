@@ -2,13 +2,17 @@
 """RSS of qsd with every compiled-in backend running against its service, idle and with 64
 whole-tree subscribers (DESIGN.md target: <= 10 MiB with all backends and 64 subscribers).
 
-The services are python-dbusmock's NetworkManager (a Wi-Fi device with 4 access points, a
-wired device, saved profiles, an active connection), UPower (a discharging battery) and
-power-profiles-daemon, on private system and session buses started here. Backends whose
-service is not there (PipeWire, tray, ...) run and report it in /daemon/backends.
+The services, all started here: python-dbusmock's NetworkManager (a Wi-Fi device with 4
+access points, a wired device, saved profiles, an active connection), UPower (a discharging
+battery) and power-profiles-daemon on private system and session buses; real pipewire and
+wireplumber with 4 null sinks, a null source and 2 playing streams; 10 tray items with
+15-entry menus (a typical tray) on the session bus; headless sway with 2 outputs and 2 foot
+windows. A service that cannot run here (no sway, ...) is left out and said so; its backend
+then runs without it and reports that in /daemon/backends.
 
 Usage: bench_rss_backends.py   (QSD_BIN selects the daemon, default build/daemon/qsd;
-                                QSD_BENCH_QUICK=1: 4 subscribers instead of 64)
+                                QSD_BENCH_QUICK=1: 4 subscribers instead of 64;
+                                QSD_BENCH_BACKENDS=nm,upower: only those backends run)
 """
 
 import os
@@ -21,6 +25,9 @@ BUILD = os.path.join(HERE, "..", "..", "build")
 os.environ.setdefault("QSD_BIN", os.path.join(BUILD, "daemon", "qsd"))
 os.environ.setdefault("QSCTL_BIN", os.path.join(BUILD, "cli", "qsctl"))
 
+import pwtest  # noqa: E402
+import trayutil  # noqa: E402
+import waylandenv  # noqa: E402
 from nmmock import NmMock  # noqa: E402
 from qsdtest import Env, pointer_get  # noqa: E402
 
@@ -55,12 +62,47 @@ def main():
         up.AddDischargingBattery("BAT0", "Battery", 73.5, 3600)
         env.start_mock("power_profiles_daemon", name="net.hadess.PowerProfiles")
 
-        env.start_qsd(debug_api=False)
+        left_out = []
+        pw = pwtest.PipeWire(env)
+        for i in range(4):
+            pw.add_null(f"bench_sink_{i}")
+        pw.add_null("bench_source", media_class="Audio/Source/Virtual", positions="MONO")
+        pw.play("bench-player-a", target="bench_sink_0")
+        pw.play("bench-player-b", target="bench_sink_1")
+        qsd_env = None
+        why = waylandenv.skip_reason()
+        if why:
+            left_out.append(f"sway ({why})")
+        else:
+            sway = waylandenv.Sway(env).start()
+            sway.msg("create_output")
+            sway.foot("bench.a", "Window A")
+            sway.foot("bench.b", "Window B")
+            qsd_env = waylandenv.qsd_env(env, sway)
+
+        only = os.environ.get("QSD_BENCH_BACKENDS")   # e.g. "nm,upower": the others left out
+        env.start_qsd(debug_api=False, env=qsd_env, backends=only.split(",") if only is not None else None)
+        # Items register with a watcher: qsd's, so they come after it.
+        trayutil.start_items(env, [{"register": "path", "path": f"/item/{i}", "menu": 15,
+                                    "props": {"Id": f"app-{i}", "Title": f"App {i}", "Status": "Active",
+                                              "IconPixmap": [[32, 32, [i, 100, 200, 255]]]}} for i in range(10)],
+                             log="rss-items")
         pid = env.daemon.pid
         c = env.client()
         sub = c.subscribe([""])
-        c.wait_value(sub, "/network/available", True, timeout=20)
-        c.wait_value(sub, "/power/available", True, timeout=20)
+        on = set(only.split(",")) if only is not None else {"nm", "upower", "pipewire", "tray", "wayland"}
+        if "nm" in on:
+            c.wait_value(sub, "/network/available", True, timeout=20)
+        if "upower" in on:
+            c.wait_value(sub, "/power/available", True, timeout=20)
+        if "pipewire" in on:
+            c.wait_value(sub, "/audio/available", True, timeout=20)
+        if "tray" in on:
+            c.wait_for(lambda: len(pointer_get(c.mirror(sub), "/tray/items", {})) == 10, timeout=60,
+                       what="10 tray items")
+        if qsd_env and "wayland" in on:
+            c.wait_for(lambda: len(pointer_get(c.mirror(sub), "/wayland/toplevels", {})) == 2, timeout=30,
+                       what="2 toplevels")
         time.sleep(0.5)
         c.pump(0.2)
         tree = c.mirror(sub)
@@ -83,13 +125,20 @@ def main():
         time.sleep(0.3)
         many = status_kib(pid, "VmRSS")
         hwm = status_kib(pid, "VmHWM")
+        anon, files = status_kib(pid, "RssAnon"), status_kib(pid, "RssFile")
 
-        print(f"# RSS of qsd with all compiled-in backends against dbusmock services ({leaves} leaves in the tree)")
+        print(f"# RSS of qsd with all compiled-in backends against their services ({leaves} leaves in the tree)")
         print("backends: " + ", ".join(f"{k}={v.get('state')}" for k, v in sorted(backends.items())))
+        if left_out:
+            print("left out: " + "; ".join(left_out))
         print(f"{'state':<44} {'VmRSS MiB':>10}")
         print(f"{'backends up, 1 whole-tree subscriber':<44} {one / 1024:>10.2f}")
         print(f"{f'{subscribers + 1} whole-tree subscribers':<44} {many / 1024:>10.2f}")
         print(f"{'VmHWM':<44} {hwm / 1024:>10.2f}")
+        # RssFile is pages of the binary and its libraries (libc, libstdc++, libsystemd,
+        # libpipewire...), shared with every other process that maps them; RssAnon is qsd's own.
+        print(f"{'  of which RssAnon (heap, stacks: qsd own)':<44} {anon / 1024:>10.2f}")
+        print(f"{'  of which RssFile (binary and libraries)':<44} {files / 1024:>10.2f}")
         for cl in clients:
             cl.close()
         c.close()

@@ -1,13 +1,13 @@
 #include "icon_theme.hpp"
 
+#include "../../files.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <sys/stat.h>
 
@@ -42,11 +42,13 @@ std::string trim(std::string s) {
 
 std::vector<std::string> splitList(const std::string& s, char sep) {
 	std::vector<std::string> out;
-	std::stringstream in(s);
-	std::string item;
-	while (std::getline(in, item, sep)) {
-		item = trim(item);
-		if (!item.empty()) out.push_back(item);
+	size_t start = 0;
+	while (start <= s.size()) {
+		size_t end = s.find(sep, start);
+		if (end == std::string::npos) end = s.size();
+		auto item = trim(s.substr(start, end - start));
+		if (!item.empty()) out.push_back(std::move(item));
+		start = end + 1;
 	}
 	return out;
 }
@@ -55,13 +57,12 @@ std::vector<std::string> splitList(const std::string& s, char sep) {
 using Ini = std::map<std::string, std::map<std::string, std::string>>;
 
 std::optional<Ini> readIni(const std::string& path) {
-	std::ifstream in(path);
-	if (!in) return std::nullopt;
+	auto text = readFile(path, 1u << 20);
+	if (!text) return std::nullopt;
 	Ini ini;
-	std::string section, line;
-	while (std::getline(in, line)) {
-		line = trim(line);
-		if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+	std::string section;
+	for (const auto& line: splitList(*text, '\n')) {   // trimmed, empty lines left out
+		if (line[0] == '#' || line[0] == ';') continue;
 		if (line.front() == '[' && line.back() == ']') {
 			section = line.substr(1, line.size() - 2);
 			continue;

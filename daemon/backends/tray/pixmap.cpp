@@ -1,11 +1,12 @@
 #include "pixmap.hpp"
 
+#include "../../files.hpp"
+
 #include <png.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -206,10 +207,9 @@ std::optional<Image> decodePng(const std::vector<uint8_t>& bytes) {
 }
 
 std::optional<Image> decodePngFile(const std::string& path) {
-	std::ifstream in(path, std::ios::binary);
-	if (!in) return std::nullopt;
-	std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-	return decodePng(bytes);
+	auto text = readFile(path);
+	if (!text) return std::nullopt;
+	return decodePng(std::vector<uint8_t>(text->begin(), text->end()));
 }
 
 } // namespace qsd::tray

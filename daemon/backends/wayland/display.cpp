@@ -1,10 +1,10 @@
 #include "display.hpp"
 
+#include "../../files.hpp"
 #include "../../log.hpp"
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -16,10 +16,8 @@ namespace {
 
 std::string readComm(pid_t pid) {
 	if (pid <= 0) return {};
-	std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
-	std::string comm;
-	std::getline(f, comm);
-	return comm;
+	auto comm = readFile("/proc/" + std::to_string(pid) + "/comm", 4096).value_or("");
+	return comm.substr(0, comm.find('\n'));
 }
 
 } // namespace
