@@ -156,6 +156,19 @@ void Tree::update(std::string_view path, const json& fields) {
 	for (const auto& [key, value]: fields.items()) set(pointer::join(path, key), value);
 }
 
+void Tree::sync(std::string_view path, const json& value, std::initializer_list<std::string_view> keep) {
+	const json* existing = find(path);
+	if (!existing || !existing->is_object() || !value.is_object()) {
+		set(path, value);
+		return;
+	}
+	std::vector<std::string> gone;
+	for (const auto& [key, _]: existing->items())
+		if (!value.contains(key) && std::find(keep.begin(), keep.end(), key) == keep.end()) gone.push_back(key);
+	for (const auto& key: gone) remove(pointer::join(path, key));
+	for (const auto& [key, v]: value.items()) sync(pointer::join(path, key), v);
+}
+
 void Tree::remove(std::string_view path) {
 	checkPath(path);
 	json* node = &root_;

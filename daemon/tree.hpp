@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -32,6 +33,12 @@ public:
 	void update(std::string_view path, const json& fields);
 	// Removes the value and everything below it; no-op when absent.
 	void remove(std::string_view path);
+	// Writes `value` at `path` as per-key changes, recursively into objects that exist on both
+	// sides, so a subscriber sees only the fields that changed and not the whole object restated
+	// (backends republish whole objects freely). Keys of the existing object that `value` lacks
+	// are removed, except the top-level ones named in `keep` (fields another part of the backend
+	// writes, such as a node's peaks). A non-object on either side is a plain set().
+	void sync(std::string_view path, const json& value, std::initializer_list<std::string_view> keep = {});
 
 	[[nodiscard]] const json& root() const { return root_; }
 	[[nodiscard]] const json* find(std::string_view path) const;

@@ -61,6 +61,33 @@ TEST(ATree, ReportsReplaceForExistingAndRemoveForDeletedPaths) {
 	          json::parse(R"([{"op":"replace","path":"/a","value":5},{"op":"remove","path":"/b"}])"));
 }
 
+TEST(ATree, SyncWritesOnlyTheFieldsThatChangedAndKeepsWhatItIsTold) {
+	EventLoop loop;
+	Tree tree(loop);
+	tree.set("/d/n1", json::parse(R"({"name":"a","audio":{"volume":0.5,"muted":false},"old":1,"peak":0.3})"));
+	tree.flush();
+	Recorder rec(tree);
+	// A whole object republished: one replace for the changed leaf, a remove for the key that
+	// went, nothing for equal fields, and the kept key stays.
+	tree.sync("/d/n1", json::parse(R"({"name":"a","audio":{"volume":0.7,"muted":false},"new":[1,2]})"), {"peak"});
+	tree.flush();
+	ASSERT_EQ(rec.batches.size(), 1u);
+	EXPECT_EQ(rec.batches[0].second, json::parse(R"([
+		{"op":"remove","path":"/d/n1/old"},
+		{"op":"replace","path":"/d/n1/audio/volume","value":0.7},
+		{"op":"add","path":"/d/n1/new","value":[1,2]}])"));
+	EXPECT_EQ(*tree.find("/d/n1/peak"), 0.3);
+	// keep is for the top level only; a non-object on either side is a plain set.
+	tree.sync("/d/n1/audio", json::parse(R"({"volume":0.7})"), {});
+	tree.sync("/d/n2", 5);
+	tree.flush();
+	EXPECT_EQ(*tree.find("/d/n1/audio"), json::parse(R"({"volume":0.7})"));
+	EXPECT_EQ(*tree.find("/d/n2"), 5);
+	tree.sync("/d/n2", json::object({{"x", 1}}));
+	tree.flush();
+	EXPECT_EQ(rec.batches.back().second, json::parse(R"([{"op":"replace","path":"/d/n2","value":{"x":1}}])"));
+}
+
 TEST(ATree, AnAddThenRemoveInOneBatchIsNoChangeAtAll) {
 	EventLoop loop;
 	Tree tree(loop);

@@ -109,7 +109,7 @@ void NmBackend::publishDevice(const std::string& path, json value, DevModel mode
 	if (auto prev = devices_.find(model.key); prev != devices_.end() && !prev->second.published.is_null())
 		syncDiff(devPath, prev->second.published, value);
 	else
-		syncObject(devPath, value);
+		context_.tree.sync(devPath, value);
 	model.published = std::move(value);
 	devices_[model.key] = std::move(model);
 }
@@ -266,25 +266,6 @@ void NmBackend::addProfiles(json& n, const NetModel& net) {
 	}
 	n["profiles"] = std::move(profs);
 	n["referenceProfile"] = std::move(reference);
-}
-
-// Writes `value` (an object) at `path` as per-key changes, so a change addresses one field.
-void NmBackend::syncObject(const std::string& path, const json& value) {
-	const json* existing = context_.tree.find(path);
-	if (!existing || !existing->is_object() || !value.is_object()) {
-		context_.tree.set(path, value);
-		return;
-	}
-	std::vector<std::string> gone;
-	for (const auto& [key, _]: existing->items())
-		if (!value.contains(key)) gone.push_back(key);
-	for (const auto& key: gone) context_.tree.remove(pointer::join(path, key));
-	for (const auto& [key, v]: value.items()) {
-		auto child = pointer::join(path, key);
-		const json* old = context_.tree.find(child);
-		if (old && old->is_object() && v.is_object()) syncObject(child, v);
-		else context_.tree.set(child, v);
-	}
 }
 
 // The same, against the value last written there (kept by the backend), so unchanged subtrees

@@ -159,7 +159,6 @@ private:
 	                  uint32_t caps, bool adhoc);
 	void sortProfiles(NetModel& net, const std::string& activeProfile);
 	void addProfiles(json& n, const NetModel& net);
-	void syncObject(const std::string& path, const json& value);
 	void syncDiff(const std::string& path, const json& old, const json& value);
 	std::string networkKeyOfProfile(const std::string& profilePath, const std::string& deviceKey) const;
 

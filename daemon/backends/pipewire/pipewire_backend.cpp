@@ -344,25 +344,6 @@ void PipewireBackend::publishDefaults() {
 	}
 }
 
-// Writes `value` (an object) at `path` as per-key changes, so a change addresses one field.
-void PipewireBackend::syncObject(const std::string& path, const json& value, bool keepPeaks) {
-	const json* existing = context_.tree.find(path);
-	if (!existing || !existing->is_object() || !value.is_object()) {
-		context_.tree.set(path, value);
-		return;
-	}
-	std::vector<std::string> gone;
-	for (const auto& [key, _]: existing->items())
-		if (!value.contains(key) && !(keepPeaks && (key == "peaks" || key == "peak"))) gone.push_back(key);
-	for (const auto& key: gone) context_.tree.remove(pointer::join(path, key));
-	for (const auto& [key, v]: value.items()) {
-		std::string child = pointer::join(path, key);
-		const json* old = context_.tree.find(child);
-		if (old && old->is_object() && v.is_object()) syncObject(child, v, false);
-		else context_.tree.set(child, v);
-	}
-}
-
 void PipewireBackend::publishNode(const Node& n) {
 	if (!n.complete) return;
 	std::string path = pointer::join(kNodes, n.key);
@@ -377,7 +358,7 @@ void PipewireBackend::publishNode(const Node& n) {
 		context_.tree.set(path, std::move(value));
 		return;
 	}
-	syncObject(path, value, true);
+	context_.tree.sync(path, value, {"peaks", "peak"});
 }
 
 void PipewireBackend::publishDevice(const Device& d) {
@@ -389,7 +370,7 @@ void PipewireBackend::publishDevice(const Device& d) {
 		context_.tree.set(path, deviceJson(d));
 		return;
 	}
-	syncObject(path, deviceJson(d), false);
+	context_.tree.sync(path, deviceJson(d));
 }
 
 // Publishes every link whose two nodes are published, removes the others, and recomputes
@@ -409,7 +390,7 @@ void PipewireBackend::publishLinks(std::set<uint32_t>& dirtyNodes) {
 			linkKeys_[id] = l->key;
 			context_.tree.set(path, std::move(value));
 		} else {
-			syncObject(path, value, false);
+			context_.tree.sync(path, value);
 		}
 		if (!isMonitorStream(in->props) && !isMonitorStream(out->props)) {
 			playing[out->id].insert(in->id);

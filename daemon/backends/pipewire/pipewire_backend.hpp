@@ -84,7 +84,6 @@ private:
 	void publishDevice(const Device& d);
 	void publishLinks(std::set<uint32_t>& dirtyNodes);
 	void publishDefaults();
-	void syncObject(const std::string& path, const json& value, bool keepPeaks);
 	[[nodiscard]] json nodeJson(const Node& n) const;
 	[[nodiscard]] json deviceJson(const Device& d) const;
 	[[nodiscard]] VolumeSource volumeSource(const Node& n) const;

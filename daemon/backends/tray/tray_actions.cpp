@@ -162,7 +162,7 @@ void TrayBackend::registerMethods() {
 				             // the answer, so a client that waited for it can show it at once.
 				             // (Only the menu when the item is out: its other fields may be
 				             // half re-read.)
-				             if (item->published) sync(pointer::join(itemPath(key), "menu"), menuJson(*item));
+				             if (item->published) context_.tree.sync(pointer::join(itemPath(key), "menu"), menuJson(*item));
 				             else publish(*item);
 				             context_.tree.flush();
 				             answer->result({{"item", key}, {"id", id}, {"needUpdate", needUpdate}});

@@ -126,7 +126,6 @@ private:
 	[[nodiscard]] static std::string itemPath(const std::string& key);
 	void bury(std::unique_ptr<sdbus::IProxy> proxy);
 	// Writes `value` (an object) at `path` field by field; `keep` names a field left alone.
-	void sync(const std::string& path, const nlohmann::json& value, std::string_view keep = {});
 
 	// --- tray_menu.cpp
 	void setupMenu(Item& item, const std::string& menuPath);

@@ -53,24 +53,6 @@ void TrayBackend::bury(std::unique_ptr<sdbus::IProxy> proxy) {
 	else graveyard_.clear();
 }
 
-// Per-key changes, so a change addresses one field.
-void TrayBackend::sync(const std::string& path, const json& value, std::string_view keep) {
-	const json* existing = context_.tree.find(path);
-	if (!existing || !existing->is_object() || !value.is_object()) {
-		context_.tree.set(path, value);
-		return;
-	}
-	std::vector<std::string> gone;
-	for (const auto& [key, _]: existing->items())
-		if (!value.contains(key) && key != keep) gone.push_back(key);
-	for (const auto& key: gone) context_.tree.remove(pointer::join(path, key));
-	for (const auto& [key, v]: value.items()) {
-		const json* old = context_.tree.find(pointer::join(path, key));
-		if (old && old->is_object() && v.is_object()) sync(pointer::join(path, key), v);
-		else context_.tree.set(pointer::join(path, key), v);
-	}
-}
-
 // ---------------------------------------------------------------------------------------------
 // registration
 
@@ -380,8 +362,8 @@ void TrayBackend::publish(Item& item) {
 		return;
 	}
 	// The menu is rebuilt only when it changed (the tree holds the one copy of its JSON).
-	sync(path, v, "menu");
-	if (item.menuDirty && menuReady) sync(pointer::join(path, "menu"), menuJson(item));
+	context_.tree.sync(path, v, {"menu"});
+	if (item.menuDirty && menuReady) context_.tree.sync(pointer::join(path, "menu"), menuJson(item));
 }
 
 } // namespace qsd::tray

@@ -114,7 +114,7 @@ void UpowerBackend::publishProfiles() {
 		if (ppdUnknown_.insert(u).second) log::warning("upower", "{}: unknown value {}; mapped to \"unknown\" or left out", ppd().name, u);
 	m.value["available"] = true;
 	m.value["busName"] = ppd().name;
-	syncObject(kProfiles, m.value);
+	context_.tree.sync(kProfiles, m.value);
 }
 
 void UpowerBackend::refreshHolds() {

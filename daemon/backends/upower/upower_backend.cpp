@@ -116,24 +116,6 @@ void UpowerBackend::bury(std::unique_ptr<sdbus::IProxy> proxy) {
 }
 
 
-// Writes `value` (an object) at `path` as per-key changes, so a change addresses one item.
-void UpowerBackend::syncObject(const std::string& path, const json& value) {
-	const json* existing = context_.tree.find(path);
-	if (!existing || !existing->is_object() || !value.is_object()) {
-		context_.tree.set(path, value);
-		return;
-	}
-	std::vector<std::string> gone;
-	for (const auto& [key, _]: existing->items())
-		if (!value.contains(key)) gone.push_back(key);
-	for (const auto& key: gone) context_.tree.remove(pointer::join(path, key));
-	for (const auto& [key, v]: value.items()) {
-		const json* old = context_.tree.find(pointer::join(path, key));
-		if (old && old->is_object() && v.is_object()) syncObject(pointer::join(path, key), v);
-		else context_.tree.set(pointer::join(path, key), v);
-	}
-}
-
 // ---------------------------------------------------------------------------------------------
 // UPower
 

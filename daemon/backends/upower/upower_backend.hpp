@@ -151,7 +151,6 @@ private:
 
 	// --- helpers
 	void bury(std::unique_ptr<sdbus::IProxy> proxy);
-	void syncObject(const std::string& path, const json& value);
 
 	sdbus::IConnection* conn_ = nullptr;
 	bool started_ = false;
