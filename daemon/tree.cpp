@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 #include <stdexcept>
+#include <utility>
 #include <time.h>
 #include <vector>
 
@@ -97,6 +98,8 @@ const json* Tree::find(std::string_view path) const {
 }
 
 void Tree::markDirty(std::string_view path, bool existed) {
+	fresh_ = true;
+	++writeCount_;
 	// Already covered by a dirty ancestor: its final value is taken at flush time.
 	for (auto pos = path.rfind('/'); pos != std::string_view::npos && pos > 0; pos = path.rfind('/', pos - 1)) {
 		if (dirty_.count(path.substr(0, pos))) return;
@@ -194,8 +197,10 @@ void Tree::setCoalescing(Coalescing coalescing) {
 
 void Tree::flushSoon() {
 	defer_.setEnabled(SD_EVENT_OFF);
+	fresh_ = false;
+	bool urgent = std::exchange(urgent_, false);
 	if (dirty_.empty()) return;
-	if (loop_.now() >= holdUntilUs_) {
+	if (urgent || loop_.now() >= holdUntilUs_) {
 		flush();
 		return;
 	}
@@ -223,6 +228,7 @@ void Tree::flush() {
 		else if (d.existed) patch.push_back({{"op", "remove"}, {"path", *path}});
 	}
 	dirty_.clear();
+	fresh_ = false;
 	defer_.setEnabled(SD_EVENT_OFF);
 	if (windowArmed_) {
 		windowArmed_ = false;

@@ -79,6 +79,14 @@ public:
 	// delivered can wait for them (events, which must not overtake the state they follow).
 	[[nodiscard]] Subscription observeFlush(std::function<void()> observer);
 	[[nodiscard]] bool pending() const { return !dirty_.empty(); }
+	// Whether some pending write was made since the post source last ran, i.e. by the event
+	// being handled now (its batch is not complete yet). Pending writes that are not fresh are
+	// only waiting for a coalescing window and may be flushed at any time.
+	[[nodiscard]] bool pendingFresh() const { return fresh_ && !dirty_.empty(); }
+	// Counts writes (of any path): a caller compares two readings to know whether it wrote.
+	[[nodiscard]] uint64_t writeCount() const { return writeCount_; }
+	// The flush after the current dispatch ignores the coalescing window (someone waits for it).
+	void flushAfterDispatch() { urgent_ = true; }
 
 private:
 	struct Dirty {
@@ -104,6 +112,9 @@ private:
 	Coalescing coalescing_;
 	uint64_t holdUntilUs_ = 0;   // automatic flushes wait until then (CLOCK_MONOTONIC, µs)
 	bool windowArmed_ = false;
+	bool fresh_ = false;    // written since the post source last ran
+	uint64_t writeCount_ = 0;
+	bool urgent_ = false;   // see flushAfterDispatch()
 };
 
 } // namespace qsd

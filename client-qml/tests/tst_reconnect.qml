@@ -10,7 +10,12 @@ TestCase {
 
     function callSync(method, params) {
         var out = { done: false }
-        Qsd.call(method, params, function(err, res) { out.err = err; out.res = res; out.done = true })
+        // The mirror as it was when the answer arrived: lines read after it (a later change) may
+        // be applied before tryVerify looks again.
+        Qsd.call(method, params, function(err, res) {
+            out.err = err; out.res = res; out.done = true
+            out.revision = Qsd.revision; out.mirror = JSON.stringify(Qsd.value(""))
+        })
         tryVerify(function() { return out.done }, 10000, method + " answered")
         return out
     }
@@ -26,8 +31,8 @@ TestCase {
         var r = callSync("tree.get", { path: "" })
         compare(r.err, null)
         // The answer follows every tree.changed sent before it on the same connection.
-        compare(Qsd.revision, r.res.revision, "mirror revision is the daemon's")
-        compare(JSON.stringify(Qsd.value("")), JSON.stringify(r.res.value), "mirror equals tree.get \"\"")
+        compare(r.revision, r.res.revision, "mirror revision is the daemon's")
+        compare(r.mirror, JSON.stringify(r.res.value), "mirror equals tree.get \"\"")
     }
 
     function test_killAndRestart() {

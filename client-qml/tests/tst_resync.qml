@@ -12,7 +12,12 @@ TestCase {
 
     function callSync(method, params) {
         var out = { done: false }
-        Qsd.call(method, params, function(err, res) { out.err = err; out.res = res; out.done = true })
+        // The mirror as it was when the answer arrived: lines read after it (a later change) may
+        // be applied before tryVerify looks again.
+        Qsd.call(method, params, function(err, res) {
+            out.err = err; out.res = res; out.done = true
+            out.revision = Qsd.revision; out.mirror = JSON.stringify(Qsd.value(""))
+        })
         tryVerify(function() { return out.done }, 30000, method + " answered")
         return out
     }
@@ -35,8 +40,8 @@ TestCase {
         tryVerify(function() { return resyncs.count >= 1 }, 20000, "a tree.resync arrived")
 
         var got = callSync("tree.get", { path: "" })
-        compare(Qsd.revision, got.res.revision)
-        compare(JSON.stringify(Qsd.value("")), JSON.stringify(got.res.value), "mirror exact after resync")
+        compare(got.revision, got.res.revision)
+        compare(got.mirror, JSON.stringify(got.res.value), "mirror exact after resync")
         compare(Qsd.debug.flood.k49, 19999)
         compare(Qsd.debug.flood.k0, 19950)
         compare(Qsd.node("/debug"), flood, "nodes survive a resync")

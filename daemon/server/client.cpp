@@ -60,9 +60,9 @@ void ClientSession::readSome() {
 		if (n == 0) {
 			eof_ = true;
 			if (reader_.pending() > 0) log::debug("server", "client {} closed with a partial request line", id_);
-			// Answers still queued are written before closing.
-			if (queue_.empty()) close("disconnected");
-			else io_.setIoEvents(EPOLLOUT);
+			// Answers still queued, or waiting for a flush, are written before closing.
+			if (queue_.empty() && answersHeld_ == 0) close("disconnected");
+			else updateIoEvents();
 			return;
 		}
 		total += size_t(n);
@@ -74,7 +74,7 @@ void ClientSession::readSome() {
 			    // has read its answers. Without this, one read of small requests with big answers
 			    // would queue thousands of answers before the pause takes effect.
 			    if (readPaused_ || !held_.empty()) held_.emplace_back(std::string(line));
-			    else server_.dispatcher().dispatch(*this, line);
+			    else dispatchLine(line);
 		    },
 		    [this] {
 			    if (readPaused_ || !held_.empty()) held_.emplace_back(std::nullopt);
@@ -86,6 +86,12 @@ void ClientSession::readSome() {
 	}
 }
 
+void ClientSession::dispatchLine(std::string_view line) {
+	requestWrites_ = tree_.writeCount();
+	server_.dispatcher().dispatch(*this, line);
+	requestWrites_.reset();
+}
+
 void ClientSession::sendLineTooLong() {
 	sendResponse(rpc::makeError(nullptr, {ErrorCode::InvalidRequest, "Invalid Request: line too long",
 	                                      {{"limit", "lineBytes"}, {"max", limits_.maxLineBytes}}}));
@@ -95,11 +101,11 @@ void ClientSession::dispatchHeld() {
 	while (!held_.empty() && !readPaused_ && !closing_) {
 		auto line = std::move(held_.front());
 		held_.pop_front();
-		if (line) server_.dispatcher().dispatch(*this, *line);
+		if (line) dispatchLine(*line);
 		else sendLineTooLong();
 	}
 	if (closing_) return;
-	if (eof_ && held_.empty() && queue_.empty()) {
+	if (eof_ && held_.empty() && queue_.empty() && answersHeld_ == 0) {
 		close("disconnected");
 		return;
 	}
@@ -107,7 +113,9 @@ void ClientSession::dispatchHeld() {
 }
 
 bool ClientSession::overBudget(size_t extraBytes) const {
-	return queuedBytes_ + extraBytes > limits_.maxQueuedBytes || queue_.size() + 1 > limits_.maxQueuedMessages;
+	// Answers held for a flush count: they are this client's, queued a moment later.
+	return queuedBytes_ + heldBytes_ + extraBytes > limits_.maxQueuedBytes ||
+	       queue_.size() + answersHeld_ + 1 > limits_.maxQueuedMessages;
 }
 
 void ClientSession::enqueue(std::string data, uint64_t subscription) {
@@ -121,9 +129,42 @@ void ClientSession::enqueue(std::string data, uint64_t subscription) {
 }
 
 void ClientSession::sendResponse(const json& message) {
-	enqueue(rpc::toLine(message), 0);
+	auto line = rpc::toLine(message);
+	// Whether writes of the event being handled are pending: for an answer given while its
+	// request is dispatched, whether that request wrote; for one given later (an action that
+	// completes on a D-Bus reply), whether anything was written since the last flush chance.
+	bool ownWrites = requestWrites_ ? tree_.pending() && tree_.writeCount() != *requestWrites_ : tree_.pendingFresh();
+	if (ownWrites) {
+		// Their batch is complete only at the end of the dispatch, when the post source
+		// flushes it; the answer leaves right after that batch's tree.changed.
+		++answersHeld_;
+		heldBytes_ += line.size();
+		server_.holdResponse(id_, std::move(line));
+		tree_.flushAfterDispatch();
+		pauseIfOverBudget();
+		return;
+	}
+	// Writes of earlier events (a coalescing window holds them, or the post source has not
+	// run yet): their batches are complete, and the answer need not wait.
+	if (tree_.pending()) tree_.flush();
+	deliverResponse(std::move(line));
+}
+
+void ClientSession::deliverHeldResponse(std::string line) {
+	--answersHeld_;
+	heldBytes_ -= line.size();
+	deliverResponse(std::move(line));
+}
+
+void ClientSession::deliverResponse(std::string line) {
+	enqueue(std::move(line), 0);
+	pauseIfOverBudget();
+}
+
+void ClientSession::pauseIfOverBudget() {
 	if (!closing_ && !readPaused_ && overBudget(0)) {
-		log::warning("server", "client {} is not reading its answers ({} bytes queued), pausing its requests", id_, queuedBytes_);
+		log::warning("server", "client {} is not reading its answers ({} bytes queued), pausing its requests", id_,
+		             queuedBytes_ + heldBytes_);
 		readPaused_ = true;
 		updateIoEvents();
 	}
@@ -162,7 +203,7 @@ void ClientSession::writeSome() {
 		log::info("server", "client {} caught up, reading its requests again", id_);
 		if (!held_.empty()) resume_.setEnabled(SD_EVENT_ONESHOT);
 	}
-	if (eof_ && queue_.empty() && held_.empty()) {
+	if (eof_ && queue_.empty() && held_.empty() && answersHeld_ == 0) {
 		close("disconnected");
 		return;
 	}

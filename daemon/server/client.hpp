@@ -51,7 +51,11 @@ public:
 
 	// Responses and other messages that must arrive: always queued. Over budget, the session
 	// stops reading requests until the client catches up.
+	// While tree writes are pending, a response waits for their flush (Server::holdResponse):
+	// it leaves after the tree.changed of every write made before it, so a client whose
+	// request changed the tree finds its mirror up to date when the answer arrives.
 	void sendResponse(const json& message);
+	void deliverHeldResponse(std::string line);
 	// An event notification: dropped (and counted) when over budget.
 	void sendEvent(const std::string& topic, const json& data, uint64_t revision);
 
@@ -103,6 +107,9 @@ private:
 	void updateIoEvents();
 	bool overBudget(size_t extraBytes) const;
 	void enqueue(std::string data, uint64_t subscription);
+	void deliverResponse(std::string line);
+	void pauseIfOverBudget();
+	void dispatchLine(std::string_view line);
 	void onBatch(Subscription& sub, uint64_t revision, const json& patch);
 	void sendChanges(Subscription& sub);
 	[[nodiscard]] std::string changesLine(const PathFilter::Selection& selection, uint64_t revision);
@@ -130,6 +137,9 @@ private:
 	EventSource resume_;
 	std::deque<Outgoing> queue_;
 	size_t headOffset_ = 0;
+	size_t answersHeld_ = 0;   // responses waiting in Server::holdResponse for a flush
+	size_t heldBytes_ = 0;     // their size
+	std::optional<uint64_t> requestWrites_;   // the tree's writeCount() when the request being dispatched began
 	size_t queuedBytes_ = 0;
 	bool closing_ = false;
 	bool readPaused_ = false;

@@ -44,11 +44,7 @@ Server::Server(EventLoop& loop, Tree& tree, Dispatcher& dispatcher, ServerOption
     : loop_(loop), tree_(tree), dispatcher_(dispatcher), options_(std::move(options)) {
 	reaper_ = loop_.addDefer([this] { reap(); }, "client-reaper");
 	reaper_.setEnabled(SD_EVENT_OFF);
-	flushed_ = tree_.observeFlush([this] {
-		auto held = std::move(heldEvents_);
-		heldEvents_.clear();
-		for (const auto& [topic, data]: held) deliverEvent(topic, data);
-	});
+	flushed_ = tree_.observeFlush([this] { releaseHeld(); });
 }
 
 Server::~Server() {
@@ -133,11 +129,33 @@ void Server::onAccept() {
 }
 
 void Server::emitEvent(const std::string& topic, const nlohmann::json& data) {
-	if (tree_.pending()) {
-		heldEvents_.emplace_back(topic, data);
+	// As for answers (ClientSession::sendResponse): writes of this event wait for its batch to
+	// end; writes of earlier events that a coalescing window holds are flushed now.
+	if (tree_.pendingFresh()) {
+		held_.push_back({0, topic, data});
+		tree_.flushAfterDispatch();
 		return;
 	}
+	if (tree_.pending()) tree_.flush();
 	deliverEvent(topic, data);
+}
+
+void Server::holdResponse(uint64_t client, std::string line) {
+	held_.push_back({client, std::move(line), nullptr});
+}
+
+void Server::releaseHeld() {
+	auto held = std::move(held_);
+	held_.clear();
+	for (auto& h: held) {
+		if (h.client == 0) {
+			deliverEvent(h.topicOrLine, h.data);
+			continue;
+		}
+		// The client may have gone since: its answers go with it.
+		auto it = clients_.find(h.client);
+		if (it != clients_.end() && !it->second->closing()) it->second->deliverHeldResponse(std::move(h.topicOrLine));
+	}
 }
 
 void Server::deliverEvent(const std::string& topic, const nlohmann::json& data) {

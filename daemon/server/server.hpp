@@ -39,6 +39,10 @@ public:
 	// yet flushed), it waits for their flush and carries the revision that holds them.
 	void emitEvent(const std::string& topic, const nlohmann::json& data);
 
+	// Keeps a client's response line until pending tree writes are flushed (see
+	// ClientSession::sendResponse); held lines keep their order with held events.
+	void holdResponse(uint64_t client, std::string line);
+
 	// Removes a session after the current dispatch.
 	void removeLater(uint64_t id);
 
@@ -50,6 +54,7 @@ private:
 	void onAccept();
 	void reap();
 	void deliverEvent(const std::string& topic, const nlohmann::json& data);
+	void releaseHeld();
 
 	EventLoop& loop_;
 	Tree& tree_;
@@ -62,7 +67,13 @@ private:
 	uint64_t nextClient_ = 1;
 	std::map<uint64_t, std::shared_ptr<ClientSession>> clients_;
 	std::vector<uint64_t> doomed_;
-	std::vector<std::pair<std::string, nlohmann::json>> heldEvents_;
+	// Events and responses waiting for the flush of pending tree writes, in the order sent.
+	struct Held {
+		uint64_t client = 0;       // 0: an event
+		std::string topicOrLine;   // the event's topic, or the response line
+		nlohmann::json data;       // the event's data
+	};
+	std::vector<Held> held_;
 	Tree::Subscription flushed_;
 };
 

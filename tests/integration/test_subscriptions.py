@@ -4,6 +4,7 @@ batch in revision order, and a randomized check that every mirror equals the dae
 
 import json
 import random
+import socket
 
 import pytest
 
@@ -240,6 +241,55 @@ def test_an_event_follows_the_state_written_before_it(env):
     d.call("debug.emit", {"topic": "network.x"})
     a.wait_for(lambda: a.notifications[-1]["method"] == "event")
     assert a.notifications[-1]["params"]["revision"] == rev
+
+
+def test_an_answer_follows_the_changes_written_before_it(env):
+    # A client that writes and is subscribed finds its mirror up to date when the answer comes:
+    # the tree.changed of its write (and of any write pending before it) arrives first.
+    a = env.client()
+    sub = a.subscribe(["/debug"])
+    other = env.client()
+    for i in range(50):
+        # A write by another client in the same turn of the loop is pending too.
+        other.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "debug.set",
+                                   "params": {"path": "/debug/other", "value": i}}) + "\n")
+        a.send_raw(json.dumps({"jsonrpc": "2.0", "id": 100 + i, "method": "debug.set",
+                               "params": {"path": "/debug/mine", "value": i}}) + "\n")
+        while True:
+            msg = a.read_message(10)
+            if msg.get("id") == 100 + i:
+                break
+        assert a.mirror(sub)["debug"]["mine"] == i, (i, a.mirror(sub))
+        assert other.read_message(10)["id"] == 1
+    # A request that changes nothing is answered at once, with nothing before it.
+    rev = a.call("hello")["revision"]
+    n = len(a.notifications)
+    assert a.call("tree.get", {"path": "/debug/mine"})["revision"] == rev
+    assert len(a.notifications) == n
+
+
+def test_a_client_that_half_closes_gets_its_answers(env):
+    # One-shot scripts write their requests and shut their side down: answers held for a flush
+    # of the writes those requests made are still written before the connection closes.
+    for i in range(20):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(env.socket)
+        s.sendall((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "debug.set",
+                               "params": {"path": "/debug/half", "value": i}}) + "\n"
+                   + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tree.get",
+                                 "params": {"path": "/debug/half"}}) + "\n").encode())
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        answers = [json.loads(line) for line in data.decode().splitlines()]
+        assert [m["id"] for m in answers] == [1, 2], answers
+        assert answers[1]["result"]["value"] == i
 
 
 def test_closed_clients_subscriptions_go_away(env):

@@ -112,6 +112,35 @@ TEST(TreeCoalescing, AnExplicitFlushIsNeverHeld) {
 	EXPECT_EQ(rec.batches.size(), 2u);
 }
 
+// What answers and events rely on (ClientSession::sendResponse, Server::emitEvent): a write is
+// fresh until its dispatch ends (the next flush chance); one held only by the window is not; and
+// flushAfterDispatch() makes the next flush chance ignore the window.
+TEST(TreeCoalescing, WritesAreFreshUntilTheirDispatchEndsAndAnUrgentFlushSkipsTheWindow) {
+	EventLoop loop;
+	Tree tree(loop);
+	tree.setCoalescing({1000, 1'000'000});
+	SlowRecorder rec(tree, std::chrono::microseconds(2000));
+	auto writes = tree.writeCount();
+	tree.set("/d/a", 1);
+	EXPECT_EQ(tree.writeCount(), writes + 1);
+	EXPECT_TRUE(tree.pendingFresh());
+	runDue(loop);
+	ASSERT_EQ(rec.batches.size(), 1u);
+	EXPECT_FALSE(tree.pending());
+	tree.set("/d/a", 2);
+	EXPECT_TRUE(tree.pendingFresh());
+	runDue(loop);
+	ASSERT_EQ(rec.batches.size(), 1u) << "the window did not hold a write right after a flush";
+	EXPECT_TRUE(tree.pending());
+	EXPECT_FALSE(tree.pendingFresh()) << "a write whose dispatch ended is still fresh";
+	tree.set("/d/b", 3);
+	tree.flushAfterDispatch();
+	runDue(loop);
+	ASSERT_EQ(rec.batches.size(), 2u) << "an urgent flush waited for the window";
+	EXPECT_EQ(rec.batches[1].second, json::parse(R"([{"op":"replace","path":"/d/a","value":2},{"op":"add","path":"/d/b","value":3}])"));
+	EXPECT_FALSE(tree.pending());
+}
+
 TEST(TreeCoalescing, TheWindowIsCappedAndAWriteAfterItIsFlushedAtOnce) {
 	EventLoop loop;
 	Tree tree(loop);
