@@ -122,6 +122,7 @@ void ClientSession::enqueue(std::string data, uint64_t subscription) {
 	if (closing_) return;
 	bool wasEmpty = queue_.empty();
 	queuedBytes_ += data.size();
+	peakQueuedBytes_ = std::max(peakQueuedBytes_, queuedBytes_);
 	queue_.push_back({std::move(data), subscription});
 	// Write at once: most messages leave in this call, without waiting for EPOLLOUT.
 	if (wasEmpty) writeSome();
@@ -197,7 +198,10 @@ void ClientSession::writeSome() {
 		headOffset_ = 0;
 		queue_.pop_front();
 	}
-	if (queue_.empty()) onDrained();
+	if (queue_.empty()) {
+		noteQueueFreed();
+		onDrained();
+	}
 	if (readPaused_ && queuedBytes_ <= limits_.maxQueuedBytes / 2 && queue_.size() <= limits_.maxQueuedMessages / 2) {
 		readPaused_ = false;
 		log::info("server", "client {} caught up, reading its requests again", id_);
@@ -443,6 +447,13 @@ void ClientSession::close(const std::string& reason) {
 	if (reason == "disconnected") log::debug("server", "client {} {}", id_, reason);
 	else log::info("server", "closing client {}: {}", id_, reason);
 	server_.removeLater(id_);
+}
+
+void ClientSession::noteQueueFreed() {
+	// A client that let megabytes queue up (a slow reader) leaves that much free heap behind
+	// when it catches up (when it goes, Server::reap notes it).
+	if (peakQueuedBytes_ >= kBigQueue) server_.heapFreed();
+	peakQueuedBytes_ = queuedBytes_;
 }
 
 ClientSession::Stats ClientSession::stats() const { return {queuedBytes_, queue_.size(), droppedChanges_, resyncs_}; }

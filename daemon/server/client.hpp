@@ -110,6 +110,8 @@ private:
 	void deliverResponse(std::string line);
 	void pauseIfOverBudget();
 	void dispatchLine(std::string_view line);
+	void noteQueueFreed();
+	static constexpr size_t kBigQueue = 1 << 20;
 	void onBatch(Subscription& sub, uint64_t revision, const json& patch);
 	void sendChanges(Subscription& sub);
 	[[nodiscard]] std::string changesLine(const PathFilter::Selection& selection, uint64_t revision);
@@ -139,6 +141,7 @@ private:
 	size_t headOffset_ = 0;
 	size_t answersHeld_ = 0;   // responses waiting in Server::holdResponse for a flush
 	size_t heldBytes_ = 0;     // their size
+	size_t peakQueuedBytes_ = 0;   // since the queue was last empty
 	std::optional<uint64_t> requestWrites_;   // the tree's writeCount() when the request being dispatched began
 	size_t queuedBytes_ = 0;
 	bool closing_ = false;

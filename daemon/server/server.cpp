@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdexcept>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -45,6 +46,16 @@ Server::Server(EventLoop& loop, Tree& tree, Dispatcher& dispatcher, ServerOption
 	reaper_ = loop_.addDefer([this] { reap(); }, "client-reaper");
 	reaper_.setEnabled(SD_EVENT_OFF);
 	flushed_ = tree_.observeFlush([this] { releaseHeld(); });
+	trim_ = loop_.addIdleTimer(
+	    [this] {
+		    trimArmed_ = false;
+		    // mallinfo2 only sums the free lists; trimming walks them and madvises pages.
+		    auto free = ::mallinfo2().fordblks;
+		    if (free < (1u << 20)) return;
+		    ::malloc_trim(0);
+		    log::debug("server", "heap trimmed ({} bytes were free)", free);
+	    },
+	    "heap-trim");
 }
 
 Server::~Server() {
@@ -163,6 +174,12 @@ void Server::deliverEvent(const std::string& topic, const nlohmann::json& data) 
 		if (!c->closing() && c->wantsEvent(topic)) c->sendEvent(topic, data, tree_.revision());
 }
 
+void Server::heapFreed() {
+	if (trimArmed_) return;
+	trimArmed_ = true;
+	trim_.setTime(loop_.now() + 1'000'000);
+}
+
 void Server::removeLater(uint64_t id) {
 	doomed_.push_back(id);
 	reaper_.setEnabled(SD_EVENT_ONESHOT);
@@ -172,6 +189,7 @@ void Server::reap() {
 	auto doomed = std::move(doomed_);
 	doomed_.clear();
 	for (auto id: doomed) clients_.erase(id);
+	if (!doomed.empty()) heapFreed();
 	if (onClientCountChanged) onClientCountChanged(clients_.size());
 }
 

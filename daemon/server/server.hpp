@@ -43,6 +43,12 @@ public:
 	// ClientSession::sendResponse); held lines keep their order with held events.
 	void holdResponse(uint64_t client, std::string line);
 
+	// Memory was freed in bulk (a client went, or a big queue was written out). glibc keeps
+	// freed heap mapped, so RSS would stay at the peak of the busiest moment; a second later,
+	// if more than 1 MiB of the heap is free, malloc_trim gives the free pages back. At most
+	// once a second.
+	void heapFreed();
+
 	// Removes a session after the current dispatch.
 	void removeLater(uint64_t id);
 
@@ -64,6 +70,8 @@ private:
 	bool ownsSocketFile_ = false;
 	EventSource accept_;
 	EventSource reaper_;
+	EventSource trim_;
+	bool trimArmed_ = false;
 	uint64_t nextClient_ = 1;
 	std::map<uint64_t, std::shared_ptr<ClientSession>> clients_;
 	std::vector<uint64_t> doomed_;

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from qsdtest import Env
+from qsdtest import Env, wait_until
 from rpcutil import (assert_error, assert_result, connect_raw, exchange, next_is_answer_to, read_raw_line,
                      sync_mirror)
 
@@ -358,6 +358,36 @@ def test_requests_from_a_client_that_never_reads(world, c):
     assert rss1 - rss0 < 64 * 1024
     s.close()
     next_is_answer_to(c, 3)
+
+
+def test_memory_of_clients_that_never_read_is_given_back(world, c):
+    # Answers queued for clients that never read are freed when they go; glibc would keep the
+    # freed heap mapped, and qsd's RSS at the peak of its busiest moment, unless qsd trims it.
+    def anon_kib():
+        with open(f"/proc/{world.env.daemon.pid}/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("RssAnon:"))
+    with open(f"/proc/{world.env.daemon.pid}/exe", "rb") as f:
+        if b"AddressSanitizer" in f.read():
+            pytest.skip("ASan's allocator, not glibc's: nothing for malloc_trim to give back")
+    # Answers of about 30 KiB: heap chunks, below glibc's mmap threshold.
+    c.call("debug.set", {"path": "/debug/big", "value": {f"k{i}": "x" * 100 for i in range(300)}})
+    rss0 = anon_kib()
+    socks = []
+    for _ in range(6):
+        s = connect_raw(world.env.socket)
+        s.sendall(b"".join((json.dumps({"jsonrpc": "2.0", "id": i, "method": "tree.get",
+                                        "params": {"path": "/debug/big"}}) + "\n").encode() for i in range(150)))
+        socks.append(s)
+    wait_until(lambda: anon_kib() > rss0 + 16 * 1024, 20, what="the answers to be queued")
+    busy = anon_kib()
+    for s in socks:
+        s.close()
+    try:
+        wait_until(lambda: anon_kib() < rss0 + 2 * 1024, 10, interval=0.1, what="the heap to be given back")
+    finally:
+        print(f"RssAnon {rss0} KiB, {busy} KiB with 6 clients not reading, {anon_kib()} KiB after they went")
+        c.call("debug.remove", {"path": "/debug/big"})
+    next_is_answer_to(c, 4)
 
 
 def test_fd_passing_and_odd_socket_use(world, c):
