@@ -126,6 +126,10 @@ def main():
         many = status_kib(pid, "VmRSS")
         hwm = status_kib(pid, "VmHWM")
         anon, files = status_kib(pid, "RssAnon"), status_kib(pid, "RssFile")
+        # PSS divides each shared page by the number of processes mapping it: what qsd adds to
+        # a session where other processes use the same libraries.
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            pss = next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
 
         print(f"# RSS of qsd with all compiled-in backends against their services ({leaves} leaves in the tree)")
         print("backends: " + ", ".join(f"{k}={v.get('state')}" for k, v in sorted(backends.items())))
@@ -139,6 +143,7 @@ def main():
         # libpipewire...), shared with every other process that maps them; RssAnon is qsd's own.
         print(f"{'  of which RssAnon (heap, stacks: qsd own)':<44} {anon / 1024:>10.2f}")
         print(f"{'  of which RssFile (binary and libraries)':<44} {files / 1024:>10.2f}")
+        print(f"{'Pss (shared pages split among their users)':<44} {pss / 1024:>10.2f}")
         for cl in clients:
             cl.close()
         c.close()
