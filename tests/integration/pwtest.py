@@ -59,26 +59,50 @@ class PipeWire:
         self.pw = None
         self.wp = None
         self.pulse = None
+        self.logs = {}   # program -> its log's name in env.dir
         self.tone = os.path.join(env.dir, "tone.wav")
         self.start(wireplumber=wireplumber, pulse=pulse)
 
     # --- daemons
 
     def start(self, wireplumber=True, pulse=False):
-        self.pw = self.env.spawn(["pipewire"], f"pipewire-{len(self.env.procs)}", env=self.penv)
-        wait_until(lambda: self.run(["pw-cli", "info", "0"], check=False).returncode == 0, 20,
-                   what="PipeWire answering")
+        self.pw = self.spawn("pipewire")
+        self.ready(self.pw, "pipewire", lambda: self.run(["pw-cli", "info", "0"], check=False).returncode == 0,
+                   "PipeWire answering")
         if wireplumber:
             self.start_wireplumber()
         if pulse:
-            self.pulse = self.env.spawn(["pipewire-pulse"], f"pipewire-pulse-{len(self.env.procs)}", env=self.penv)
-            wait_until(lambda: self.run(["pactl", "info"], check=False).returncode == 0, 20, what="pipewire-pulse")
+            self.pulse = self.spawn("pipewire-pulse")
+            self.ready(self.pulse, "pipewire-pulse", lambda: self.run(["pactl", "info"], check=False).returncode == 0,
+                       "pipewire-pulse answering pactl")
 
     def start_wireplumber(self):
-        self.wp = self.env.spawn(["wireplumber"], f"wireplumber-{len(self.env.procs)}", env=self.penv)
+        self.wp = self.spawn("wireplumber")
         # Ready when it created the "default" metadata.
-        wait_until(lambda: 'Found "default"' in self.run(["pw-metadata", "-n", "default", "0"], check=False).stdout,
-                   20, what="WirePlumber's default metadata")
+        self.ready(self.wp, "wireplumber",
+                   lambda: 'Found "default"' in self.run(["pw-metadata", "-n", "default", "0"], check=False).stdout,
+                   "WirePlumber's default metadata")
+
+    def spawn(self, program):
+        self.logs[program] = f"{program}-{len(self.env.procs)}"
+        return self.env.spawn([program], self.logs[program], env=self.penv)
+
+    def ready(self, proc, program, predicate, what, timeout=40):
+        """Waits for a daemon to answer; if it does not, the error carries its exit status and
+        the end of its log (a daemon that failed to start says why there)."""
+        try:
+            wait_until(lambda: predicate() or proc.poll() is not None, timeout, what=what)
+        except TimeoutError:
+            pass
+        if proc.poll() is None and predicate():
+            return
+        try:
+            with open(os.path.join(self.env.dir, self.logs[program] + ".log")) as f:
+                log = f.read()[-3000:]
+        except OSError as e:
+            log = f"(no log: {e})"
+        state = "still running" if proc.poll() is None else f"exited with {proc.returncode}"
+        raise TimeoutError(f"timed out waiting for {what}: {program} {state}; its log ends with:\n{log}")
 
     def kill(self, proc, sig=signal.SIGKILL):
         if proc is not None and proc.poll() is None:
