@@ -12,4 +12,11 @@ namespace qsd::api {
 // One method's description, or nullptr.
 [[nodiscard]] const nlohmann::json* method(std::string_view name);
 
+// Checks `params` against a method's description (an element of openrpc()["methods"]): every
+// required param present, every given one of its schema's type, enum, range, length and shape.
+// Throws rpc::RpcException -32602 with data {param, expected}: `param` is dotted inside objects
+// ("mode.width"), `at` adds an array index ("volumes[2]"), and `supported` lists an enum's
+// values. An optional param given as null counts as absent.
+void checkParams(const nlohmann::json& method, const nlohmann::json& params);
+
 } // namespace qsd::api
