@@ -72,8 +72,9 @@ void Daemon::connectBuses() {
 }
 
 void Daemon::startBackends() {
-	context_ = std::make_unique<BackendContext>(
-	    BackendContext{loop_, tree_, dispatcher_, *server_, systemBus_.get(), sessionBus_.get(), options_.debugApi});
+	context_ = std::make_unique<BackendContext>(BackendContext{loop_, tree_, dispatcher_, *server_, systemBus_.get(),
+	                                                           sessionBus_.get(), options_.debugApi, systemBusError_,
+	                                                           sessionBusError_});
 	for (const auto& info: builtinBackends()) {
 		if (options_.backends &&
 		    std::find(options_.backends->begin(), options_.backends->end(), info.id) == options_.backends->end())

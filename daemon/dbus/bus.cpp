@@ -1,5 +1,7 @@
 #include "bus.hpp"
 
+#include "names.hpp"
+
 #include "../log.hpp"
 
 #include <poll.h>
@@ -17,17 +19,44 @@ uint32_t toEpoll(short events) {
 }
 } // namespace
 
-BusConnection::BusConnection(EventLoop& loop, Kind kind): kind_(kind) {
+BusConnection::BusConnection(EventLoop& loop, Kind kind): loop_(loop), kind_(kind) {
 	connection_ = kind == Kind::System ? sdbus::createSystemBusConnection() : sdbus::createSessionBusConnection();
 	auto pd = connection_->getEventLoopPollData();
 	io_ = loop.addIo(pd.fd, toEpoll(pd.events), [this](uint32_t) { process(); },
 	                 kind == Kind::System ? "system-bus" : "session-bus", [this] { prepare(); });
 	timer_ = loop.addIdleTimer([this] { process(); }, kind == Kind::System ? "system-bus-timeout" : "session-bus-timeout");
+	reaper_ = loop.addDefer([this] { graveyard_.clear(); }, "proxy-reaper");
+	reaper_.setEnabled(SD_EVENT_OFF);
 }
 
 BusConnection::~BusConnection() {
+	names_.reset();
+	graveyard_.clear();
+	daemon_.reset();
+	reaper_.reset();
 	io_.reset();
 	timer_.reset();
+}
+
+sdbus::IProxy& BusConnection::daemon() {
+	if (!daemon_) daemon_ = sdbus::createProxy(*connection_, "org.freedesktop.DBus", "/org/freedesktop/DBus");
+	return *daemon_;
+}
+
+NameTracker& BusConnection::names() {
+	if (!names_) names_ = std::make_unique<NameTracker>(*this);
+	return *names_;
+}
+
+const std::string& BusConnection::uniqueName() {
+	if (unique_.empty()) unique_ = connection_->getUniqueName();
+	return unique_;
+}
+
+void BusConnection::bury(std::unique_ptr<sdbus::IProxy> proxy) {
+	if (!proxy) return;
+	graveyard_.push_back(std::move(proxy));
+	reaper_.setEnabled(SD_EVENT_ONESHOT);
 }
 
 void BusConnection::process() {

@@ -1,16 +1,25 @@
 #pragma once
 // sdbus-c++ 1.2 connections driven by the daemon's sd-event loop, without any thread.
-// sdbus-c++ 1.2 has no attachSdEventLoop(), so this is the adapter DESIGN.md describes: an io
-// source on the connection's fd, a prepare hook that refreshes the events and the timeout
-// before every poll, and handlers that process every pending message.
+// sdbus-c++ 1.2 has no attachSdEventLoop(), so this is the adapter docs/architecture.md
+// describes: an io source on the connection's fd, a prepare hook that refreshes the events and
+// the timeout before every poll, and handlers that process every pending message.
+//
+// What every user of a connection shares is here once: the proxy of the bus itself
+// (org.freedesktop.DBus: GetNameOwner, RequestName, ListNames), the fan-out of NameOwnerChanged
+// (names.hpp), our unique name, and a reaper for proxies that must not die inside their own
+// callback.
 
 #include "../event_loop.hpp"
 
 #include <sdbus-c++/sdbus-c++.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace qsd {
+
+class NameTracker;
 
 class BusConnection {
 public:
@@ -24,6 +33,16 @@ public:
 
 	[[nodiscard]] sdbus::IConnection& connection() { return *connection_; }
 	[[nodiscard]] Kind kind() const { return kind_; }
+	[[nodiscard]] EventLoop& loop() { return loop_; }
+
+	// org.freedesktop.DBus at /org/freedesktop/DBus, one proxy for every user.
+	[[nodiscard]] sdbus::IProxy& daemon();
+	// NameOwnerChanged, one match per distinct rule whatever the number of watchers.
+	[[nodiscard]] NameTracker& names();
+	// Our unique name (":1.42"). The first read waits for the bus's Hello reply: start-up only.
+	[[nodiscard]] const std::string& uniqueName();
+	// Destroys `proxy` on the next loop pass: a call of it may be running now.
+	void bury(std::unique_ptr<sdbus::IProxy> proxy);
 
 	// Processes everything pending now (after a call was queued outside any dispatch).
 	void process();
@@ -31,10 +50,16 @@ public:
 private:
 	void prepare();
 
+	EventLoop& loop_;
 	Kind kind_;
 	std::unique_ptr<sdbus::IConnection> connection_;
 	EventSource io_;
 	EventSource timer_;
+	std::unique_ptr<sdbus::IProxy> daemon_;
+	std::unique_ptr<NameTracker> names_;
+	std::string unique_;
+	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
+	EventSource reaper_;
 };
 
 // Cancels an async call when destroyed: sdbus-c++ 1.2's PendingAsyncCall is only a weak

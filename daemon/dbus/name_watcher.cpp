@@ -4,26 +4,18 @@
 
 namespace qsd {
 
-NameWatcher::NameWatcher(sdbus::IConnection& connection, std::string name, std::function<void(const std::string&)> onAppeared,
+NameWatcher::NameWatcher(BusConnection& bus, std::string name, std::function<void(const std::string&)> onAppeared,
                          std::function<void()> onVanished, Options options)
     : name_(std::move(name)), onAppeared_(std::move(onAppeared)), onVanished_(std::move(onVanished)),
-      options_(std::move(options)) {
-	auto rule = "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
-	            "member='NameOwnerChanged',arg0='" + name_ + "'";
-	match_ = connection.addMatch(rule, [this](sdbus::Message& msg) {
-		try {
-			std::string n, oldOwner, newOwner;
-			msg >> n >> oldOwner >> newOwner;
-			if (n != name_) return;
-			sawSignal_ = true;
-			initial_.cancel();
-			ownerChanged(newOwner);
-		} catch (const sdbus::Error& e) {
-			log::warning("dbus", "malformed NameOwnerChanged for {}: {}", name_, e.getMessage());
-		}
+      options_(std::move(options)), bus_(bus) {
+	watch_ = bus.names().watch(name_, [this](const std::string& n, const std::string&, const std::string& newOwner) {
+		if (n != name_) return;
+		sawSignal_ = true;
+		initial_.cancel();
+		ownerChanged(newOwner);
 	});
-	bus_ = sdbus::createProxy(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus");
-	initial_ = AsyncCall(bus_->callMethodAsync("GetNameOwner")
+	initial_ = AsyncCall(bus_.daemon()
+	                         .callMethodAsync("GetNameOwner")
 	                         .onInterface("org.freedesktop.DBus")
 	                         .withArguments(name_)
 	                         .uponReplyInvoke([this](const sdbus::Error* error, std::string owner) {
@@ -42,7 +34,8 @@ void NameWatcher::activate() {
 	setStatus(Status::Activating);
 	// flags 0: none are defined. The bus answers once the service owns the name (its
 	// NameOwnerChanged comes first) or once starting it failed.
-	activation_ = AsyncCall(bus_->callMethodAsync("StartServiceByName")
+	activation_ = AsyncCall(bus_.daemon()
+	                            .callMethodAsync("StartServiceByName")
 	                            .onInterface("org.freedesktop.DBus")
 	                            .withArguments(name_, uint32_t(0))
 	                            .uponReplyInvoke([this](const sdbus::Error* error, uint32_t) {

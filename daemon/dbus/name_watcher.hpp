@@ -1,7 +1,7 @@
 #pragma once
 // Watches a D-Bus name: onAppeared when it gets an owner (also at start if it has one),
-// onVanished when it loses it. The match is installed once, in the constructor; the initial
-// owner is asked asynchronously.
+// onVanished when it loses it. Built on the connection's NameTracker (one match per name,
+// shared) and its bus proxy; the initial owner is asked asynchronously.
 //
 // With Options::activate, a name that has no owner at start is started once through the bus
 // (StartServiceByName), as Quickshell does: on a minimal session nothing else starts upowerd or
@@ -9,6 +9,7 @@
 // was stopped by someone, or crashed, and its supervisor (systemd) decides about restarting it.
 
 #include "bus.hpp"
+#include "names.hpp"
 
 #include <functional>
 #include <string>
@@ -32,7 +33,7 @@ public:
 	};
 	using Options = NameWatcherOptions;
 
-	NameWatcher(sdbus::IConnection& connection, std::string name, std::function<void(const std::string& owner)> onAppeared,
+	NameWatcher(BusConnection& bus, std::string name, std::function<void(const std::string& owner)> onAppeared,
 	            std::function<void()> onVanished, Options options = {});
 	~NameWatcher();
 	NameWatcher(const NameWatcher&) = delete;
@@ -58,8 +59,8 @@ private:
 	std::string owner_;
 	Status status_ = Status::Resolving;
 	std::string activationError_;
-	std::unique_ptr<sdbus::IProxy> bus_;
-	sdbus::Slot match_;
+	BusConnection& bus_;
+	NameTracker::Watch watch_;
 	AsyncCall initial_;
 	AsyncCall activation_;
 	bool sawSignal_ = false;

@@ -25,7 +25,9 @@ ClientSession::~ClientSession() {
 	io_.reset();
 	resume_.reset();
 	subscriptions_.clear();
-	resources_.clear();
+	// Released outside the map (a release may reach back into this session's map).
+	auto resources = std::move(resources_);
+	resources.clear();
 	if (fd_ >= 0) ::close(fd_);
 }
 
@@ -436,9 +438,21 @@ bool ClientSession::wantsEvent(const std::string& topic) const {
 	return false;
 }
 
-void ClientSession::attach(const std::string& key, std::shared_ptr<void> resource) { resources_[key] = std::move(resource); }
+// A resource's destruction may call back into its owner, which may detach others of this
+// session's resources: each one is taken out of the map before it is destroyed.
+void ClientSession::attach(const std::string& key, std::shared_ptr<void> resource) {
+	std::shared_ptr<void> old;
+	if (auto it = resources_.find(key); it != resources_.end()) old = std::exchange(it->second, std::move(resource));
+	else resources_.emplace(key, std::move(resource));
+}
 
-bool ClientSession::detach(const std::string& key) { return resources_.erase(key) > 0; }
+bool ClientSession::detach(const std::string& key) {
+	auto it = resources_.find(key);
+	if (it == resources_.end()) return false;
+	auto resource = std::move(it->second);
+	resources_.erase(it);
+	return true;
+}
 
 void ClientSession::close(const std::string& reason) {
 	if (closing_) return;

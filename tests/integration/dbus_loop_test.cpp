@@ -153,7 +153,7 @@ TEST_F(PrivateBus, NameWatcherSeesTheServiceVanishAndReturn) {
 	EventLoop loop;
 	BusConnection bus(loop, BusConnection::Kind::System);
 	int appeared = 0, vanished = 0;
-	NameWatcher watcher(bus.connection(), UPOWER, [&](const std::string&) { ++appeared; }, [&] { ++vanished; });
+	NameWatcher watcher(bus, UPOWER, [&](const std::string&) { ++appeared; }, [&] { ++vanished; });
 	ASSERT_TRUE(spin(loop, [&] { return appeared == 1; }));
 	EXPECT_TRUE(watcher.present());
 

@@ -20,14 +20,6 @@ using rpc::RpcException;
 // ---------------------------------------------------------------------------------------------
 // actions
 
-void NmBackend::requireReady() const {
-	if (!ready_) {
-		std::string why = !conn_ ? "there is no system bus connection" : "NetworkManager is not on the system bus";
-		throw RpcException(ErrorCode::BackendUnavailable, "The network is unavailable: " + why,
-		                   {{"backend", "nm"}, {"path", kRoot}});
-	}
-}
-
 NmBackend::DevModel& NmBackend::device(const Params& p) {
 	auto key = p.string("device");
 	auto it = devices_.find(key);
@@ -103,8 +95,9 @@ void checkKeyFits(nm::Security security, const std::optional<std::string>& psk) 
 }
 } // namespace
 
-void NmBackend::connect(const json& params, std::shared_ptr<Answer> answer) {
-	Params p(params);
+void NmBackend::connectNetwork(Call& c) {
+	auto answer = c.answer();
+	const auto& p = c.params();
 	auto& dev = device(p);
 	auto key = p.string("network");
 	auto psk = p.optString("psk");
@@ -195,173 +188,173 @@ void NmBackend::connect(const json& params, std::shared_ptr<Answer> answer) {
 	addAndActivate(std::move(s), dev, net.refAp, answer, result);
 }
 
-void NmBackend::registerMethods() {
-	auto& disp = context_.dispatcher;
-	auto add = [&](const char* name, std::function<void(const json&, std::shared_ptr<Answer>, ClientSession&)> fn) {
-		disp.addAsync(name, [this, fn = std::move(fn)](const json& params, Responder responder, ClientSession& client) {
-			requireReady();
-			auto answer = std::make_shared<Answer>(std::move(responder), "nm", kNmName);
-			// Errors found before the call answer through the Answer, which owns the responder now.
-			try {
-				fn(params, answer, client);
-			} catch (const RpcException& e) {
-				answer->error(e.error.code, e.error.message, e.error.data);
-			} catch (const sdbus::Error& e) {
-				answer->failed(e);
-			}
-		});
-		methods_.emplace_back(disp, name);
+std::span<const Backend::Method> NmBackend::methods() const {
+	static constexpr Method table[] = {
+	    method<&NmBackend::setWifiEnabled>("network.setWifiEnabled"),
+	    method<&NmBackend::setConnectivityCheckEnabled>("network.setConnectivityCheckEnabled"),
+	    method<&NmBackend::checkConnectivity>("network.checkConnectivity"),
+	    method<&NmBackend::disconnectDevice>("network.disconnectDevice"),
+	    method<&NmBackend::setAutoconnect>("network.setAutoconnect"),
+	    method<&NmBackend::setManaged>("network.setManaged"),
+	    method<&NmBackend::setScannerEnabled>("network.setScannerEnabled"),
+	    method<&NmBackend::connectNetwork>("network.connect"),
+	    method<&NmBackend::connectProfile>("network.connectProfile"),
+	    method<&NmBackend::disconnectNetwork>("network.disconnect"),
+	    method<&NmBackend::forget>("network.forget"),
+	    method<&NmBackend::getProfile>("network.getProfile"),
+	    method<&NmBackend::updateProfile>("network.updateProfile"),
+	    method<&NmBackend::clearSecrets>("network.clearSecrets"),
+	    method<&NmBackend::deleteProfile>("network.deleteProfile"),
 	};
+	return table;
+}
 
-	add("network.setWifiEnabled", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		bool on = Params(params).boolean("enabled");
-		setProperty(kNmPath, kNmIface, "WirelessEnabled", sdbus::Variant(on), a, {{"enabled", on}});
+namespace {
+// The answer of a call whose reply carries nothing: `result` when it succeeded.
+auto answerWith(std::shared_ptr<Answer> a, json result) {
+	return [a = std::move(a), result = std::move(result)](sdbus::MethodReply*, const sdbus::Error* e) {
+		if (e) a->failed(*e);
+		else a->result(result);
+	};
+}
+} // namespace
+
+void NmBackend::setWifiEnabled(Call& c) {
+	bool on = c.params().boolean("enabled");
+	setProperty(kNmPath, kNmIface, "WirelessEnabled", sdbus::Variant(on), c.answer(), {{"enabled", on}});
+}
+
+void NmBackend::setConnectivityCheckEnabled(Call& c) {
+	bool on = c.params().boolean("enabled");
+	setProperty(kNmPath, kNmIface, "ConnectivityCheckEnabled", sdbus::Variant(on), c.answer(), {{"enabled", on}});
+}
+
+void NmBackend::checkConnectivity(Call& c) {
+	call(kNmPath, kNmIface, "CheckConnectivity", {}, [a = c.answer()](sdbus::MethodReply* r, const sdbus::Error* e) {
+		if (e) return a->failed(*e);
+		uint32_t connectivity = 0;
+		*r >> connectivity;
+		a->result({{"connectivity", nm::connectivityName(connectivity)}});
 	});
-	add("network.setConnectivityCheckEnabled", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		bool on = Params(params).boolean("enabled");
-		setProperty(kNmPath, kNmIface, "ConnectivityCheckEnabled", sdbus::Variant(on), a, {{"enabled", on}});
-	});
-	add("network.checkConnectivity", [this](const json&, std::shared_ptr<Answer> a, ClientSession&) {
-		call(kNmPath, kNmIface, "CheckConnectivity", {}, [a](sdbus::MethodReply* r, const sdbus::Error* e) {
-			if (e) return a->failed(*e);
-			uint32_t c = 0;
-			*r >> c;
-			a->result({{"connectivity", nm::connectivityName(c)}});
-		});
-	});
-	add("network.disconnectDevice", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		auto& dev = device(Params(params));
-		json result = {{"device", dev.key}};
-		call(dev.path, kDevIface, "Disconnect", {}, [a, result](sdbus::MethodReply*, const sdbus::Error* e) {
+}
+
+void NmBackend::disconnectDevice(Call& c) {
+	auto& dev = device(c.params());
+	call(dev.path, kDevIface, "Disconnect", {}, answerWith(c.answer(), {{"device", dev.key}}));
+}
+
+void NmBackend::setAutoconnect(Call& c) {
+	auto& dev = device(c.params());
+	bool on = c.params().boolean("autoconnect");
+	setProperty(dev.path, kDevIface, "Autoconnect", sdbus::Variant(on), c.answer(), {{"device", dev.key}, {"autoconnect", on}});
+}
+
+void NmBackend::setManaged(Call& c) {
+	auto& dev = device(c.params());
+	bool on = c.params().boolean("managed");
+	setProperty(dev.path, kDevIface, "Managed", sdbus::Variant(on), c.answer(), {{"device", dev.key}, {"managed", on}});
+}
+
+void NmBackend::setScannerEnabled(Call& c) {
+	auto& dev = device(c.params());
+	bool on = c.params().boolean("enabled");
+	if (!dev.wifi) Params::fail("device", "a Wi-Fi device");
+	std::string leaseKey = "network.scan." + dev.key;
+	if (on) {
+		auto id = nextScanToken_++;
+		scanners_[dev.key].holders.insert(id);
+		// Replacing an earlier lease of this client releases that one.
+		grantLease(c.client(), leaseKey, [this, device = dev.key, id] { scanReleased(device, id); });
+		scannerChanged(dev.key);
+	} else {
+		revokeLease(c.client(), leaseKey);
+	}
+	c.result({{"device", dev.key}, {"enabled", on}});
+}
+
+void NmBackend::connectProfile(Call& c) {
+	auto& dev = device(c.params());
+	auto& prof = profile(c.params());
+	activate(prof.path, dev, c.answer(), {{"device", dev.key}, {"profile", prof.info.uuid}});
+}
+
+void NmBackend::disconnectNetwork(Call& c) {
+	const auto& p = c.params();
+	auto& dev = device(p);
+	auto key = p.string("network");
+	auto& net = network(dev, key);
+	if (!net.active)
+		throw RpcException(ErrorCode::InvalidParams, "Invalid params: network " + key + " is not active on " + dev.key,
+		                   {{"param", "network"}, {"expected", "the network that is active on the device"}});
+	// As Quickshell: Device.Disconnect (which also stops autoconnect until the next activation).
+	call(dev.path, kDevIface, "Disconnect", {}, answerWith(c.answer(), {{"device", dev.key}, {"network", key}}));
+}
+
+void NmBackend::forget(Call& c) {
+	const auto& p = c.params();
+	auto key = p.string("network");
+	auto devKey = p.optString("device");
+	if (devKey) (void)device(p);
+	std::set<std::string> paths;
+	for (auto& [k, dev]: devices_) {
+		if (devKey && k != *devKey) continue;
+		auto it = dev.networks.find(key);
+		if (it != dev.networks.end()) paths.insert(it->second.profiles.begin(), it->second.profiles.end());
+	}
+	if (paths.empty())
+		throw RpcException(ErrorCode::NotFound, "No saved profile for network " + key, {{"param", "network"}, {"network", key}});
+	auto a = c.answer();
+	auto remaining = std::make_shared<size_t>(paths.size());
+	json uuids = json::array();
+	for (const auto& path: paths) uuids.push_back(profiles_[path].info.uuid);
+	json result = {{"network", key}, {"profiles", uuids}};
+	for (const auto& path: paths)
+		call(path, kConnIface, "Delete", {}, [a, remaining, result](sdbus::MethodReply*, const sdbus::Error* e) {
 			if (e) a->failed(*e);
-			else a->result(result);
+			if (--*remaining == 0) a->result(result);
 		});
-	});
-	add("network.setAutoconnect", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		Params p(params);
-		auto& dev = device(p);
-		bool on = p.boolean("autoconnect");
-		setProperty(dev.path, kDevIface, "Autoconnect", sdbus::Variant(on), a, {{"device", dev.key}, {"autoconnect", on}});
-	});
-	add("network.setManaged", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		Params p(params);
-		auto& dev = device(p);
-		bool on = p.boolean("managed");
-		setProperty(dev.path, kDevIface, "Managed", sdbus::Variant(on), a, {{"device", dev.key}, {"managed", on}});
-	});
-	add("network.setScannerEnabled", [this](const json& params, std::shared_ptr<Answer> a, ClientSession& client) {
-		Params p(params);
-		auto& dev = device(p);
-		bool on = p.boolean("enabled");
-		if (!dev.wifi) Params::fail("device", "a Wi-Fi device");
-		std::string tokenKey = "network.scan." + dev.key;
-		if (on) {
-			auto id = nextScanToken_++;
-			scanners_[dev.key].holders.insert(id);
-			// Replacing an earlier token of this client releases that one.
-			client.attach(tokenKey, std::make_shared<ScanToken>(std::weak_ptr<NmBackend*>(self_), dev.key, id));
-			scannerChanged(dev.key);
-		} else {
-			client.detach(tokenKey);
+}
+
+void NmBackend::getProfile(Call& c) {
+	auto& prof = profile(c.params());
+	std::string path = prof.path;
+	call(path, kConnIface, "GetSettings", {}, [this, a = c.answer(), path](sdbus::MethodReply* r, const sdbus::Error* e) {
+		if (e) return a->failed(*e);
+		nm::RawSettings raw;
+		*r >> raw;
+		auto info = nm::profileInfo(raw);
+		a->result({{"id", info.id}, {"uuid", info.uuid}, {"type", info.type}, {"settings", nm::settingsToJson(raw)}});
+		// Keep the cache in step (an Updated signal may still be on its way).
+		if (auto it = profiles_.find(path); it != profiles_.end()) {
+			it->second.raw = std::move(raw);
+			it->second.info = std::move(info);
 		}
-		a->result({{"device", dev.key}, {"enabled", on}});
 	});
-	add("network.connect", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) { connect(params, a); });
-	add("network.connectProfile", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		Params p(params);
-		auto& dev = device(p);
-		auto& prof = profile(p);
-		activate(prof.path, dev, a, {{"device", dev.key}, {"profile", prof.info.uuid}});
-	});
-	add("network.disconnect", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		Params p(params);
-		auto& dev = device(p);
-		auto key = p.string("network");
-		auto& net = network(dev, key);
-		if (!net.active)
-			throw RpcException(ErrorCode::InvalidParams, "Invalid params: network " + key + " is not active on " + dev.key,
-			                   {{"param", "network"}, {"expected", "the network that is active on the device"}});
-		// As Quickshell: Device.Disconnect (which also stops autoconnect until the next activation).
-		json result = {{"device", dev.key}, {"network", key}};
-		call(dev.path, kDevIface, "Disconnect", {}, [a, result](sdbus::MethodReply*, const sdbus::Error* e) {
-			if (e) a->failed(*e);
-			else a->result(result);
-		});
-	});
-	add("network.forget", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		Params p(params);
-		auto key = p.string("network");
-		auto devKey = p.optString("device");
-		if (devKey) (void)device(p);
-		std::set<std::string> paths;
-		for (auto& [k, dev]: devices_) {
-			if (devKey && k != *devKey) continue;
-			auto it = dev.networks.find(key);
-			if (it != dev.networks.end()) paths.insert(it->second.profiles.begin(), it->second.profiles.end());
-		}
-		if (paths.empty())
-			throw RpcException(ErrorCode::NotFound, "No saved profile for network " + key,
-			                   {{"param", "network"}, {"network", key}});
-		auto remaining = std::make_shared<size_t>(paths.size());
-		json uuids = json::array();
-		for (const auto& path: paths) uuids.push_back(profiles_[path].info.uuid);
-		json result = {{"network", key}, {"profiles", uuids}};
-		for (const auto& path: paths)
-			call(path, kConnIface, "Delete", {}, [a, remaining, result](sdbus::MethodReply*, const sdbus::Error* e) {
-				if (e) a->failed(*e);
-				if (--*remaining == 0) a->result(result);
-			});
-	});
-	add("network.getProfile", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		auto& prof = profile(Params(params));
-		std::string path = prof.path;
-		call(path, kConnIface, "GetSettings", {}, [this, a, path](sdbus::MethodReply* r, const sdbus::Error* e) {
-			if (e) return a->failed(*e);
-			nm::RawSettings raw;
-			*r >> raw;
-			auto info = nm::profileInfo(raw);
-			a->result({{"id", info.id}, {"uuid", info.uuid}, {"type", info.type}, {"settings", nm::settingsToJson(raw)}});
-			// Keep the cache in step (an Updated signal may still be on its way).
-			if (auto it = profiles_.find(path); it != profiles_.end()) {
-				it->second.raw = std::move(raw);
-				it->second.info = std::move(info);
-			}
-		});
-	});
-	add("network.updateProfile", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		Params p(params);
-		auto& prof = profile(p);
-		const auto& changes = p.object("settings");
-		for (const auto& [group, keys]: changes.items())
-			if (keys.is_object())
-				for (const auto& [key, _]: keys.items())
-					if (group == "connection" && (key == "uuid" || key == "type"))
-						Params::fail("settings", "changes that keep connection.uuid and connection.type");
-		auto merged = nm::mergeSettings(prof.raw, changes);
-		json result = {{"profile", prof.info.uuid}};
-		call(
-		    prof.path, kConnIface, "Update", [&](sdbus::MethodCall& m) { m << merged; },
-		    [a, result](sdbus::MethodReply*, const sdbus::Error* e) {
-			    if (e) a->failed(*e);
-			    else a->result(result);
-		    });
-	});
-	add("network.clearSecrets", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		auto& prof = profile(Params(params));
-		json result = {{"profile", prof.info.uuid}};
-		call(prof.path, kConnIface, "ClearSecrets", {}, [a, result](sdbus::MethodReply*, const sdbus::Error* e) {
-			if (e) a->failed(*e);
-			else a->result(result);
-		});
-	});
-	add("network.deleteProfile", [this](const json& params, std::shared_ptr<Answer> a, ClientSession&) {
-		auto& prof = profile(Params(params));
-		json result = {{"profile", prof.info.uuid}};
-		call(prof.path, kConnIface, "Delete", {}, [a, result](sdbus::MethodReply*, const sdbus::Error* e) {
-			if (e) a->failed(*e);
-			else a->result(result);
-		});
-	});
+}
+
+void NmBackend::updateProfile(Call& c) {
+	const auto& p = c.params();
+	auto& prof = profile(p);
+	const auto& changes = p.object("settings");
+	for (const auto& [group, keys]: changes.items())
+		if (keys.is_object())
+			for (const auto& [key, _]: keys.items())
+				if (group == "connection" && (key == "uuid" || key == "type"))
+					Params::fail("settings", "changes that keep connection.uuid and connection.type");
+	auto merged = nm::mergeSettings(prof.raw, changes);
+	call(
+	    prof.path, kConnIface, "Update", [&](sdbus::MethodCall& m) { m << merged; },
+	    answerWith(c.answer(), {{"profile", prof.info.uuid}}));
+}
+
+void NmBackend::clearSecrets(Call& c) {
+	auto& prof = profile(c.params());
+	call(prof.path, kConnIface, "ClearSecrets", {}, answerWith(c.answer(), {{"profile", prof.info.uuid}}));
+}
+
+void NmBackend::deleteProfile(Call& c) {
+	auto& prof = profile(c.params());
+	call(prof.path, kConnIface, "Delete", {}, answerWith(c.answer(), {{"profile", prof.info.uuid}}));
 }
 
 } // namespace qsd

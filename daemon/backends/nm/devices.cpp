@@ -55,7 +55,7 @@ void NmBackend::publishRoot() {
 void NmBackend::publishDevices(bool all) {
 	std::set<std::string> paths;
 	if (all) {
-		for (const auto& [path, ifaces]: objects_)
+		for (const auto& [path, ifaces]: cache_->objects())
 			if (ifaces.count(kDevIface)) paths.insert(path);
 		// Devices that are gone.
 		for (const auto& [path, _]: keyOfPath_)

@@ -24,92 +24,70 @@ std::string nmLastComponent(const std::string& path) {
 // ---------------------------------------------------------------------------------------------
 // life cycle
 
-void NmBackend::start() {
-	if (started_) return;
-	started_ = true;
-	self_ = std::make_shared<NmBackend*>(this);
-	context_.tree.set(kRoot, {{"available", false}});
-	registerMethods();
-	if (!context_.systemBus) {
-		setState(BackendState::Failed, "no system bus connection");
-		return;
-	}
-	setState(BackendState::Starting);
-	conn_ = &context_.systemBus->connection();
-	reaper_ = context_.loop.addDefer([this] { graveyard_.clear(); }, "nm-reaper");
-	reaper_.setEnabled(SD_EVENT_OFF);
+void NmBackend::onBusStart() {
 	publisher_ = context_.loop.addDefer([this] { publish(); }, "nm-publish");
 	publisher_.setEnabled(SD_EVENT_OFF);
-
-	installMatches();   // DESIGN.md: subscribe before enumerating
+	// Subscribe before enumerating (docs/architecture.md, "Backends"). One match per signal the
+	// backend uses besides the cache's, not one for everything under the path: NetworkManager's
+	// legacy per-interface PropertiesChanged, Statistics or a mock's MethodCalled would wake the
+	// daemon for nothing. sender= a well-known name is resolved by the bus to its current owner,
+	// so the matches survive restarts; the handlers check the sender against the cache's owner.
+	auto rule = [](const char* iface, const char* member) {
+		return fmt::format("type='signal',sender='{}',interface='{}',member='{}',path_namespace='{}'", kNmName, iface, member,
+		                   kNmPath);
+	};
+	match(rule(kDevIface, "StateChanged"), [this](sdbus::Message& m) { onDeviceState(m); }, "Device.StateChanged");
+	match(rule(kAcIface, "StateChanged"), [this](sdbus::Message& m) { onActiveState(m); }, "Connection.Active.StateChanged");
+	match(rule(kWifiIface, "AccessPointAdded"), [this](sdbus::Message& m) { onAccessPoint(m); }, "AccessPointAdded");
+	match(rule(kWifiIface, "AccessPointRemoved"), [this](sdbus::Message& m) { onAccessPoint(m); }, "AccessPointRemoved");
+	match(rule(kConnIface, "Updated"), [this](sdbus::Message& m) { onProfileUpdated(m); }, "Settings.Connection.Updated");
 	// NetworkManager is D-Bus activatable: a session that starts before it (or without it
 	// started) starts it, once.
-	watcher_ = std::make_unique<NameWatcher>(
-	    *conn_, kNmName, [this](const std::string& owner) { appeared(owner); }, [this] { vanished(); },
-	    NameWatcher::Options{true, [this] { updateState(); }});
+	dbus::ObjectCache::Options options{kNmName, kOmPath, kNmPath, {true, [this] { updateState(); }}, "nm"};
+	dbus::ObjectCache::Hooks hooks;
+	hooks.appeared = [this](const std::string&) { appeared(); };
+	hooks.ready = [this] { snapshot(); };
+	hooks.lost = [this] { vanished(); };
+	hooks.added = [this](const std::string& path, const std::vector<std::string>& ifaces) { added(path, ifaces); };
+	hooks.removed = [this](const std::string& path, const std::vector<std::string>& ifaces) { removed(path, ifaces); };
+	hooks.changed = [this](const std::string& path, const std::string& iface, const std::vector<std::string>& names) {
+		changed(path, iface, names);
+	};
+	cache_ = std::make_unique<dbus::ObjectCache>(bus(), calls_, std::move(options), std::move(hooks));
 }
 
-void NmBackend::stop() {
-	if (!started_) return;
-	started_ = false;
-	self_.reset();
-	methods_.clear();
-	calls_.cancelAll();
-	matches_.clear();
-	watcher_.reset();
+void NmBackend::onBusStop() {
+	cache_.reset();
 	scanners_.clear();
-	objects_.clear();
 	profiles_.clear();
 	devices_.clear();
-	proxies_.clear();
-	graveyard_.clear();
-	reaper_.reset();
 	publisher_.reset();
-	context_.tree.remove(kRoot);
-	setState(BackendState::Stopped);
 }
 
-void NmBackend::installMatches() {
-	// Two matches for the backend's whole life. sender= a well-known name is resolved by the bus
-	// to its current owner, so they survive NetworkManager restarts; handlers still check the
-	// sender against the owner we enumerated.
-	std::string om = fmt::format("type='signal',sender='{}',interface='{}',path='{}'", kNmName, kOmIface, kOmPath);
-	matches_.push_back(conn_->addMatch(om, [this](sdbus::Message& msg) { onObjectManager(msg); }));
-	// One match per signal the backend uses (not one for everything under the path): other
-	// signals (NetworkManager's legacy per-interface PropertiesChanged, Statistics, a mock's
-	// MethodCalled) would wake the daemon for nothing.
-	const std::pair<const char*, const char*> wanted[] = {
-	    {kPropsIface, "PropertiesChanged"}, {kDevIface, "StateChanged"}, {kAcIface, "StateChanged"},
-	    {kWifiIface, "AccessPointAdded"},   {kWifiIface, "AccessPointRemoved"}, {kConnIface, "Updated"},
-	};
-	for (const auto& [iface, member]: wanted) {
-		std::string rule = fmt::format("type='signal',sender='{}',interface='{}',member='{}',path_namespace='{}'", kNmName,
-		                               iface, member, kNmPath);
-		matches_.push_back(conn_->addMatch(rule, [this](sdbus::Message& msg) { onSignal(msg); }));
-	}
+std::optional<Unavailable> NmBackend::availability() const {
+	if (auto why = BusBackend::availability()) return why;
+	if (!ready_) return Unavailable{kRoot, "NetworkManager is not on the system bus"};
+	return std::nullopt;
 }
 
 void NmBackend::updateState() {
-	if (!conn_ || !watcher_) return;
-	switch (watcher_->status()) {
+	if (!cache_) return;
+	const auto& name = cache_->name();
+	switch (name.status()) {
 	case NameWatcher::Status::Present: setState(ready_ ? BackendState::Running : BackendState::Starting); break;
 	case NameWatcher::Status::Resolving:
 	case NameWatcher::Status::Activating: setState(BackendState::Starting); break;
 	case NameWatcher::Status::Absent:
-		if (watcher_->activationError().empty()) setState(BackendState::Unavailable, "NetworkManager is not on the system bus");
+		if (name.activationError().empty()) setState(BackendState::Unavailable, "NetworkManager is not on the system bus");
 		else
 			setState(BackendState::Unavailable,
-			         "NetworkManager is not on the system bus and could not be started: " + watcher_->activationError());
+			         "NetworkManager is not on the system bus and could not be started: " + name.activationError());
 		break;
 	}
 }
 
 void NmBackend::reset() {
-	calls_.cancelAll();   // pending actions answer BackendUnavailable
-	for (auto& [_, p]: proxies_) graveyard_.push_back(std::move(p));
-	proxies_.clear();
-	if (!graveyard_.empty() && reaper_) reaper_.setEnabled(SD_EVENT_ONESHOT);
-	objects_.clear();
+	calls_.cancel({});   // the backend's own calls: pending actions answer BackendUnavailable
 	profiles_.clear();
 	devices_.clear();
 	keyOfPath_.clear();
@@ -117,49 +95,34 @@ void NmBackend::reset() {
 	failures_.clear();
 	dirtyAll_ = dirtyRoot_ = false;
 	dirtyDevices_.clear();
-	snapshot_ = ready_ = false;
+	ready_ = false;
 	reader_.clear();
 	for (auto& [_, s]: scanners_) s.timer.reset();
 	lastScanRequest_.clear();
 	shadowed_.clear();
-	owner_.clear();
 }
 
-void NmBackend::appeared(const std::string& owner) {
+void NmBackend::appeared() {
 	reset();
-	owner_ = owner;
-	log::info("nm", "NetworkManager is on the system bus ({})", owner);
+	log::info("nm", "NetworkManager is on the system bus ({})", cache_->owner());
 	updateState();
-	call(kOmPath, kOmIface, "GetManagedObjects", {}, [this](sdbus::MethodReply* reply, const sdbus::Error* e) {
-		if (e) {
-			log::error("nm", "GetManagedObjects failed: {}: {}", e->getName(), e->getMessage());
-			setState(BackendState::Failed, "GetManagedObjects failed: " + e->getName());
-			return;
-		}
-		ManagedObjects objects;
-		try {
-			*reply >> objects;
-		} catch (const sdbus::Error& x) {
-			log::error("nm", "GetManagedObjects answered with an unexpected type: {}", x.getMessage());
-			setState(BackendState::Failed, "GetManagedObjects answered with an unexpected type");
-			return;
-		}
-		snapshot_ = true;
-		for (auto& [path, ifaces]: objects) addInterfaces(path, std::move(ifaces));
-		maybeReady();
-	});
+}
+
+void NmBackend::snapshot() {
+	for (const auto& [path, ifaces]: cache_->objects())
+		if (ifaces.count(kConnIface)) added(path, {kConnIface});
+	maybeReady();
 }
 
 void NmBackend::vanished() {
-	bool had = !owner_.empty();
 	reset();
 	context_.tree.set(kRoot, {{"available", false}});
-	if (had) log::info("nm", "NetworkManager left the system bus");
+	log::info("nm", "NetworkManager left the system bus");
 	updateState();
 }
 
 void NmBackend::maybeReady() {
-	if (ready_ || !snapshot_) return;
+	if (ready_ || !cache_ || !cache_->ready()) return;
 	for (const auto& [_, p]: profiles_)
 		if (!p.done) return;
 	// Everything read: the whole domain lands in one batch.
@@ -176,15 +139,29 @@ void NmBackend::maybeReady() {
 // ---------------------------------------------------------------------------------------------
 // cache
 
-void NmBackend::addInterfaces(const std::string& path, Interfaces ifaces) {
-	auto& obj = objects_[path];
-	bool isProfile = ifaces.count(kConnIface) > 0;
-	for (auto& [iface, p]: ifaces) obj[iface] = std::move(p);
+void NmBackend::added(const std::string& path, const std::vector<std::string>& interfaces) {
+	bool isProfile = std::find(interfaces.begin(), interfaces.end(), kConnIface) != interfaces.end();
 	if (isProfile && !profiles_.count(path)) {
 		profiles_[path].path = path;
 		fetchProfile(path);
 	}
 	markDirty(path);
+}
+
+void NmBackend::removed(const std::string& path, const std::vector<std::string>& interfaces) {
+	markDirty(path);
+	if (std::find(interfaces.begin(), interfaces.end(), kConnIface) != interfaces.end()) {
+		profiles_.erase(path);
+		dirtyAll_ = true;
+		schedulePublish();
+		maybeReady();
+	}
+}
+
+void NmBackend::changed(const std::string& path, const std::string& interface, const std::vector<std::string>& names) {
+	// The most frequent change by far: written at once, without rebuilding the device.
+	bool strengthOnly = interface == kApIface && names.size() == 1 && names.front() == "Strength";
+	if (!strengthOnly || !strengthChanged(path)) markDirty(path);
 }
 
 void NmBackend::fetchProfile(const std::string& path) {
@@ -218,89 +195,47 @@ void NmBackend::fetchProfile(const std::string& path) {
 	});
 }
 
-void NmBackend::onObjectManager(sdbus::Message& msg) {
-	try {
-		if (!snapshot_ || msg.getSender() != owner_) return;
-		std::string member = msg.getMemberName();
-		sdbus::ObjectPath path;
-		if (member == "InterfacesAdded") {
-			Interfaces ifaces;
-			msg >> path >> ifaces;
-			addInterfaces(path, std::move(ifaces));
-		} else if (member == "InterfacesRemoved") {
-			std::vector<std::string> names;
-			msg >> path >> names;
-			auto it = objects_.find(path);
-			if (it == objects_.end()) return;
-			for (const auto& n: names) it->second.erase(n);
-			bool profileGone = std::find(names.begin(), names.end(), kConnIface) != names.end();
-			markDirty(path);
-			if (it->second.empty()) objects_.erase(it);
-			if (profileGone) {
-				profiles_.erase(path);
-				dirtyAll_ = true;
-				schedulePublish();
-				maybeReady();
-			}
-		}
-	} catch (const sdbus::Error& e) {
-		log::warning("nm", "malformed ObjectManager signal from NetworkManager: {}", e.getMessage());
-	}
+void NmBackend::onDeviceState(sdbus::Message& msg) {
+	if (!cache_->ready() || !cache_->fromOwner(msg)) return;
+	uint32_t state = 0, old = 0, reason = 0;
+	msg >> state >> old >> reason;
+	std::string path = msg.getPath();
+	if (state == nm::kDeviceStateFailed) failures_[path] = reason;
+	else if (state == nm::kDeviceStateActivated) failures_.erase(path);
 }
 
-void NmBackend::onSignal(sdbus::Message& msg) {
-	try {
-		if (!snapshot_ || msg.getSender() != owner_) return;
-		std::string iface = msg.getInterfaceName();
-		std::string member = msg.getMemberName();
-		std::string path = msg.getPath();
-		if (iface == kPropsIface && member == "PropertiesChanged") {
-			std::string changedIface;
-			dbus::Properties changed;
-			std::vector<std::string> invalidated;
-			msg >> changedIface >> changed >> invalidated;
-			auto it = objects_.find(path);
-			// Unknown objects get their properties with InterfacesAdded.
-			if (it == objects_.end()) return;
-			auto& p = it->second[changedIface];
-			bool strengthOnly = changedIface == kApIface && invalidated.empty() && changed.size() == 1 &&
-			                    changed.count("Strength");
-			for (auto& [k, v]: changed) p.insert_or_assign(k, std::move(v));
-			for (const auto& k: invalidated) p.erase(k);
-			// The most frequent change by far: written at once, without rebuilding the device.
-			if (!strengthOnly || !strengthChanged(path)) markDirty(path);
-		} else if (iface == kDevIface && member == "StateChanged") {
-			uint32_t state = 0, old = 0, reason = 0;
-			msg >> state >> old >> reason;
-			if (state == nm::kDeviceStateFailed) failures_[path] = reason;
-			else if (state == nm::kDeviceStateActivated) failures_.erase(path);
-		} else if (iface == kAcIface && member == "StateChanged") {
-			uint32_t state = 0, reason = 0;
-			msg >> state >> reason;
-			failureCheck(path, state, reason);
-		} else if (iface == kWifiIface && (member == "AccessPointAdded" || member == "AccessPointRemoved")) {
-			// NetworkManager also updates the AccessPoints property; this keeps the list right
-			// when a signal comes without the property change.
-			sdbus::ObjectPath ap;
-			msg >> ap;
-			auto it = objects_.find(path);
-			if (it == objects_.end()) return;
-			auto& wifi = it->second[kWifiIface];
-			std::vector<sdbus::ObjectPath> list;
-			if (auto v = wifi.find("AccessPoints"); v != wifi.end() && v->second.containsValueOfType<std::vector<sdbus::ObjectPath>>())
-				list = v->second.get<std::vector<sdbus::ObjectPath>>();
-			auto pos = std::find(list.begin(), list.end(), ap);
-			if (member == "AccessPointAdded" && pos == list.end()) list.push_back(ap);
-			else if (member == "AccessPointRemoved" && pos != list.end()) list.erase(pos);
-			else return;
-			wifi.insert_or_assign("AccessPoints", sdbus::Variant(list));
-			markDirty(path);
-		} else if (iface == kConnIface && member == "Updated") {
-			if (profiles_.count(path)) fetchProfile(path);
-		}
-	} catch (const sdbus::Error& e) {
-		log::warning("nm", "malformed signal from NetworkManager: {}", e.getMessage());
-	}
+void NmBackend::onActiveState(sdbus::Message& msg) {
+	if (!cache_->ready() || !cache_->fromOwner(msg)) return;
+	uint32_t state = 0, reason = 0;
+	msg >> state >> reason;
+	failureCheck(msg.getPath(), state, reason);
+}
+
+void NmBackend::onAccessPoint(sdbus::Message& msg) {
+	if (!cache_->ready() || !cache_->fromOwner(msg)) return;
+	// NetworkManager also updates the AccessPoints property; this keeps the list right when a
+	// signal comes without the property change.
+	std::string path = msg.getPath();
+	std::string member = msg.getMemberName();
+	sdbus::ObjectPath ap;
+	msg >> ap;
+	auto* wifi = cache_->mutableProperties(path, kWifiIface);
+	if (!wifi) return;
+	std::vector<sdbus::ObjectPath> list;
+	if (auto v = wifi->find("AccessPoints"); v != wifi->end() && v->second.containsValueOfType<std::vector<sdbus::ObjectPath>>())
+		list = v->second.get<std::vector<sdbus::ObjectPath>>();
+	auto pos = std::find(list.begin(), list.end(), ap);
+	if (member == "AccessPointAdded" && pos == list.end()) list.push_back(ap);
+	else if (member == "AccessPointRemoved" && pos != list.end()) list.erase(pos);
+	else return;
+	wifi->insert_or_assign("AccessPoints", sdbus::Variant(list));
+	markDirty(path);
+}
+
+void NmBackend::onProfileUpdated(sdbus::Message& msg) {
+	if (!cache_->ready() || !cache_->fromOwner(msg)) return;
+	std::string path = msg.getPath();
+	if (profiles_.count(path)) fetchProfile(path);
 }
 
 void NmBackend::markDirty(const std::string& path) {
@@ -357,15 +292,11 @@ std::string NmBackend::networkKeyOfProfile(const std::string& profilePath, const
 // typed reads
 
 const dbus::Properties* NmBackend::props(const std::string& path, const char* iface) const {
-	auto it = objects_.find(path);
-	if (it == objects_.end()) return nullptr;
-	auto jt = it->second.find(iface);
-	return jt == it->second.end() ? nullptr : &jt->second;
+	return cache_ ? cache_->properties(path, iface) : nullptr;
 }
 
 const sdbus::Variant* NmBackend::prop(const std::string& path, const char* iface, const char* name) const {
-	const auto* p = props(path, iface);
-	return p ? dbus::find(*p, name) : nullptr;
+	return cache_ ? cache_->property(path, iface, name) : nullptr;
 }
 
 std::optional<uint64_t> NmBackend::getUint(const std::string& path, const char* iface, const char* name) {
@@ -401,16 +332,10 @@ std::optional<std::vector<uint8_t>> NmBackend::getBytes(const std::string& path,
 // ---------------------------------------------------------------------------------------------
 // calls
 
-sdbus::IProxy& NmBackend::proxy(const std::string& path) {
-	auto& p = proxies_[path];
-	if (!p) p = sdbus::createProxy(*conn_, kNmName, path);
-	return *p;
-}
-
 void NmBackend::call(const std::string& path, const char* iface, const char* method,
                      const std::function<void(sdbus::MethodCall&)>& fill,
                      std::function<void(sdbus::MethodReply*, const sdbus::Error*)> done) {
-	auto& px = proxy(path);
+	auto& px = cache_->proxy(path);
 	auto msg = px.createMethodCall(iface, method);
 	if (fill) fill(msg);
 	calls_.start({}, px, msg, std::move(done));

@@ -2,17 +2,15 @@
 // The "nm" backend: /network from NetworkManager (org.freedesktop.NetworkManager). Internal to
 // daemon/backends/nm/; the rest of the daemon knows only createNmBackend().
 //
-// Model: one cache of every NetworkManager object and its properties, filled by a single
-// ObjectManager.GetManagedObjects call and kept current by connection-level matches installed
-// once in start() (ObjectManager signals, the signals the backend uses from NetworkManager under
-// its path, and the name watcher). PropertiesChanged, InterfacesAdded and InterfacesRemoved carry
-// full property values, so after start-up only profile settings (GetSettings) and actions need
-// calls, all of them asynchronous. The tree is derived from the cache: a change marks the
+// Model: one mirror of every NetworkManager object and its properties (dbus::ObjectCache: one
+// GetManagedObjects, then ObjectManager and PropertiesChanged signals), plus the few other
+// signals the backend uses, matched once at start. Signals carry full property values, so after
+// start-up only profile settings (GetSettings) and actions need calls, all of them asynchronous. The tree is derived from the cache: a change marks the
 // devices it touches dirty, and one deferred pass per loop iteration rebuilds those devices and
 // writes only the fields that differ, so an access point's strength change is a one-field patch.
 //
 // The class is defined across files, one reason to change each:
-//   nm_backend.cpp  life cycle, the bus name, signals, the object cache, calls
+//   nm_backend.cpp  life cycle, signals, the object cache's hooks, calls
 //   devices.cpp     the tree: /network, devices, IP details, wired networks, in-memory diffing
 //   wifi.cpp        Wi-Fi networks, access points, the strength shortcut, the scanner
 //   actions.cpp     the network.* methods
@@ -21,11 +19,10 @@
 #include "mapping.hpp"
 #include "settings.hpp"
 
-#include "../../dbus/call_set.hpp"
-#include "../../dbus/name_watcher.hpp"
+#include "../../dbus/object_cache.hpp"
 #include "../../dbus/variant.hpp"
 #include "../answer.hpp"
-#include "../backend.hpp"
+#include "../bus_backend.hpp"
 
 #include <qsd/protocol/jsonrpc.hpp>
 
@@ -43,18 +40,21 @@ namespace qsd {
 
 class ClientSession;
 
-class NmBackend final: public Backend {
+class NmBackend final: public BusBackend {
 public:
-	explicit NmBackend(BackendContext& context): Backend(context) {}
+	explicit NmBackend(BackendContext& context): BusBackend(context, Bus::System, "nm") {}
 	~NmBackend() override { stop(); }
 
 	std::string_view id() const override { return "nm"; }
 	std::string_view root() const override { return kRoot; }
 
-	void start() override;
-	void stop() override;
-
 private:
+	void onBusStart() override;
+	void onBusStop() override;
+	std::span<const Method> methods() const override;
+	std::optional<Unavailable> availability() const override;
+	std::string service() const override { return kNmName; }
+
 	static constexpr const char* kNmName = "org.freedesktop.NetworkManager";
 	static constexpr const char* kNmPath = "/org/freedesktop/NetworkManager";
 	static constexpr const char* kOmPath = "/org/freedesktop";
@@ -75,8 +75,6 @@ private:
 	static constexpr auto kScanInterval = std::chrono::seconds(10);
 
 	using json = nlohmann::json;
-	using Interfaces = std::map<std::string, dbus::Properties>;
-	using ManagedObjects = std::map<sdbus::ObjectPath, Interfaces>;
 
 	struct Profile {
 		std::string path;
@@ -102,18 +100,6 @@ private:
 		std::map<std::string, NetModel> networks;
 		json published;                      // what the tree holds for it, for diffing in memory
 	};
-	// A client's wish to keep a device's scan results fresh; dropped with the connection.
-	struct ScanToken {
-		ScanToken(std::weak_ptr<NmBackend*> b, std::string d, uint64_t i): backend(std::move(b)), device(std::move(d)), id(i) {}
-		ScanToken(const ScanToken&) = delete;
-		ScanToken& operator=(const ScanToken&) = delete;
-		~ScanToken() {
-			if (auto b = backend.lock()) (*b)->scanReleased(device, id);
-		}
-		std::weak_ptr<NmBackend*> backend;
-		std::string device;
-		uint64_t id;
-	};
 	struct Scanner {
 		std::set<uint64_t> holders;
 		EventSource timer;
@@ -127,18 +113,21 @@ private:
 	};
 
 	// --- life cycle
-	void installMatches();
-	void registerMethods();
-	void appeared(const std::string& owner);
+	void appeared();
+	void snapshot();
 	void vanished();
 	void reset();
 	void maybeReady();
 	void updateState();
 
 	// --- cache
-	void onObjectManager(sdbus::Message& msg);
-	void onSignal(sdbus::Message& msg);
-	void addInterfaces(const std::string& path, Interfaces ifaces);
+	void added(const std::string& path, const std::vector<std::string>& interfaces);
+	void removed(const std::string& path, const std::vector<std::string>& interfaces);
+	void changed(const std::string& path, const std::string& interface, const std::vector<std::string>& names);
+	void onDeviceState(sdbus::Message& msg);
+	void onActiveState(sdbus::Message& msg);
+	void onAccessPoint(sdbus::Message& msg);
+	void onProfileUpdated(sdbus::Message& msg);
 	void fetchProfile(const std::string& path);
 	void markDirty(const std::string& path);
 	bool strengthChanged(const std::string& apPath);
@@ -173,43 +162,42 @@ private:
 	std::optional<std::vector<uint8_t>> getBytes(const std::string& path, const char* iface, const char* name);
 
 	// --- calls
-	sdbus::IProxy& proxy(const std::string& path);
 	void call(const std::string& path, const char* iface, const char* method, const std::function<void(sdbus::MethodCall&)>& fill,
 	          std::function<void(sdbus::MethodReply*, const sdbus::Error*)> done);
 	void setProperty(const std::string& path, const char* iface, const char* name, sdbus::Variant value,
 	                 std::shared_ptr<Answer> answer, json result);
 
-	// --- actions
-	void requireReady() const;
+	// --- actions (actions.cpp)
+	void setWifiEnabled(Call& c);
+	void setConnectivityCheckEnabled(Call& c);
+	void checkConnectivity(Call& c);
+	void disconnectDevice(Call& c);
+	void setAutoconnect(Call& c);
+	void setManaged(Call& c);
+	void setScannerEnabled(Call& c);
+	void connectNetwork(Call& c);
+	void connectProfile(Call& c);
+	void disconnectNetwork(Call& c);
+	void forget(Call& c);
+	void getProfile(Call& c);
+	void updateProfile(Call& c);
+	void clearSecrets(Call& c);
+	void deleteProfile(Call& c);
 	DevModel& device(const rpc::Params& p);
 	NetModel& network(DevModel& dev, const std::string& key);
 	Profile& profile(const rpc::Params& p);
 	void activate(const std::string& profilePath, const DevModel& dev, std::shared_ptr<Answer> answer, json result);
 	void addAndActivate(nm::RawSettings settings, const DevModel& dev, const std::string& ap, std::shared_ptr<Answer> answer,
 	                    json result);
-	void connect(const json& params, std::shared_ptr<Answer> answer);
 	void scanReleased(const std::string& device, uint64_t id);
 	void scannerChanged(const std::string& device);
 	void scanTick(const std::string& device);
 	bool requestScan(const std::string& device);
 
-	sdbus::IConnection* conn_ = nullptr;
-	bool started_ = false;
-	std::shared_ptr<NmBackend*> self_;
-	dbus::CallSet calls_{"nm"};
-	dbus::PropertyReader reader_{"nm"};
-	std::vector<MethodRegistration> methods_;
-	std::vector<sdbus::Slot> matches_;
-	std::unique_ptr<NameWatcher> watcher_;
-	std::string owner_;
-	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
-	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
-	EventSource reaper_;
+	std::unique_ptr<dbus::ObjectCache> cache_;   // every NetworkManager object, by path
 	EventSource publisher_;
 
-	std::map<std::string, Interfaces> objects_;   // every NetworkManager object, by path
 	std::map<std::string, Profile> profiles_;     // Settings.Connection objects, by path
-	bool snapshot_ = false;                       // GetManagedObjects answered
 	bool ready_ = false;                          // the domain is complete and published
 	uint64_t nextSerial_ = 1;
 	std::map<std::string, DevModel> devices_;     // published devices, by key

@@ -16,13 +16,7 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string signatureOf(const sdbus::Variant& v) {
-	try {
-		return v.peekValueType();
-	} catch (const sdbus::Error&) {
-		return {};
-	}
-}
+using dbus::signatureOf;
 
 json toJson(const sdbus::Variant& v) {
 	auto sig = signatureOf(v);

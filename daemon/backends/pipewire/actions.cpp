@@ -1,7 +1,8 @@
 // The audio.* methods. Each one validates everything before it sends anything (-32602 naming the
 // parameter), writes what wpctl would write, and answers only once the change is visible: the
-// param or metadata event came back and the tree shows it. The tree is flushed before the
-// answer, so a subscriber on the same connection gets the change before the response.
+// param or metadata event came back and the tree shows it. The server sends an answer after the
+// tree.changed of the writes made before it, so a subscriber on the same connection gets the
+// change before the response.
 
 #include "pipewire_backend.hpp"
 
@@ -88,13 +89,6 @@ std::string keyParam(const json& params, const char* param, const std::string& e
 
 } // namespace
 
-void PipewireBackend::requireAvailable() const {
-	if (graph_ && ready_) return;
-	throw RpcException(ErrorCode::BackendUnavailable,
-	                   "PipeWire is unavailable" + (unavailableWhy_.empty() ? std::string() : ": " + unavailableWhy_),
-	                   {{"backend", "pipewire"}, {"path", "/audio"}});
-}
-
 const Node& PipewireBackend::audioNode(const json& params, const char* param) const {
 	static const std::string expected = "the key of an audio node in /audio/nodes";
 	auto key = keyParam(params, param, expected);
@@ -104,244 +98,250 @@ const Node& PipewireBackend::audioNode(const json& params, const char* param) co
 	return *n;
 }
 
-void PipewireBackend::registerMethods() {
-	auto& disp = context_.dispatcher;
+std::span<const Backend::Method> PipewireBackend::methods() const {
+	static constexpr Method table[] = {
+	    method<&PipewireBackend::setVolume>("audio.setVolume"),
+	    method<&PipewireBackend::setVolumes>("audio.setVolumes"),
+	    method<&PipewireBackend::setMuted>("audio.setMuted"),
+	    method<&PipewireBackend::setPreferredDefault>("audio.setPreferredDefault"),
+	    method<&PipewireBackend::moveStream>("audio.moveStream"),
+	    method<&PipewireBackend::setDeviceProfile>("audio.setDeviceProfile"),
+	    method<&PipewireBackend::setRoute>("audio.setRoute"),
+	    // Turning a meter off is always possible: one that ended with PipeWire is already gone.
+	    method<&PipewireBackend::monitorPeaksMethod>("audio.monitorPeaks", false),
+	};
+	return table;
+}
 
-	disp.addAsync("audio.setVolume", [this](const json& params, Responder responder, ClientSession&) {
-		Params p(params);
-		(void)keyParam(params, "node", "the key of an audio node in /audio/nodes");
-		double volume = checkVolume(p.any("volume"), "volume");
-		requireAvailable();
-		const Node& n = audioNode(params, "node");
-		auto src = volumeSource(n);
-		if (!src.state || src.state->linear.empty()) bad("node", "a node with channel volumes", params.at("node"));
-		writeVolume(n, src, scaleVolumes(cubicVolumes(*src.state), volume), std::nullopt, std::move(responder));
-	});
-	methods_.emplace_back(disp, "audio.setVolume");
+std::optional<Unavailable> PipewireBackend::availability() const {
+	if (graph_ && ready_) return std::nullopt;
+	return Unavailable{"/audio", unavailableWhy_.empty() ? "PipeWire is not connected" : unavailableWhy_};
+}
 
-	disp.addAsync("audio.setVolumes", [this](const json& params, Responder responder, ClientSession&) {
-		Params p(params);
-		(void)keyParam(params, "node", "the key of an audio node in /audio/nodes");
-		const json& list = p.array("volumes");
-		std::vector<double> volumes;
-		for (const auto& v: list) volumes.push_back(checkVolume(v, "volumes"));
-		requireAvailable();
-		const Node& n = audioNode(params, "node");
-		auto src = volumeSource(n);
-		if (!src.state || src.state->linear.empty()) bad("node", "a node with channel volumes", params.at("node"));
-		if (volumes.size() != src.state->linear.size())
-			bad("volumes", "an array of " + std::to_string(src.state->linear.size()) + " numbers (one per channel)", list);
-		writeVolume(n, src, std::move(volumes), std::nullopt, std::move(responder));
-	});
-	methods_.emplace_back(disp, "audio.setVolumes");
+void PipewireBackend::setVolume(Call& c) {
+	const auto& p = c.params();
+	const json& params = c.raw();
+	(void)keyParam(params, "node", "the key of an audio node in /audio/nodes");
+	double volume = checkVolume(p.any("volume"), "volume");
+	const Node& n = audioNode(params, "node");
+	auto src = volumeSource(n);
+	if (!src.state || src.state->linear.empty()) bad("node", "a node with channel volumes", params.at("node"));
+	writeVolume(n, src, scaleVolumes(cubicVolumes(*src.state), volume), std::nullopt, c.answer());
+}
 
-	disp.addAsync("audio.setMuted", [this](const json& params, Responder responder, ClientSession&) {
-		Params p(params);
-		(void)keyParam(params, "node", "the key of an audio node in /audio/nodes");
-		bool muted = p.boolean("muted");
-		requireAvailable();
-		const Node& n = audioNode(params, "node");
-		auto src = volumeSource(n);
-		if (!src.state) bad("node", "a node with a mute control", params.at("node"));
-		writeVolume(n, src, std::nullopt, muted, std::move(responder));
-	});
-	methods_.emplace_back(disp, "audio.setMuted");
+void PipewireBackend::setVolumes(Call& c) {
+	const auto& p = c.params();
+	const json& params = c.raw();
+	(void)keyParam(params, "node", "the key of an audio node in /audio/nodes");
+	const json& list = p.array("volumes");
+	std::vector<double> volumes;
+	for (const auto& v: list) volumes.push_back(checkVolume(v, "volumes"));
+	const Node& n = audioNode(params, "node");
+	auto src = volumeSource(n);
+	if (!src.state || src.state->linear.empty()) bad("node", "a node with channel volumes", params.at("node"));
+	if (volumes.size() != src.state->linear.size())
+		bad("volumes", "an array of " + std::to_string(src.state->linear.size()) + " numbers (one per channel)", list);
+	writeVolume(n, src, std::move(volumes), std::nullopt, c.answer());
+}
 
-	disp.addAsync("audio.setPreferredDefault", [this](const json& params, Responder responder, ClientSession&) {
-		Params p(params);
-		const json& node = p.any("node");
-		auto nodeKey = node.is_null() ? std::optional<std::string>() : keyOf(node);
-		if (!node.is_null() && !nodeKey) bad("node", "the key of a sink or source node, or null", node);
-		auto kind = p.optString("kind");
-		if (kind && *kind != "sink" && *kind != "source") bad("kind", "\"sink\" or \"source\"", *kind);
-		requireAvailable();
-		std::string name;
-		std::string key;
-		if (nodeKey) {
-			const Node* n = nodeByKey(*nodeKey);
-			if (!n) notFound("node", "node in /audio/nodes", node);
-			auto type = typeOf(*n);
-			if (!n || (type != NodeType::AudioSink && type != NodeType::AudioSource && type != NodeType::AudioDuplex))
-				bad("node", "the key of a sink or source node (not a stream) in /audio/nodes, or null", node);
-			std::string own = type == NodeType::AudioSink ? "sink" : type == NodeType::AudioSource ? "source" : "";
-			if (own.empty() && !kind) bad("kind", "\"sink\" or \"source\" (the node is a duplex node)");
-			if (kind && !own.empty() && *kind != own) bad("kind", "\"" + own + "\" for this node (or left out)", *kind);
-			if (!kind) kind = own;
-			auto nm = n->props.find("node.name");
-			if (nm == n->props.end() || nm->second.empty()) bad("node", "a node with a node.name", node);
-			name = nm->second;
-			key = n->key;
-		} else if (!kind) {
-			bad("kind", "\"sink\" or \"source\" (required when node is null)");
+void PipewireBackend::setMuted(Call& c) {
+	const auto& p = c.params();
+	const json& params = c.raw();
+	(void)keyParam(params, "node", "the key of an audio node in /audio/nodes");
+	bool muted = p.boolean("muted");
+	const Node& n = audioNode(params, "node");
+	auto src = volumeSource(n);
+	if (!src.state) bad("node", "a node with a mute control", params.at("node"));
+	writeVolume(n, src, std::nullopt, muted, c.answer());
+}
+
+void PipewireBackend::setPreferredDefault(Call& c) {
+	const auto& p = c.params();
+	const json& node = p.any("node");
+	auto nodeKey = node.is_null() ? std::optional<std::string>() : keyOf(node);
+	if (!node.is_null() && !nodeKey) bad("node", "the key of a sink or source node, or null", node);
+	auto kind = p.optString("kind");
+	if (kind && *kind != "sink" && *kind != "source") bad("kind", "\"sink\" or \"source\"", *kind);
+	std::string name;
+	std::string key;
+	if (nodeKey) {
+		const Node* n = nodeByKey(*nodeKey);
+		if (!n) notFound("node", "node in /audio/nodes", node);
+		auto type = typeOf(*n);
+		if (!n || (type != NodeType::AudioSink && type != NodeType::AudioSource && type != NodeType::AudioDuplex))
+			bad("node", "the key of a sink or source node (not a stream) in /audio/nodes, or null", node);
+		std::string own = type == NodeType::AudioSink ? "sink" : type == NodeType::AudioSource ? "source" : "";
+		if (own.empty() && !kind) bad("kind", "\"sink\" or \"source\" (the node is a duplex node)");
+		if (kind && !own.empty() && *kind != own) bad("kind", "\"" + own + "\" for this node (or left out)", *kind);
+		if (!kind) kind = own;
+		auto nm = n->props.find("node.name");
+		if (nm == n->props.end() || nm->second.empty()) bad("node", "a node with a node.name", node);
+		name = nm->second;
+		key = n->key;
+	} else if (!kind) {
+		bad("kind", "\"sink\" or \"source\" (required when node is null)");
+	}
+	if (!graph_->defaults())
+		throw RpcException(ErrorCode::BackendUnavailable,
+		                   "No session manager: PipeWire has no \"default\" metadata (is WirePlumber running?)",
+		                   {{"backend", "pipewire"}, {"metadata", "default"}});
+	std::string metadataKey = "default.configured.audio." + *kind;
+	std::string value = name.empty() ? std::string() : defaultNodeValue(name);
+	int r = graph_->setMetadata(0, metadataKey.c_str(), name.empty() ? nullptr : "Spa:String:JSON",
+	                            name.empty() ? nullptr : value.c_str());
+	if (r < 0) sendFailed("Setting the metadata", r);
+	Waiter w;
+	w.answer = c.answer();
+	w.object = graph_->defaults()->id;
+	w.what = metadataKey;
+	w.check = [this, metadataKey, name, key, kind = *kind]() -> std::optional<json> {
+		const Metadata* m = graph_->defaults();
+		if (!m) throw RpcException(ErrorCode::BackendUnavailable, "The session manager left", {{"backend", "pipewire"}});
+		auto it = m->defaults.find(metadataKey);
+		auto current = it == m->defaults.end() ? std::nullopt : defaultNodeName(it->second);
+		if (name.empty() ? current.has_value() : current != name) return std::nullopt;
+		return json{{"kind", kind}, {"node", key.empty() ? json(nullptr) : json(key)}};
+	};
+	wait(std::move(w));
+}
+
+void PipewireBackend::moveStream(Call& c) {
+	const auto& p = c.params();
+	const json& params = c.raw();
+	auto streamKey = keyParam(params, "stream", "the key of a stream (isStream) in /audio/nodes");
+	const json& target = p.any("target");
+	auto targetKey = target.is_null() ? std::optional<std::string>() : keyOf(target);
+	if (!target.is_null() && !targetKey) bad("target", "the key of a sink or source node, or null", target);
+	const Node* s = nodeByKey(streamKey);
+	if (!s) notFound("stream", "node in /audio/nodes", params.at("stream"));
+	if (!isStream(typeOf(*s))) bad("stream", "the key of a stream (isStream) in /audio/nodes", params.at("stream"));
+	bool output = typeOf(*s) == NodeType::AudioOutStream;
+	const Node* t = nullptr;
+	if (targetKey) {
+		t = nodeByKey(*targetKey);
+		if (!t) notFound("target", "node in /audio/nodes", target);
+		auto type = typeOf(*t);
+		bool fits = isAudio(type) && !isStream(type) &&
+		            (!output || type == NodeType::AudioSink || type == NodeType::AudioDuplex);
+		if (!fits)
+			bad("target", output ? "the key of a sink node in /audio/nodes, or null"
+			                     : "the key of a source or sink node in /audio/nodes, or null",
+			    target);
+	}
+	if (!graph_->defaults())
+		throw RpcException(ErrorCode::BackendUnavailable,
+		                   "No session manager: PipeWire has no \"default\" metadata (is WirePlumber running?)",
+		                   {{"backend", "pipewire"}, {"metadata", "default"}});
+	std::string serial = t ? std::to_string(t->serial) : std::string();
+	int r = graph_->setMetadata(s->id, "target.object", t ? "Spa:Id" : nullptr, t ? serial.c_str() : nullptr);
+	if (r >= 0 && !t) r = graph_->setMetadata(s->id, "target.node", nullptr, nullptr);
+	if (r < 0) sendFailed("Setting the metadata", r);
+	Waiter w;
+	w.answer = c.answer();
+	w.object = graph_->defaults()->id;
+	w.what = "the move of stream " + s->key;
+	w.check = [this, stream = s->key, targetKey = t ? t->key : std::string(), output]() -> std::optional<json> {
+		const Node* sn = nodeByKey(stream);
+		if (!sn) throw RpcException(ErrorCode::NotFound, "The stream went away", {{"param", "stream"}, {"stream", stream}});
+		std::string want = targetKey;
+		if (want.empty()) {   // back to following the default
+			const json& d = defaults_[output ? "defaultAudioSink" : "defaultAudioSource"];
+			if (!d.is_string()) return std::nullopt;
+			want = d.get<std::string>();
 		}
-		if (!graph_->defaults())
-			throw RpcException(ErrorCode::BackendUnavailable,
-			                   "No session manager: PipeWire has no \"default\" metadata (is WirePlumber running?)",
-			                   {{"backend", "pipewire"}, {"metadata", "default"}});
-		std::string metadataKey = "default.configured.audio." + *kind;
-		std::string value = name.empty() ? std::string() : defaultNodeValue(name);
-		int r = graph_->setMetadata(0, metadataKey.c_str(), name.empty() ? nullptr : "Spa:String:JSON",
-		                            name.empty() ? nullptr : value.c_str());
-		if (r < 0) sendFailed("Setting the metadata", r);
-		Waiter w;
-		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
-		w.object = graph_->defaults()->id;
-		w.what = metadataKey;
-		w.check = [this, metadataKey, name, key, kind = *kind]() -> std::optional<json> {
-			const Metadata* m = graph_->defaults();
-			if (!m) throw RpcException(ErrorCode::BackendUnavailable, "The session manager left", {{"backend", "pipewire"}});
-			auto it = m->defaults.find(metadataKey);
-			auto current = it == m->defaults.end() ? std::nullopt : defaultNodeName(it->second);
-			if (name.empty() ? current.has_value() : current != name) return std::nullopt;
-			return json{{"kind", kind}, {"node", key.empty() ? json(nullptr) : json(key)}};
-		};
-		wait(std::move(w));
-	});
-	methods_.emplace_back(disp, "audio.setPreferredDefault");
+		auto wantId = nodeIds_.find(want);
+		if (wantId == nodeIds_.end()) return std::nullopt;
+		const auto& adjacency = output ? playingTo_ : capturedFrom_;
+		auto it = adjacency.find(sn->id);
+		if (it == adjacency.end() || !it->second.count(wantId->second)) return std::nullopt;
+		return json{{"stream", stream}, {"target", targetKey.empty() ? json(nullptr) : json(want)}};
+	};
+	wait(std::move(w));
+}
 
-	disp.addAsync("audio.moveStream", [this](const json& params, Responder responder, ClientSession&) {
-		Params p(params);
-		auto streamKey = keyParam(params, "stream", "the key of a stream (isStream) in /audio/nodes");
-		const json& target = p.any("target");
-		auto targetKey = target.is_null() ? std::optional<std::string>() : keyOf(target);
-		if (!target.is_null() && !targetKey) bad("target", "the key of a sink or source node, or null", target);
-		requireAvailable();
-		const Node* s = nodeByKey(streamKey);
-		if (!s) notFound("stream", "node in /audio/nodes", params.at("stream"));
-		if (!isStream(typeOf(*s))) bad("stream", "the key of a stream (isStream) in /audio/nodes", params.at("stream"));
-		bool output = typeOf(*s) == NodeType::AudioOutStream;
-		const Node* t = nullptr;
-		if (targetKey) {
-			t = nodeByKey(*targetKey);
-			if (!t) notFound("target", "node in /audio/nodes", target);
-			auto type = typeOf(*t);
-			bool fits = isAudio(type) && !isStream(type) &&
-			            (!output || type == NodeType::AudioSink || type == NodeType::AudioDuplex);
-			if (!fits)
-				bad("target", output ? "the key of a sink node in /audio/nodes, or null"
-				                     : "the key of a source or sink node in /audio/nodes, or null",
-				    target);
+void PipewireBackend::setDeviceProfile(Call& c) {
+	const auto& p = c.params();
+	const json& params = c.raw();
+	auto deviceKey = keyParam(params, "device", "the key of a device in /audio/devices");
+	const json& profile = p.any("profile");
+	if (!profile.is_string() && !profile.is_number_integer())
+		bad("profile", "a profile index or name from the device's profiles", profile);
+	const Device* d = deviceByKey(deviceKey);
+	if (!d) notFound("device", "device in /audio/devices", params.at("device"));
+	auto it = std::find_if(d->profiles.begin(), d->profiles.end(), [&](const ProfileParam& x) {
+		return profile.is_string() ? x.name == profile.get<std::string>() : x.index == profile.get<int64_t>();
+	});
+	if (it == d->profiles.end()) bad("profile", "a profile index or name from the device's profiles", profile);
+	int32_t index = it->index;
+	int r = graph_->setProfile(d->id, index);
+	if (r < 0) sendFailed("Setting the profile", r);
+	Waiter w;
+	w.answer = c.answer();
+	w.object = d->id;
+	w.what = "profile " + it->name + " of device " + d->key;
+	w.check = [this, key = d->key, index]() -> std::optional<json> {
+		const Device* dev = deviceByKey(key);
+		if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"device", key}});
+		if (!dev->profile || dev->profile->index != index) return std::nullopt;
+		return json{{"device", key}, {"profile", dev->profile->name}, {"profileIndex", index}};
+	};
+	wait(std::move(w));
+}
+
+void PipewireBackend::setRoute(Call& c) {
+	const auto& p = c.params();
+	const json& params = c.raw();
+	auto deviceKey = keyParam(params, "device", "the key of a device in /audio/devices");
+	int64_t index = p.integer("route");
+	const Device* d = deviceByKey(deviceKey);
+	if (!d) notFound("device", "device in /audio/devices", params.at("device"));
+	auto it = std::find_if(d->routes.begin(), d->routes.end(), [&](const RouteParam& r) {
+		bool inProfile = r.profiles.empty() || !d->profile ||
+		                 std::find(r.profiles.begin(), r.profiles.end(), d->profile->index) != r.profiles.end();
+		return r.index == index && inProfile && !r.devices.empty();
+	});
+	if (it == d->routes.end()) bad("route", "the index of one of the device's ports (its active profile's routes)", index);
+	// The card device it goes to: the one whose port it replaces, as pavucontrol's port switch.
+	int32_t cardDevice = it->devices.front();
+	for (const auto& a: d->activeRoutes)
+		if (a.direction == it->direction && std::find(it->devices.begin(), it->devices.end(), a.device) != it->devices.end()) {
+			cardDevice = a.device;
+			break;
 		}
-		if (!graph_->defaults())
-			throw RpcException(ErrorCode::BackendUnavailable,
-			                   "No session manager: PipeWire has no \"default\" metadata (is WirePlumber running?)",
-			                   {{"backend", "pipewire"}, {"metadata", "default"}});
-		std::string serial = t ? std::to_string(t->serial) : std::string();
-		int r = graph_->setMetadata(s->id, "target.object", t ? "Spa:Id" : nullptr, t ? serial.c_str() : nullptr);
-		if (r >= 0 && !t) r = graph_->setMetadata(s->id, "target.node", nullptr, nullptr);
-		if (r < 0) sendFailed("Setting the metadata", r);
-		Waiter w;
-		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
-		w.object = graph_->defaults()->id;
-		w.what = "the move of stream " + s->key;
-		w.check = [this, stream = s->key, targetKey = t ? t->key : std::string(), output]() -> std::optional<json> {
-			const Node* sn = nodeByKey(stream);
-			if (!sn) throw RpcException(ErrorCode::NotFound, "The stream went away", {{"param", "stream"}, {"stream", stream}});
-			std::string want = targetKey;
-			if (want.empty()) {   // back to following the default
-				const json& d = defaults_[output ? "defaultAudioSink" : "defaultAudioSource"];
-				if (!d.is_string()) return std::nullopt;
-				want = d.get<std::string>();
-			}
-			auto wantId = nodeIds_.find(want);
-			if (wantId == nodeIds_.end()) return std::nullopt;
-			const auto& adjacency = output ? playingTo_ : capturedFrom_;
-			auto it = adjacency.find(sn->id);
-			if (it == adjacency.end() || !it->second.count(wantId->second)) return std::nullopt;
-			return json{{"stream", stream}, {"target", targetKey.empty() ? json(nullptr) : json(want)}};
-		};
-		wait(std::move(w));
-	});
-	methods_.emplace_back(disp, "audio.moveStream");
+	int r = graph_->setRoute(d->id, it->index, cardDevice, std::nullopt, std::nullopt);
+	if (r < 0) sendFailed("Setting the route", r);
+	Waiter w;
+	w.answer = c.answer();
+	w.object = d->id;
+	w.what = "route " + it->name + " of device " + d->key;
+	w.check = [this, key = d->key, route = it->index, cardDevice]() -> std::optional<json> {
+		const Device* dev = deviceByKey(key);
+		if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"device", key}});
+		for (const auto& a: dev->activeRoutes)
+			if (a.device == cardDevice && a.index == route)
+				return json{{"device", key}, {"route", route}, {"name", a.name}};
+		return std::nullopt;
+	};
+	wait(std::move(w));
+}
 
-	disp.addAsync("audio.setDeviceProfile", [this](const json& params, Responder responder, ClientSession&) {
-		Params p(params);
-		auto deviceKey = keyParam(params, "device", "the key of a device in /audio/devices");
-		const json& profile = p.any("profile");
-		if (!profile.is_string() && !profile.is_number_integer())
-			bad("profile", "a profile index or name from the device's profiles", profile);
-		requireAvailable();
-		const Device* d = deviceByKey(deviceKey);
-		if (!d) notFound("device", "device in /audio/devices", params.at("device"));
-		auto it = std::find_if(d->profiles.begin(), d->profiles.end(), [&](const ProfileParam& x) {
-			return profile.is_string() ? x.name == profile.get<std::string>() : x.index == profile.get<int64_t>();
-		});
-		if (it == d->profiles.end()) bad("profile", "a profile index or name from the device's profiles", profile);
-		int32_t index = it->index;
-		int r = graph_->setProfile(d->id, index);
-		if (r < 0) sendFailed("Setting the profile", r);
-		Waiter w;
-		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
-		w.object = d->id;
-		w.what = "profile " + it->name + " of device " + d->key;
-		w.check = [this, key = d->key, index]() -> std::optional<json> {
-			const Device* dev = deviceByKey(key);
-			if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"device", key}});
-			if (!dev->profile || dev->profile->index != index) return std::nullopt;
-			return json{{"device", key}, {"profile", dev->profile->name}, {"profileIndex", index}};
-		};
-		wait(std::move(w));
-	});
-	methods_.emplace_back(disp, "audio.setDeviceProfile");
-
-	disp.addAsync("audio.setRoute", [this](const json& params, Responder responder, ClientSession&) {
-		Params p(params);
-		auto deviceKey = keyParam(params, "device", "the key of a device in /audio/devices");
-		int64_t index = p.integer("route");
-		requireAvailable();
-		const Device* d = deviceByKey(deviceKey);
-		if (!d) notFound("device", "device in /audio/devices", params.at("device"));
-		auto it = std::find_if(d->routes.begin(), d->routes.end(), [&](const RouteParam& r) {
-			bool inProfile = r.profiles.empty() || !d->profile ||
-			                 std::find(r.profiles.begin(), r.profiles.end(), d->profile->index) != r.profiles.end();
-			return r.index == index && inProfile && !r.devices.empty();
-		});
-		if (it == d->routes.end()) bad("route", "the index of one of the device's ports (its active profile's routes)", index);
-		// The card device it goes to: the one whose port it replaces, as pavucontrol's port switch.
-		int32_t cardDevice = it->devices.front();
-		for (const auto& a: d->activeRoutes)
-			if (a.direction == it->direction && std::find(it->devices.begin(), it->devices.end(), a.device) != it->devices.end()) {
-				cardDevice = a.device;
-				break;
-			}
-		int r = graph_->setRoute(d->id, it->index, cardDevice, std::nullopt, std::nullopt);
-		if (r < 0) sendFailed("Setting the route", r);
-		Waiter w;
-		w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
-		w.object = d->id;
-		w.what = "route " + it->name + " of device " + d->key;
-		w.check = [this, key = d->key, route = it->index, cardDevice]() -> std::optional<json> {
-			const Device* dev = deviceByKey(key);
-			if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"device", key}});
-			for (const auto& a: dev->activeRoutes)
-				if (a.device == cardDevice && a.index == route)
-					return json{{"device", key}, {"route", route}, {"name", a.name}};
-			return std::nullopt;
-		};
-		wait(std::move(w));
-	});
-	methods_.emplace_back(disp, "audio.setRoute");
-
-	disp.addAsync("audio.monitorPeaks", [this](const json& params, Responder responder, ClientSession& client) {
-		Params p(params);
-		auto key = keyParam(params, "node", "the key of an audio node in /audio/nodes");
-		bool enabled = p.boolean("enabled");
-		if (!enabled) {
-			// Always possible: a monitor that ended with PipeWire is already gone.
-			client.detach(peaksKey(key));
-			context_.tree.flush();
-			responder.result({{"node", key}, {"enabled", false}});
-			return;
-		}
-		requireAvailable();
-		const Node& n = audioNode(params, "node");
-		monitorPeaks(n, true, std::move(responder), client);
-	});
-	methods_.emplace_back(disp, "audio.monitorPeaks");
+void PipewireBackend::monitorPeaksMethod(Call& c) {
+	const auto& p = c.params();
+	const json& params = c.raw();
+	auto key = keyParam(params, "node", "the key of an audio node in /audio/nodes");
+	bool enabled = p.boolean("enabled");
+	if (!enabled) {
+		revokeLease(c.client(), peaksKey(key));
+		c.result({{"node", key}, {"enabled", false}});
+		return;
+	}
+	if (auto why = availability()) throw unavailable(*why);
+	const Node& n = audioNode(params, "node");
+	monitorPeaks(n, c.answer(), c.client());
 }
 
 void PipewireBackend::writeVolume(const Node& n, const VolumeSource& src, std::optional<std::vector<double>> volumes,
-                                  std::optional<bool> mute, Responder responder) {
+                                  std::optional<bool> mute, std::shared_ptr<Answer> answer) {
 	std::optional<std::vector<float>> linear;
 	if (volumes) {
 		linear.emplace();
@@ -353,7 +353,7 @@ void PipewireBackend::writeVolume(const Node& n, const VolumeSource& src, std::o
 	                   : graph_->setNodeProps(n.id, linear, mute);
 	if (r < 0) sendFailed("Sending the change", r);
 	Waiter w;
-	w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
+	w.answer = std::move(answer);
 	w.object = src.device ? src.device->id : n.id;
 	w.what = (volumes ? "the volume" : "the mute") + std::string(" of node ") + n.key;
 	w.check = [this, key = n.key, volumes = std::move(volumes), mute]() -> std::optional<json> {
@@ -376,10 +376,7 @@ void PipewireBackend::writeVolume(const Node& n, const VolumeSource& src, std::o
 // ---------------------------------------------------------------------------------------------
 // waits
 
-void PipewireBackend::answer(Waiter& w, const json& result) {
-	context_.tree.flush();
-	w.answer->result(result);
-}
+void PipewireBackend::answer(Waiter& w, const json& result) { w.answer->result(result); }
 
 void PipewireBackend::wait(Waiter w) {
 	w.deadline = context_.loop.now() + kTimeoutUs;
@@ -451,7 +448,7 @@ void PipewireBackend::failWaiters(rpc::ErrorCode code, const std::string& messag
 // ---------------------------------------------------------------------------------------------
 // level meters
 
-void PipewireBackend::monitorPeaks(const Node& n, bool, Responder responder, ClientSession& client) {
+void PipewireBackend::monitorPeaks(const Node& n, std::shared_ptr<Answer> answer, ClientSession& client) {
 	if (!clientNodeLoaded_) {
 		// pw_stream's client node and adapter, loaded with the first level meter.
 		for (const char* module: {"libpipewire-module-client-node", "libpipewire-module-adapter"})
@@ -476,7 +473,7 @@ void PipewireBackend::monitorPeaks(const Node& n, bool, Responder responder, Cli
 	}
 	if (!m.clients.count(client.id())) {
 		m.clients[client.id()] = client.weak();
-		client.attach(peaksKey(n.key), std::make_shared<MonitorToken>(self_, n.key, client.id()));
+		grantLease(client, peaksKey(n.key), [this, node = n.key, id = client.id()] { monitorReleased(node, id); });
 	}
 	if (!peakTimer_) peakTimer_ = context_.loop.addIdleTimer([this] { publishPeaks(); }, "pipewire-peaks");
 	if (!peakTimerArmed_) {
@@ -484,7 +481,7 @@ void PipewireBackend::monitorPeaks(const Node& n, bool, Responder responder, Cli
 		peakTimer_.setTime(context_.loop.now() + kPeakIntervalUs);
 	}
 	Waiter w;
-	w.answer = std::make_shared<Answer>(std::move(responder), "pipewire", "PipeWire");
+	w.answer = std::move(answer);
 	w.object = n.id;
 	w.what = "the level meter of node " + n.key;
 	w.check = [this, key = n.key]() -> std::optional<json> {
@@ -546,9 +543,9 @@ void PipewireBackend::dropMonitor(std::string node) {
 		context_.tree.remove(path + "/peaks");
 		context_.tree.remove(path + "/peak");
 	}
-	// The remaining clients' tokens: their destructors find no monitor any more.
+	// The remaining clients' leases: their release finds no monitor any more.
 	for (auto& [_, weak]: clients)
-		if (auto c = weak.lock()) c->detach(peaksKey(node));
+		if (auto c = weak.lock()) revokeLease(*c, peaksKey(node));
 	if (monitors_.empty() && peakTimer_) {
 		peakTimer_.setEnabled(SD_EVENT_OFF);
 		peakTimerArmed_ = false;

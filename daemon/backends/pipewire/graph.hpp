@@ -124,7 +124,6 @@ public:
 	// A generation whose completion proves the server handled everything sent before; and the
 	// last generation completed.
 	uint64_t requestSync();
-	[[nodiscard]] uint64_t completedGen() const { return completedGen_; }
 
 	[[nodiscard]] const std::map<uint32_t, std::unique_ptr<Node>>& nodes() const { return nodes_; }
 	[[nodiscard]] const std::map<uint32_t, std::unique_ptr<Device>>& devices() const { return devices_; }

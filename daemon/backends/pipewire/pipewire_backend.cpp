@@ -30,10 +30,6 @@ constexpr const char* kRoot = "/audio";
 constexpr const char* kNodes = "/audio/nodes";
 constexpr const char* kDevices = "/audio/devices";
 constexpr const char* kLinks = "/audio/links";
-// After the socket appeared, a daemon between bind() and listen() refuses connections: a few
-// short retries, triggered by that event only.
-constexpr int kMaxRetries = 40;
-constexpr uint64_t kRetryUs = 50'000;
 
 std::string socketList(const std::vector<SocketLocation>& locations) {
 	std::string out;
@@ -47,12 +43,7 @@ PipewireBackend::PipewireBackend(BackendContext& context): Backend(context) {}
 
 PipewireBackend::~PipewireBackend() { stop(); }
 
-void PipewireBackend::start() {
-	if (started_) return;
-	started_ = true;
-	self_ = std::make_shared<PipewireBackend*>(this);
-	context_.tree.set(kRoot, {{"available", false}});
-	registerMethods();
+void PipewireBackend::onStart() {
 	setState(BackendState::Starting);
 	try {
 		pwLoop_ = std::make_unique<PwLoop>(context_.loop, [this] { afterIterate(); });
@@ -88,19 +79,15 @@ void PipewireBackend::start() {
 	watch_ = std::make_unique<SocketWatch>(context_.loop, socketLocations([](const char* n) { return std::getenv(n); }),
 	                                       [this] {
 		                                       // Not from inside the inotify callback: the watch is disarmed on success.
-		                                       retries_ = 1;
+		                                       quickRetry_.emplace(kQuickRetry);
 		                                       retry_.setTime(context_.loop.now());
 	                                       });
 	retry_ = context_.loop.addIdleTimer([this] { connect(); }, "pipewire-connect");
-	retries_ = 0;
+	quickRetry_.reset();
 	connect();
 }
 
-void PipewireBackend::stop() {
-	if (!started_) return;
-	started_ = false;
-	self_.reset();
-	methods_.clear();
+void PipewireBackend::onStop() {
 	dropAllMonitors();
 	failWaiters(rpc::ErrorCode::BackendUnavailable, "the pipewire backend stopped");
 	waitTimer_.reset();
@@ -117,12 +104,10 @@ void PipewireBackend::stop() {
 	deviceKeys_.clear();
 	deviceIds_.clear();
 	linkKeys_.clear();
-	context_.tree.remove(kRoot);
-	setState(BackendState::Stopped);
 }
 
 void PipewireBackend::connect() {
-	if (!started_ || graph_ || !pwContext_) return;
+	if (!started() || graph_ || !pwContext_) return;
 	// Watch first, so a socket that appears during this attempt is not missed.
 	watch_->arm();
 	auto g = std::make_unique<Graph>(pwContext_);
@@ -134,15 +119,12 @@ void PipewireBackend::connect() {
 		                              absent ? "" : ": ", absent ? "" : std::strerror(err));
 		if (why != unavailableWhy_) log::info(kLog, "{}; waiting for its socket", why);
 		publishUnavailable(why);
-		if (retries_ > 0 && retries_ < kMaxRetries) {
-			++retries_;
-			retry_.setTime(context_.loop.now() + kRetryUs);
-		} else {
-			retries_ = 0;
-		}
+		auto delay = quickRetry_ ? quickRetry_->next() : std::nullopt;
+		if (delay) retry_.setTime(context_.loop.now() + uint64_t(delay->count()));
+		else quickRetry_.reset();
 		return;
 	}
-	retries_ = 0;
+	quickRetry_.reset();
 	graph_ = std::move(g);
 	watch_->disarm();
 	unavailableWhy_.clear();
@@ -185,7 +167,7 @@ void PipewireBackend::teardown(const std::string& why, bool reconnect) {
 	if (reconnect) {
 		// At once: with socket activation the socket never goes away, and a quick restart may
 		// already be listening. Otherwise the watch brings the next attempt.
-		retries_ = 0;
+		quickRetry_.reset();
 		retry_.setTime(context_.loop.now());
 	}
 }

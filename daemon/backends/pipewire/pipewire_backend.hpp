@@ -3,6 +3,7 @@
 // loop iteration, with the audio.* actions. pipewire_backend.cpp holds the lifecycle and the
 // publishing, actions.cpp the methods, their waits and the level meters.
 
+#include "../../backoff.hpp"
 #include "../answer.hpp"
 #include "../backend.hpp"
 #include "graph.hpp"
@@ -29,10 +30,18 @@ public:
 
 	[[nodiscard]] std::string_view id() const override { return "pipewire"; }
 	[[nodiscard]] std::string_view root() const override { return "/audio"; }
-	void start() override;
-	void stop() override;
 
 private:
+	void onStart() override;
+	void onStop() override;
+	std::span<const Method> methods() const override;
+	std::optional<Unavailable> availability() const override;
+	std::string service() const override { return "PipeWire"; }
+
+	// After the socket appeared, a daemon between bind() and listen() refuses connections: a
+	// few short retries, triggered by that event only.
+	static constexpr Backoff::Policy kQuickRetry{std::chrono::milliseconds(50), std::chrono::milliseconds(50), 40};
+
 	// Where a node's volume and mute live: its own Props, or (a node of a sound card with a
 	// route) the device's active Route, as WirePlumber's mixer API and wpctl decide.
 	struct VolumeSource {
@@ -58,19 +67,6 @@ private:
 		std::vector<float> peaks;
 		bool published = false;
 	};
-	struct MonitorToken {
-		std::weak_ptr<PipewireBackend*> backend;
-		std::string node;
-		uint64_t client;
-		MonitorToken(std::weak_ptr<PipewireBackend*> b, std::string n, uint64_t c)
-		    : backend(std::move(b)), node(std::move(n)), client(c) {}
-		MonitorToken(const MonitorToken&) = delete;
-		MonitorToken& operator=(const MonitorToken&) = delete;
-		~MonitorToken() {
-			if (auto b = backend.lock()) (*b)->monitorReleased(node, client);
-		}
-	};
-
 	// --- lifecycle (pipewire_backend.cpp)
 	void connect();
 	void afterIterate();
@@ -93,11 +89,17 @@ private:
 	[[nodiscard]] bool published(const Node& n) const;
 
 	// --- actions (actions.cpp)
-	void registerMethods();
-	void requireAvailable() const;
+	void setVolume(Call& c);
+	void setVolumes(Call& c);
+	void setMuted(Call& c);
+	void setPreferredDefault(Call& c);
+	void moveStream(Call& c);
+	void setDeviceProfile(Call& c);
+	void setRoute(Call& c);
+	void monitorPeaksMethod(Call& c);
 	[[nodiscard]] const Node& audioNode(const json& params, const char* param) const;
 	void writeVolume(const Node& n, const VolumeSource& src, std::optional<std::vector<double>> volumes,
-	                 std::optional<bool> mute, Responder responder);
+	                 std::optional<bool> mute, std::shared_ptr<Answer> answer);
 	void wait(Waiter waiter);
 	void checkWaiters();
 	void expireWaiters();
@@ -105,14 +107,12 @@ private:
 	void answer(Waiter& w, const json& result);
 
 	// --- level meters (actions.cpp)
-	void monitorPeaks(const Node& n, bool enabled, Responder responder, ClientSession& client);
+	void monitorPeaks(const Node& n, std::shared_ptr<Answer> answer, ClientSession& client);
 	void monitorReleased(const std::string& node, uint64_t client);
 	void dropMonitor(std::string node);   // by value: callers pass the map's own key
 	void dropAllMonitors();
 	void publishPeaks();
 
-	bool started_ = false;
-	std::shared_ptr<PipewireBackend*> self_;
 	std::unique_ptr<PwLoop> pwLoop_;
 	std::unique_ptr<PwLoop> dataLoop_;   // the context's data loop, iterated by qsd's loop
 	pw_context* pwContext_ = nullptr;
@@ -120,10 +120,9 @@ private:
 	std::unique_ptr<Graph> graph_;
 	std::unique_ptr<SocketWatch> watch_;
 	EventSource retry_;           // a connect attempt, deferred or after a short delay
-	int retries_ = 0;
+	std::optional<Backoff> quickRetry_;   // set while the socket just appeared
 	bool ready_ = false;          // /audio published complete
 	std::string unavailableWhy_;
-	std::vector<MethodRegistration> methods_;
 
 	// What is in the tree: global id -> key, and key -> global id.
 	std::map<uint32_t, std::string> nodeKeys_, deviceKeys_, linkKeys_;

@@ -1,20 +1,18 @@
 // The tray backend's start-up and its two roles: the session's StatusNotifierWatcher, or a
 // host of another watcher until that one leaves.
 //
-// D-Bus discipline (DESIGN.md, "One thread, one loop"): the blocking D-Bus work is done once in
-// start(): the AddMatch of a few broad signal matches (item and menu signals are dispatched
-// here by sender and path, so no match is added per item later) and of the watcher name's
-// NameWatcher, and the Hello behind our unique name. Everything after is asynchronous: owning
-// the names is an async RequestName, every item and menu call is tracked in a dbus::CallSet
-// grouped per item, and the exported watcher object only queues replies and signals.
+// D-Bus discipline (docs/architecture.md, "One thread, one loop"): the blocking D-Bus work is
+// done once at start: the AddMatch of a few broad signal matches (item and menu signals are
+// dispatched here by sender and path, so no match is added per item later), the
+// NameOwnerChanged watch, and the Hello behind our unique name. Everything after is
+// asynchronous: owning the names is an async RequestName, every item and menu call is tracked in
+// the backend's CallSet grouped per item, and the exported watcher object only queues replies
+// and signals.
 //
-// Owning the watcher name: RequestName with neither REPLACE_EXISTING (polite: an existing
-// watcher is never replaced) nor ALLOW_REPLACEMENT (a bar that asks to replace qsd is refused
-// and becomes a host of qsd, so the list outlives it), and without DO_NOT_QUEUE: qsd waits in
-// the name's queue, and when the watcher that owns it leaves, the bus hands the name to qsd in
-// the same step (NameOwnerChanged old -> qsd), with no moment in which no watcher exists. That
-// NameOwnerChanged, seen through the NameWatcher, is how qsd learns it is the watcher; it says
-// what NameAcquired/NameLost would, and also who the owner is when it is not qsd.
+// The watcher name is a dbus::OwnedName: polite (an existing watcher is never replaced, and a
+// bar that asks to replace qsd is refused and becomes a host of qsd, so the list outlives it)
+// and queued, so when the watcher that owns it leaves, the bus hands the name to qsd in the same
+// step, with no moment in which no watcher exists.
 
 #include "tray_backend.hpp"
 
@@ -29,27 +27,15 @@ namespace qsd::tray {
 using json = nlohmann::json;
 
 namespace {
-// RequestName flags (D-Bus specification): ALLOW_REPLACEMENT 1 and REPLACE_EXISTING 2 are never
-// used (see above); the host name is not worth waiting for.
+// RequestName flag (D-Bus specification): the host name is not worth waiting for.
 constexpr uint32_t kDoNotQueue = 4;
 } // namespace
 
-TrayBackend::TrayBackend(BackendContext& context): Backend(context) {}
+TrayBackend::TrayBackend(BackendContext& context): BusBackend(context, Bus::Session, "tray") {}
 
 TrayBackend::~TrayBackend() { stop(); }
 
-void TrayBackend::start() {
-	if (started_) return;
-	started_ = true;
-	context_.tree.set(kRoot, {{"available", false}, {"isWatcher", false}, {"items", json::object()}});
-	registerMethods();
-	if (!context_.sessionBus) {
-		setState(BackendState::Failed, "no session bus connection");
-		return;
-	}
-	setState(BackendState::Starting);
-	conn_ = &context_.sessionBus->connection();
-
+void TrayBackend::onBusStart() {
 	std::string source;
 	auto options = IconTheme::fromEnvironment(kDefaultIconSize);
 	theme_ = std::make_unique<IconTheme>(options);
@@ -60,41 +46,37 @@ void TrayBackend::start() {
 
 	deferred_ = context_.loop.addDefer([this] { runDeferred(); }, "tray-deferred");
 	deferred_.setEnabled(SD_EVENT_OFF);
-	reaper_ = context_.loop.addDefer([this] { graveyard_.clear(); }, "tray-reaper");
-	reaper_.setEnabled(SD_EVENT_OFF);
-
-	// Start-up only: the first unique-name read waits for the bus's Hello reply.
-	unique_ = conn_->getUniqueName();
 	hostName_ = "org.kde.StatusNotifierHost-" + std::to_string(::getpid());
-	busProxy_ = sdbus::createProxy(*conn_, "org.freedesktop.DBus", "/org/freedesktop/DBus");
 
-	installMatches();
-	exportWatcher();
-	watcherName_ = std::make_unique<NameWatcher>(
-	    *conn_, kWatcherName, [this](const std::string&) { watcherOwnerChanged(); }, [this] { watcherOwnerChanged(); });
-	requestNames();
+	// Broad matches, installed once (AddMatch blocks): each handler finds its item by (sender,
+	// path), so there is no match per item.
+	match(fmt::format("type='signal',interface='{}'", kItemIface), [this](sdbus::Message& m) { onItemSignal(m); },
+	      "StatusNotifierItem signal");
+	match(fmt::format("type='signal',interface='{}'", kMenuIface), [this](sdbus::Message& m) { onMenuSignal(m); },
+	      "DBusMenu signal");
+	// The other watcher's signals, while qsd is its host (sender= the name: the bus checks the
+	// current owner; the handler checks it is the one qsd hosts).
+	match(fmt::format("type='signal',sender='{}',path='{}',interface='{}'", kWatcherName, kWatcherPath, kWatcherIface),
+	      [this](sdbus::Message& m) { onOtherWatcherSignal(m); }, "StatusNotifierWatcher signal");
+	match(fmt::format("type='signal',sender='{}',path='{}',interface='{}',member='PropertiesChanged'", kWatcherName,
+	                  kWatcherPath, kPropsIface),
+	      [this](sdbus::Message& m) { onOtherWatcherSignal(m); }, "PropertiesChanged from the StatusNotifierWatcher");
+	// Items and hosts go when their bus names go; the set of names is not known in advance.
+	names_ = bus().names().watchAll([this](const std::string& name, const std::string& oldOwner, const std::string& newOwner) {
+		onNameOwnerChanged(name, oldOwner, newOwner);
+	});
+
+	// The watcher object is served from the start, whatever the role: it is only reachable
+	// through the well-known name once qsd owns it (before that, only through qsd's unique name).
+	watcher_ = std::make_unique<dbus::OwnedName>(bus(), kWatcherName, [this] { watcherOwnerChanged(); });
+	object_ = &watcher_->exportObject(kWatcherPath);
+	exportWatcher(*object_);
+	watcher_->request();
+	requestHostName();
 }
 
-void TrayBackend::stop() {
-	if (!started_) return;
-	started_ = false;
-	methods_.clear();
-	calls_.cancelAll();
-	matches_.clear();
-	watcherName_.reset();
-	if (object_ && busProxy_) {
-		// Let the name go now rather than when the connection closes: a watcher queued behind
-		// qsd takes over at once. Sent without waiting for a reply.
-		try {
-			auto m = busProxy_->createMethodCall("org.freedesktop.DBus", "ReleaseName");
-			m << std::string(kWatcherName);
-			m.dontExpectReply();
-			busProxy_->callMethod(m);
-		} catch (const sdbus::Error& e) {
-			log::debug("tray", "releasing {} failed: {}", kWatcherName, e.getMessage());
-		}
-	}
-	object_.reset();
+void TrayBackend::onBusStop() {
+	names_.reset();
 	items_.clear();
 	order_.clear();
 	services_.clear();
@@ -104,80 +86,44 @@ void TrayBackend::stop() {
 	menuQueue_.clear();
 	publishQueue_.clear();
 	otherWatcher_.reset();
-	busProxy_.reset();
-	graveyard_.clear();
+	// Releases the watcher name now: a watcher queued behind qsd takes over at once.
+	object_ = nullptr;
+	watcher_.reset();
 	deferred_.reset();
-	reaper_.reset();
 	resolver_.reset();
 	store_.reset();
 	theme_.reset();
 	role_ = Role::None;
-	context_.tree.remove(kRoot);
-	setState(BackendState::Stopped);
 }
 
-void TrayBackend::installMatches() {
-	// Broad matches, installed once: AddMatch is a blocking call in sdbus-c++ 1.2, so there is
-	// none per item. Each handler finds its item by (sender, path).
-	matches_.push_back(conn_->addMatch(fmt::format("type='signal',interface='{}'", kItemIface),
-	                                   [this](sdbus::Message& m) { onItemSignal(m); }));
-	matches_.push_back(conn_->addMatch(fmt::format("type='signal',interface='{}'", kMenuIface),
-	                                   [this](sdbus::Message& m) { onMenuSignal(m); }));
-	// Items and hosts go when their bus names go. Every NameOwnerChanged: the set of names is
-	// not known in advance and adding a match per name would block.
-	matches_.push_back(conn_->addMatch("type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
-	                                   "interface='org.freedesktop.DBus',member='NameOwnerChanged'",
-	                                   [this](sdbus::Message& m) { onNameOwnerChanged(m); }));
-	// The other watcher's signals, while qsd is its host (sender= the name: the bus checks the
-	// current owner; the handler checks it is the one qsd hosts).
-	matches_.push_back(conn_->addMatch(
-	    fmt::format("type='signal',sender='{}',path='{}',interface='{}'", kWatcherName, kWatcherPath, kWatcherIface),
-	    [this](sdbus::Message& m) { onOtherWatcherSignal(m); }));
-	matches_.push_back(conn_->addMatch(fmt::format("type='signal',sender='{}',path='{}',interface='{}',member='PropertiesChanged'",
-	                                               kWatcherName, kWatcherPath, kPropsIface),
-	                                   [this](sdbus::Message& m) { onOtherWatcherSignal(m); }));
+std::optional<Unavailable> TrayBackend::availability() const {
+	if (auto why = BusBackend::availability()) return why;
+	bool available = role_ == Role::Watcher || (role_ == Role::Host && listRead_);
+	if (!available) return Unavailable{kRoot, "there is no StatusNotifierWatcher"};
+	return std::nullopt;
 }
 
-void TrayBackend::exportWatcher() {
-	// Exported from the start, whatever the role: the object is only reachable through the
-	// well-known name once qsd owns it (before that, only through qsd's unique name).
-	object_ = sdbus::createObject(*conn_, kWatcherPath);
-	object_->registerMethod(kWatcherIface, "RegisterStatusNotifierItem", "s", {"service"}, "", {},
-	                        [this](sdbus::MethodCall call) { onRegisterItem(std::move(call)); });
-	object_->registerMethod(kWatcherIface, "RegisterStatusNotifierHost", "s", {"service"}, "", {},
-	                        [this](sdbus::MethodCall call) { onRegisterHost(std::move(call)); });
-	object_->registerProperty(kWatcherIface, "RegisteredStatusNotifierItems", "as",
-	                          [this](sdbus::PropertyGetReply& reply) { reply << registeredItems(); });
+void TrayBackend::exportWatcher(sdbus::IObject& object) {
+	object.registerMethod(kWatcherIface, "RegisterStatusNotifierItem", "s", {"service"}, "", {},
+	                      [this](sdbus::MethodCall call) { onRegisterItem(std::move(call)); });
+	object.registerMethod(kWatcherIface, "RegisterStatusNotifierHost", "s", {"service"}, "", {},
+	                      [this](sdbus::MethodCall call) { onRegisterHost(std::move(call)); });
+	object.registerProperty(kWatcherIface, "RegisteredStatusNotifierItems", "as",
+	                        [this](sdbus::PropertyGetReply& reply) { reply << registeredItems(); });
 	// qsd is a host itself, so there always is one.
-	object_->registerProperty(kWatcherIface, "IsStatusNotifierHostRegistered", "b",
-	                          [](sdbus::PropertyGetReply& reply) { reply << true; });
-	object_->registerProperty(kWatcherIface, "ProtocolVersion", "i",
-	                          [](sdbus::PropertyGetReply& reply) { reply << int32_t(0); });
-	object_->registerSignal(kWatcherIface, "StatusNotifierItemRegistered", "s", {"service"});
-	object_->registerSignal(kWatcherIface, "StatusNotifierItemUnregistered", "s", {"service"});
-	object_->registerSignal(kWatcherIface, "StatusNotifierHostRegistered", "");
-	object_->registerSignal(kWatcherIface, "StatusNotifierHostUnregistered", "");
-	object_->finishRegistration();
+	object.registerProperty(kWatcherIface, "IsStatusNotifierHostRegistered", "b",
+	                        [](sdbus::PropertyGetReply& reply) { reply << true; });
+	object.registerProperty(kWatcherIface, "ProtocolVersion", "i", [](sdbus::PropertyGetReply& reply) { reply << int32_t(0); });
+	object.registerSignal(kWatcherIface, "StatusNotifierItemRegistered", "s", {"service"});
+	object.registerSignal(kWatcherIface, "StatusNotifierItemUnregistered", "s", {"service"});
+	object.registerSignal(kWatcherIface, "StatusNotifierHostRegistered", "");
+	object.registerSignal(kWatcherIface, "StatusNotifierHostUnregistered", "");
+	object.finishRegistration();
 }
 
-void TrayBackend::requestNames() {
+void TrayBackend::requestHostName() {
 	calls_.start("names",
-	             busProxy_->callMethodAsync("RequestName").onInterface("org.freedesktop.DBus")
-	                 .withArguments(std::string(kWatcherName), uint32_t(0)),
-	             [this](const sdbus::Error* e, uint32_t reply) {
-		             if (e) {
-			             log::warning("tray", "cannot own {}: {}: {}; qsd can only be a host", kWatcherName, e->getName(),
-			                          e->getMessage());
-			             if (role_ == Role::None) setState(BackendState::Unavailable, "cannot own " + std::string(kWatcherName));
-			             return;
-		             }
-		             // 1: owner; 2: queued behind another watcher (qsd hosts it and takes over
-		             // when it leaves); 4: already owner.
-		             if (reply == 2)
-			             log::info("tray", "another StatusNotifierWatcher is running; qsd is its host and takes over when it leaves");
-	             });
-	calls_.start("names",
-	             busProxy_->callMethodAsync("RequestName").onInterface("org.freedesktop.DBus")
+	             bus().daemon().callMethodAsync("RequestName").onInterface("org.freedesktop.DBus")
 	                 .withArguments(hostName_, uint32_t(kDoNotQueue)),
 	             [this](const sdbus::Error* e, uint32_t) {
 		             if (e) log::warning("tray", "cannot own {}: {}", hostName_, e->getMessage());
@@ -188,11 +134,13 @@ void TrayBackend::requestNames() {
 // roles
 
 void TrayBackend::watcherOwnerChanged() {
-	if (!watcherName_) return;
-	const auto& owner = watcherName_->owner();
-	if (owner.empty()) becomeNone();
-	else if (owner == unique_) becomeWatcher();
-	else becomeHost(owner);
+	if (!watcher_) return;
+	if (watcher_->owned()) becomeWatcher();
+	else if (!watcher_->otherOwner().empty()) becomeHost(watcher_->otherOwner());
+	else if (watcher_->state() == dbus::OwnedName::State::Failed) {
+		setState(BackendState::Unavailable, "cannot own " + std::string(kWatcherName) + ": " + watcher_->error());
+		becomeNone();
+	} else becomeNone();
 }
 
 void TrayBackend::becomeWatcher() {
@@ -221,7 +169,7 @@ void TrayBackend::becomeHost(const std::string& owner) {
 	otherOwner_ = owner;
 	listRead_ = false;
 	log::info("tray", "{} is owned by {}: qsd is its host", kWatcherName, owner);
-	otherWatcher_ = sdbus::createProxy(*conn_, owner, kWatcherPath);
+	otherWatcher_ = sdbus::createProxy(conn(), owner, kWatcherPath);
 	calls_.start("host",
 	             otherWatcher_->callMethodAsync("RegisterStatusNotifierHost").onInterface(kWatcherIface)
 	                 .withTimeout(kCallTimeout).withArguments(hostName_),
@@ -358,7 +306,7 @@ void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
 	// nobody does, as KDE's watcher refuses it).
 	auto address = *a;
 	calls_.start("register",
-	             busProxy_->callMethodAsync("GetNameOwner").onInterface("org.freedesktop.DBus").withArguments(a->service),
+	             bus().daemon().callMethodAsync("GetNameOwner").onInterface("org.freedesktop.DBus").withArguments(a->service),
 	             [this, call, address](const sdbus::Error* e, std::string owner) {
 		             if (e) {
 			             log::info("tray", "{} registered {}, which has no owner", call.getSender(), address.service);
@@ -384,26 +332,20 @@ void TrayBackend::onRegisterHost(sdbus::MethodCall call) {
 	call.createReply().send();
 }
 
-void TrayBackend::onNameOwnerChanged(sdbus::Message& msg) {
-	try {
-		std::string name, oldOwner, newOwner;
-		msg >> name >> oldOwner >> newOwner;
-		if (auto it = services_.find(name); it != services_.end()) {
-			std::vector<std::string> gone;
-			for (const auto& key: it->second) {
-				auto i = items_.find(key);
-				if (i == items_.end()) continue;
-				// Gone, or the name moved to another process (which must register anew).
-				if (newOwner.empty() || (!i->second.owner.empty() && newOwner != i->second.owner)) gone.push_back(key);
-			}
-			for (const auto& key: gone) removeItem(key, "left the bus");
+void TrayBackend::onNameOwnerChanged(const std::string& name, const std::string&, const std::string& newOwner) {
+	if (auto it = services_.find(name); it != services_.end()) {
+		std::vector<std::string> gone;
+		for (const auto& key: it->second) {
+			auto i = items_.find(key);
+			if (i == items_.end()) continue;
+			// Gone, or the name moved to another process (which must register anew).
+			if (newOwner.empty() || (!i->second.owner.empty() && newOwner != i->second.owner)) gone.push_back(key);
 		}
-		if (newOwner.empty() && hosts_.erase(name)) {
-			log::info("tray", "host {} left", name);
-			emitWatcher("StatusNotifierHostUnregistered");
-		}
-	} catch (const sdbus::Error& e) {
-		log::warning("tray", "malformed NameOwnerChanged: {}", e.getMessage());
+		for (const auto& key: gone) removeItem(key, "left the bus");
+	}
+	if (newOwner.empty() && hosts_.erase(name)) {
+		log::info("tray", "host {} left", name);
+		emitWatcher("StatusNotifierHostUnregistered");
 	}
 }
 

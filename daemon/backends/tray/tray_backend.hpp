@@ -13,10 +13,10 @@
 #include "icons.hpp"
 #include "mapping.hpp"
 
-#include "../../dbus/call_set.hpp"
-#include "../../dbus/name_watcher.hpp"
+#include "../../dbus/names.hpp"
+#include "../../dbus/owned_name.hpp"
 #include "../../dbus/variant.hpp"
-#include "../backend.hpp"
+#include "../bus_backend.hpp"
 
 #include <chrono>
 #include <functional>
@@ -41,7 +41,7 @@ constexpr const char* kItems = "/tray/items";
 // holds anything else up.
 constexpr std::chrono::seconds kCallTimeout{5};
 
-class TrayBackend final: public Backend {
+class TrayBackend final: public BusBackend {
 public:
 	explicit TrayBackend(BackendContext& context);
 	~TrayBackend() override;
@@ -49,10 +49,15 @@ public:
 	std::string_view id() const override { return "tray"; }
 	std::string_view root() const override { return kRoot; }
 
-	void start() override;
-	void stop() override;
-
 private:
+	void onBusStart() override;
+	void onBusStop() override;
+	nlohmann::json initialRoot() const override {
+		return {{"available", false}, {"isWatcher", false}, {"items", nlohmann::json::object()}};
+	}
+	std::span<const Method> methods() const override;
+	std::optional<Unavailable> availability() const override;
+
 	enum class Role {
 		None,      // nobody owns the watcher name (or we do not know yet)
 		Watcher,   // qsd owns org.kde.StatusNotifierWatcher
@@ -90,9 +95,8 @@ private:
 	};
 
 	// --- tray_backend.cpp: start-up, roles, the watcher object, hosting another watcher
-	void installMatches();
-	void exportWatcher();
-	void requestNames();
+	void exportWatcher(sdbus::IObject& object);
+	void requestHostName();
 	void watcherOwnerChanged();
 	void becomeWatcher();
 	void becomeHost(const std::string& owner);
@@ -100,7 +104,7 @@ private:
 	void onRegisterItem(sdbus::MethodCall call);
 	void onRegisterHost(sdbus::MethodCall call);
 	void onOtherWatcherSignal(sdbus::Message& msg);
-	void onNameOwnerChanged(sdbus::Message& msg);
+	void onNameOwnerChanged(const std::string& name, const std::string& oldOwner, const std::string& newOwner);
 	void syncListed(const std::vector<std::string>& entries);
 	void readListed();
 	void emitWatcher(const char* member, const std::string* arg = nullptr);
@@ -124,7 +128,6 @@ private:
 	[[nodiscard]] Item* findItem(const std::string& key, uint64_t serial = 0);
 	[[nodiscard]] static std::string group(const std::string& key) { return "i:" + key + "|"; }
 	[[nodiscard]] static std::string itemPath(const std::string& key);
-	void bury(std::unique_ptr<sdbus::IProxy> proxy);
 	// Writes `value` (an object) at `path` field by field; `keep` names a field left alone.
 
 	// --- tray_menu.cpp
@@ -140,20 +143,20 @@ private:
 	[[nodiscard]] nlohmann::json menuJson(Item& item);
 
 	// --- tray_actions.cpp
-	void registerMethods();
+	void activate(Call& c);
+	void secondaryActivate(Call& c);
+	void contextMenu(Call& c);
+	void pointCall(Call& c, const char* dbusMethod);
+	void scroll(Call& c);
+	void menuEvent(Call& c);
+	void menuAboutToShow(Call& c);
 	Item& actionItem(const rpc::Params& p);
+	sdbus::IProxy& menuEntry(Item& item, int32_t id);
 
-	sdbus::IConnection* conn_ = nullptr;
-	bool started_ = false;
-	std::string unique_;                         // our own unique name
 	std::string hostName_;                       // org.kde.StatusNotifierHost-<pid>
-	dbus::CallSet calls_{"tray"};
-	dbus::PropertyReader reader_{"tray"};
-	std::vector<MethodRegistration> methods_;
-	std::vector<sdbus::Slot> matches_;
-	std::unique_ptr<sdbus::IProxy> busProxy_;
-	std::unique_ptr<sdbus::IObject> object_;     // our /StatusNotifierWatcher
-	std::unique_ptr<NameWatcher> watcherName_;
+	std::unique_ptr<dbus::OwnedName> watcher_;   // org.kde.StatusNotifierWatcher and our /StatusNotifierWatcher
+	sdbus::IObject* object_ = nullptr;           // that object
+	NameTracker::Watch names_;                   // every NameOwnerChanged: items and hosts leave with their names
 	std::unique_ptr<sdbus::IProxy> otherWatcher_;   // the watcher we host, by its unique name
 	Role role_ = Role::None;
 	std::string otherOwner_;                     // its unique name
@@ -171,8 +174,6 @@ private:
 	std::set<std::string> menuQueue_;            // keys with LayoutUpdated to fetch
 	std::set<std::string> publishQueue_;         // keys to publish
 	EventSource deferred_;
-	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
-	EventSource reaper_;
 
 	std::unique_ptr<IconTheme> theme_;
 	std::unique_ptr<IconStore> store_;

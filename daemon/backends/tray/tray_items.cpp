@@ -45,14 +45,6 @@ TrayBackend::Item* TrayBackend::findItem(const std::string& key, uint64_t serial
 	return &it->second;
 }
 
-void TrayBackend::bury(std::unique_ptr<sdbus::IProxy> proxy) {
-	// A proxy dropped inside one of its own reply handlers must outlive that handler.
-	if (!proxy) return;
-	graveyard_.push_back(std::move(proxy));
-	if (reaper_) reaper_.setEnabled(SD_EVENT_ONESHOT);
-	else graveyard_.clear();
-}
-
 // ---------------------------------------------------------------------------------------------
 // registration
 
@@ -78,7 +70,7 @@ bool TrayBackend::addItem(const ItemAddress& address, std::string owner) {
 	} else {
 		auto serial = item.serial;
 		calls_.start(group(key),
-		             busProxy_->callMethodAsync("GetNameOwner").onInterface("org.freedesktop.DBus").withArguments(address.service),
+		             bus().daemon().callMethodAsync("GetNameOwner").onInterface("org.freedesktop.DBus").withArguments(address.service),
 		             [this, key, serial](const sdbus::Error* e, std::string found) {
 			             Item* it = findItem(key, serial);
 			             if (!it) return;
@@ -132,7 +124,7 @@ void TrayBackend::ownerKnown(Item& item) {
 	itemSignals_[index(item.owner, item.address.path)] = item.key;
 	// Calls go to the owner's unique name: the process this item belongs to, whatever happens
 	// to a well-known name later (a new owner is a new item and must register).
-	item.proxy = sdbus::createProxy(*conn_, item.owner, item.address.path);
+	item.proxy = sdbus::createProxy(conn(), item.owner, item.address.path);
 	readItem(item);
 }
 

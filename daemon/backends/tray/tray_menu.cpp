@@ -23,7 +23,7 @@ void TrayBackend::setupMenu(Item& item, const std::string& menuPath) {
 	auto menu = std::make_unique<Menu>();
 	menu->serial = nextSerial_++;
 	menu->path = menuPath;
-	menu->proxy = sdbus::createProxy(*conn_, item.owner, menuPath);
+	menu->proxy = sdbus::createProxy(conn(), item.owner, menuPath);
 	menuSignals_[index(item.owner, menuPath)] = item.key;
 	item.menu = std::move(menu);
 	item.menuDirty = true;

@@ -37,7 +37,6 @@ void UpowerBackend::ppdNamesChanged() {
 	calls_.cancel("ppd");   // pending actions answer BackendUnavailable
 	bury(std::move(ppdProxy_));
 	ppdProps_.clear();
-	ppdLoaded_ = false;
 	if (ppdActive_ >= 0) reader_.forget(ppd().name);
 	ppdUnknown_.clear();
 	{
@@ -52,15 +51,11 @@ void UpowerBackend::ppdNamesChanged() {
 			h.pending = false;
 			// A retry for the old instance is moot: the new one gets the hold right away.
 			h.retry.reset();
-			h.failures = 0;
+			h.backoff.reset();
 			h.error = nullptr;
 			if (!h.confirmed || h.released) drop.push_back(id);
 		}
-		for (auto id: drop) {
-			auto client = holds_[id].client.lock();
-			holds_.erase(id);
-			if (client) client->detach("power.hold." + std::to_string(id));
-		}
+		for (auto id: drop) forgetHold(id);
 	}
 	if (ppdActive_ >= 0 && want != ppdActive_)
 		log::info("upower", "{} left the system bus", kPpd[size_t(ppdActive_)].name);
@@ -72,44 +67,32 @@ void UpowerBackend::ppdNamesChanged() {
 		return;
 	}
 	log::info("upower", "using power profiles from {} ({})", ppd().name, owner);
-	ppdProxy_ = sdbus::createProxy(*conn_, ppd().name, ppd().path);
+	ppdProxy_ = sdbus::createProxy(conn(), ppd().name, ppd().path);
+	ppdProps_ = dbus::PropertySet(ppd().iface);
 	updateState();
-	calls_.start("ppd",
-	             ppdProxy_->callMethodAsync("GetAll").onInterface(kPropsIface).withArguments(std::string(ppd().iface)),
-	                 [this, ownerChanged](const sdbus::Error* e, dbus::Properties props) {
-		                 if (e) log::warning("upower", "reading {}'s properties failed: {}: {}", ppd().name, e->getName(),
-		                                     e->getMessage());
-		                 else ppdProps_ = std::move(props);
-		                 ppdLoaded_ = true;
-		                 publishProfiles();
-		                 if (ownerChanged)
-			                 for (auto& [_, h]: holds_)
-				                 if (!h.cookie && !h.pending) hold(h, nullptr);
-		                 updateState();
-	                 });
+	ppdProps_.load(calls_, "ppd", *ppdProxy_, [this, ownerChanged](const sdbus::Error* e) {
+		if (e) {
+			log::warning("upower", "reading {}'s properties failed: {}: {}", ppd().name, e->getName(), e->getMessage());
+			ppdProps_.assign({});
+		}
+		publishProfiles();
+		if (ownerChanged)
+			for (auto& [_, h]: holds_)
+				if (!h.cookie && !h.pending) hold(h, nullptr);
+		updateState();
+	});
 }
 
 void UpowerBackend::ppdPropertiesChanged(size_t service, sdbus::Message& msg) {
-	try {
-		if (int(service) != ppdActive_ || !ppdLoaded_) return;
-		if (msg.getSender() != ppdOwner_ || msg.getPath() != kPpd[service].path) return;
-		std::string iface;
-		dbus::Properties changed;
-		std::vector<std::string> invalidated;
-		msg >> iface >> changed >> invalidated;
-		if (iface != kPpd[service].iface) return;
-		for (auto& [k, v]: changed) ppdProps_[k] = std::move(v);
-		for (const auto& k: invalidated) ppdProps_.erase(k);
-		publishProfiles();
-	} catch (const sdbus::Error& e) {
-		log::warning("upower", "malformed PropertiesChanged from {}: {}", kPpd[service].name, e.getMessage());
-	}
+	if (int(service) != ppdActive_ || !ppdProps_.loaded()) return;
+	if (msg.getSender() != ppdOwner_ || msg.getPath() != kPpd[service].path) return;
+	if (ppdProps_.apply(msg)) publishProfiles();
 }
 
 void UpowerBackend::publishProfiles() {
 	if (!ppdReady()) return;
-	auto m = upower::mapProfiles(ppdProps_, ownHolds());
-	for (const auto& name: m.badProperties) reader_.wrongType(ppd().name, name, ppdProps_);
+	auto m = upower::mapProfiles(ppdProps_.values(), ownHolds());
+	for (const auto& name: m.badProperties) reader_.wrongType(ppd().name, name, ppdProps_.values());
 	for (const auto& u: m.unknownValues)
 		if (ppdUnknown_.insert(u).second) log::warning("upower", "{}: unknown value {}; mapped to \"unknown\" or left out", ppd().name, u);
 	m.value["available"] = true;
@@ -125,8 +108,8 @@ void UpowerBackend::refreshHolds() {
 	             ppdProxy_->callMethodAsync("Get").onInterface(kPropsIface)
 	                 .withArguments(std::string(ppd().iface), std::string("ActiveProfileHolds")),
 	                 [this](const sdbus::Error* e, sdbus::Variant v) {
-		                 if (e || !ppdLoaded_) return;
-		                 ppdProps_["ActiveProfileHolds"] = std::move(v);
+		                 if (e || !ppdProps_.loaded()) return;
+		                 ppdProps_.values().insert_or_assign("ActiveProfileHolds", std::move(v));
 		                 publishProfiles();
 	                 });
 }
@@ -162,9 +145,7 @@ void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 			        if (it->second.confirmed && !it->second.released) return holdFailed(it->second, *e);
 			        // A new hold: its client gets the error, and it is gone.
 			        log::info("upower", "HoldProfile failed: {}: {}", e->getName(), e->getMessage());
-			        auto client = it->second.client.lock();
-			        holds_.erase(it);
-			        if (client) client->detach("power.hold." + std::to_string(holdId));
+			        forgetHold(holdId);
 			        publishProfiles();
 			        return;
 		        }
@@ -180,9 +161,9 @@ void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 		        h.cookie = cookie;
 		        h.owner = ppdOwner_;
 		        h.confirmed = true;
-		        if (h.failures) log::info("upower", "hold {} made again after {} failures", holdId, h.failures);
+		        if (h.backoff.failures()) log::info("upower", "hold {} made again after {} failures", holdId, h.backoff.failures());
 		        h.error = nullptr;
-		        h.failures = 0;
+		        h.backoff.reset();
 		        h.retry.reset();
 		        if (answer) answer->result({{"cookie", holdId}});
 		        publishProfiles();
@@ -192,16 +173,16 @@ void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 
 // Making a hold again (after power-profiles-daemon restarted) failed. The client still holds
 // its cookie, so the hold is not dropped: /power/profiles/holds shows it as failed with the
-// error, and it is tried again 1 s later, then with the delay doubling up to 60 s, until it
-// works, the client lets go, or the daemon changes again.
+// error, and it is tried again with backoff (kRehold) until it works, the client lets go, or
+// the daemon changes again.
 void UpowerBackend::holdFailed(ClientHold& h, const sdbus::Error& e) {
-	if (++h.failures == 1)
+	if (h.backoff.failures() == 0)
 		log::warning("upower", "making hold {} again failed: {}: {}; trying again", h.id, e.getName(), e.getMessage());
 	h.error = {{"name", e.getName()}, {"message", e.getMessage()}};
-	auto delay = std::min(std::chrono::seconds(1) * (1u << std::min(h.failures - 1, 6u)), std::chrono::seconds(60));
+	auto delay = h.backoff.next();
 	uint64_t id = h.id;
 	h.retry = context_.loop.addTimer(
-	    delay,
+	    delay.value_or(kRehold.cap),
 	    [this, id] {
 		    auto it = holds_.find(id);
 		    if (it == holds_.end() || it->second.pending || it->second.cookie || !ppdReady()) return;
@@ -221,7 +202,7 @@ void UpowerBackend::release(uint32_t cookie) {
 	                 });
 }
 
-// A client's hold token was destroyed (disconnect or power.releaseProfile).
+// A client's hold lease ended (disconnect or power.releaseProfile).
 void UpowerBackend::clientReleased(uint64_t id) {
 	auto it = holds_.find(id);
 	if (it == holds_.end()) return;
@@ -235,8 +216,28 @@ void UpowerBackend::clientReleased(uint64_t id) {
 	publishProfiles();
 }
 
+// A hold that is over for qsd's reasons (its HoldProfile failed, its daemon went): gone from
+// the table first, then its client's lease, whose release finds nothing left to do.
+void UpowerBackend::forgetHold(uint64_t id) {
+	auto it = holds_.find(id);
+	if (it == holds_.end()) return;
+	auto client = it->second.client.lock();
+	holds_.erase(it);
+	if (client) revokeLease(*client, leaseKey(id));
+}
+
 // ---------------------------------------------------------------------------------------------
 // methods
+
+std::span<const Backend::Method> UpowerBackend::methods() const {
+	static constexpr Method table[] = {
+	    method<&UpowerBackend::setProfile>("power.setProfile"),
+	    method<&UpowerBackend::holdProfile>("power.holdProfile"),
+	    // A client may let go of its hold whether or not power-profiles-daemon is there.
+	    method<&UpowerBackend::releaseProfile>("power.releaseProfile", false),
+	};
+	return table;
+}
 
 std::string UpowerBackend::checkProfile(const Params& p) {
 	auto name = p.string("profile");
@@ -251,63 +252,41 @@ std::string UpowerBackend::checkProfile(const Params& p) {
 	return *ppdName;
 }
 
-void UpowerBackend::registerMethods() {
-	auto& disp = context_.dispatcher;
-	auto unavailable = [this]() {
-		std::string why = !conn_ ? "there is no system bus connection" : "power-profiles-daemon is not on the system bus";
-		return RpcException(ErrorCode::BackendUnavailable, "Power profiles are unavailable: " + why,
-		                    {{"backend", "upower"}, {"path", kProfiles}});
-	};
+void UpowerBackend::setProfile(Call& c) {
+	auto profile = checkProfile(c.params());
+	calls_.start("ppd",
+	             ppdProxy_->callMethodAsync("Set").onInterface(kPropsIface)
+	                 .withArguments(std::string(ppd().iface), std::string("ActiveProfile"), sdbus::Variant(profile)),
+	             [answer = c.answer(), profile](const sdbus::Error* e) {
+		             if (e) answer->failed(*e);
+		             else answer->result({{"profile", *upower::profileName(profile)}});
+	             });
+}
 
-	disp.addAsync("power.setProfile", [this, unavailable](const json& params, Responder responder, ClientSession&) {
-		Params p(params);
-		(void)p.string("profile");
-		if (!ppdReady()) throw unavailable();
-		auto profile = checkProfile(p);
-		auto answer = std::make_shared<Answer>(std::move(responder), "upower", ppd().name);
-		calls_.start("ppd",
-		             ppdProxy_->callMethodAsync("Set").onInterface(kPropsIface)
-		                 .withArguments(std::string(ppd().iface), std::string("ActiveProfile"), sdbus::Variant(profile)),
-		                 [answer, profile](const sdbus::Error* e) {
-			                 if (e) answer->failed(*e);
-			                 else answer->result({{"profile", *upower::profileName(profile)}});
-		                 });
-	});
-	methods_.emplace_back(disp, "power.setProfile");
+void UpowerBackend::holdProfile(Call& c) {
+	const auto& p = c.params();
+	auto profile = checkProfile(p);
+	auto id = nextHold_++;
+	auto& h = holds_[id];
+	h.id = id;
+	h.client = c.client().weak();
+	h.profile = profile;
+	h.reason = p.optString("reason").value_or("");
+	h.applicationId = p.optString("applicationId").value_or("qsd");
+	// The lease is the client's from now on: a disconnect before the answer releases too.
+	grantLease(c.client(), leaseKey(id), [this, id] { clientReleased(id); });
+	hold(h, c.answer());
+}
 
-	disp.addAsync("power.holdProfile", [this, unavailable](const json& params, Responder responder, ClientSession& client) {
-		Params p(params);
-		(void)p.string("profile");
-		auto reason = p.optString("reason").value_or("");
-		auto applicationId = p.optString("applicationId").value_or("qsd");
-		if (!ppdReady()) throw unavailable();
-		auto profile = checkProfile(p);
-		auto id = nextHold_++;
-		auto& h = holds_[id];
-		h.id = id;
-		h.client = client.weak();
-		h.profile = profile;
-		h.reason = reason;
-		h.applicationId = applicationId;
-		// The token is the client's from now on: a disconnect before the answer releases too.
-		client.attach("power.hold." + std::to_string(id),
-		              std::make_shared<HoldToken>(std::weak_ptr<UpowerBackend*>(self_), id));
-		hold(h, std::make_shared<Answer>(std::move(responder), "upower", ppd().name));
-	});
-	methods_.emplace_back(disp, "power.holdProfile");
-
-	disp.add("power.releaseProfile", [this](const json& params, ClientSession& client) {
-		Params p(params);
-		auto cookie = p.integer("cookie");
-		auto it = cookie > 0 ? holds_.find(uint64_t(cookie)) : holds_.end();
-		if (it == holds_.end() || it->second.client.lock().get() != &client)
-			throw RpcException(ErrorCode::NotFound, "No profile hold with this cookie on this connection",
-			                   {{"param", "cookie"}, {"cookie", cookie}});
-		// The token's destruction releases the hold (now, or when HoldProfile answers).
-		client.detach("power.hold." + std::to_string(cookie));
-		return json{{"cookie", cookie}};
-	});
-	methods_.emplace_back(disp, "power.releaseProfile");
+void UpowerBackend::releaseProfile(Call& c) {
+	auto cookie = c.params().integer("cookie");
+	auto it = cookie > 0 ? holds_.find(uint64_t(cookie)) : holds_.end();
+	if (it == holds_.end() || it->second.client.lock().get() != &c.client())
+		throw RpcException(ErrorCode::NotFound, "No profile hold with this cookie on this connection",
+		                   {{"param", "cookie"}, {"cookie", cookie}});
+	// The lease's end releases the hold (now, or when HoldProfile answers).
+	revokeLease(c.client(), leaseKey(uint64_t(cookie)));
+	c.result({{"cookie", cookie}});
 }
 
 } // namespace qsd

@@ -22,73 +22,47 @@ using rpc::RpcException;
 // ---------------------------------------------------------------------------------------------
 // start / stop
 
-void UpowerBackend::start() {
-	if (started_) return;
-	started_ = true;
-	self_ = std::make_shared<UpowerBackend*>(this);
-	context_.tree.set(kRoot, {{"available", false}, {"profiles", {{"available", false}}}});
-	registerMethods();
-	if (!context_.systemBus) {
-		setState(BackendState::Failed, "no system bus connection");
-		return;
-	}
-	setState(BackendState::Starting);
-	conn_ = &context_.systemBus->connection();
-	reaper_ = context_.loop.addDefer([this] { graveyard_.clear(); }, "upower-reaper");
-	reaper_.setEnabled(SD_EVENT_OFF);
-
-	// Signals first (DESIGN.md: subscribe before enumerating), then the names.
-	installMatches();
+void UpowerBackend::onBusStart() {
+	// One match per service and interface, kept for the backend's life: sender= a well-known
+	// name is checked by the bus against its current owner, so these survive restarts of either
+	// service. Signals first (subscribe before enumerating), then the names.
+	match(fmt::format("type='signal',sender='{}',interface='{}',member='PropertiesChanged',path_namespace='{}'", kUpName,
+	                  kPropsIface, kUpPath),
+	      [this](sdbus::Message& msg) { upPropertiesChanged(msg); }, "PropertiesChanged from UPower");
+	match(fmt::format("type='signal',sender='{}',interface='{}',path='{}'", kUpName, kUpIface, kUpPath),
+	      [this](sdbus::Message& msg) { upSignal(msg); }, "UPower signal");
+	for (size_t i = 0; i < kPpd.size(); ++i)
+		match(fmt::format("type='signal',sender='{}',interface='{}',member='PropertiesChanged',path='{}'", kPpd[i].name,
+		                  kPropsIface, kPpd[i].path),
+		      [this, i](sdbus::Message& msg) { ppdPropertiesChanged(i, msg); }, std::string("PropertiesChanged from ") + kPpd[i].name);
 	// upowerd and power-profiles-daemon are D-Bus activated: nothing else may have started them
 	// on a minimal session, so each name without an owner at start is started, once.
 	NameWatcher::Options activate{true, [this] { updateState(); }};
 	upWatcher_ = std::make_unique<NameWatcher>(
-	    *conn_, kUpName, [this](const std::string& owner) { upAppeared(owner); }, [this] { upVanished(); }, activate);
+	    bus(), kUpName, [this](const std::string& owner) { upAppeared(owner); }, [this] { upVanished(); }, activate);
 	for (size_t i = 0; i < kPpd.size(); ++i)
 		ppdWatchers_[i] = std::make_unique<NameWatcher>(
-		    *conn_, kPpd[i].name, [this](const std::string&) { ppdNamesChanged(); }, [this] { ppdNamesChanged(); },
-		    activate);
+		    bus(), kPpd[i].name, [this](const std::string&) { ppdNamesChanged(); }, [this] { ppdNamesChanged(); }, activate);
 }
 
-void UpowerBackend::stop() {
-	if (!started_) return;
-	started_ = false;
-	// Tokens still attached to clients must not call back into a stopped backend.
-	self_.reset();
-	methods_.clear();
-	calls_.cancelPrefix("");
-	matches_.clear();
+void UpowerBackend::onBusStop() {
 	upWatcher_.reset();
 	for (auto& w: ppdWatchers_) w.reset();
 	devices_.clear();
 	display_.reset();
 	upProxy_.reset();
 	ppdProxy_.reset();
-	graveyard_.clear();
-	reaper_.reset();
 	holds_.clear();
-	context_.tree.remove(kRoot);
-	setState(BackendState::Stopped);
 }
 
-void UpowerBackend::installMatches() {
-	// One match per service and interface, on the connection, kept for the backend's life.
-	// sender= a well-known name is checked by the bus against its current owner, so these
-	// survive restarts of either service.
-	std::string upProps = fmt::format("type='signal',sender='{}',interface='{}',member='PropertiesChanged',path_namespace='{}'",
-	                                  kUpName, kPropsIface, kUpPath);
-	matches_.push_back(conn_->addMatch(upProps, [this](sdbus::Message& msg) { upPropertiesChanged(msg); }));
-	std::string upSignals = fmt::format("type='signal',sender='{}',interface='{}',path='{}'", kUpName, kUpIface, kUpPath);
-	matches_.push_back(conn_->addMatch(upSignals, [this](sdbus::Message& msg) { upSignal(msg); }));
-	for (size_t i = 0; i < kPpd.size(); ++i) {
-		std::string rule = fmt::format("type='signal',sender='{}',interface='{}',member='PropertiesChanged',path='{}'",
-		                               kPpd[i].name, kPropsIface, kPpd[i].path);
-		matches_.push_back(conn_->addMatch(rule, [this, i](sdbus::Message& msg) { ppdPropertiesChanged(i, msg); }));
-	}
+std::optional<Unavailable> UpowerBackend::availability() const {
+	if (auto why = BusBackend::availability()) return why;
+	if (!ppdReady()) return Unavailable{kProfiles, "power-profiles-daemon is not on the system bus"};
+	return std::nullopt;
 }
 
 void UpowerBackend::updateState() {
-	if (!conn_ || !upWatcher_) return;
+	if (!connected() || !upWatcher_) return;
 	bool up = upWatcher_->present();
 	bool pp = ppdActive_ >= 0;
 	// A name not known yet, or a service being started.
@@ -100,21 +74,10 @@ void UpowerBackend::updateState() {
 		waiting = waiting || st == NameWatcher::Status::Resolving || st == NameWatcher::Status::Activating;
 		if (!w->activationError().empty()) why += "; " + w->name() + " could not be started: " + w->activationError();
 	}
-	if ((up && !upReady_) || (pp && !ppdLoaded_) || waiting) setState(BackendState::Starting);
+	if ((up && !upReady_) || (pp && !ppdProps_.loaded()) || waiting) setState(BackendState::Starting);
 	else if (up || pp) setState(BackendState::Running);
 	else setState(BackendState::Unavailable, "neither UPower nor power-profiles-daemon is on the system bus" + why);
 }
-
-// ---------------------------------------------------------------------------------------------
-// helpers
-
-void UpowerBackend::bury(std::unique_ptr<sdbus::IProxy> proxy) {
-	if (!proxy) return;
-	graveyard_.push_back(std::move(proxy));
-	if (reaper_) reaper_.setEnabled(SD_EVENT_ONESHOT);
-	else graveyard_.clear();
-}
-
 
 // ---------------------------------------------------------------------------------------------
 // UPower
@@ -122,18 +85,17 @@ void UpowerBackend::bury(std::unique_ptr<sdbus::IProxy> proxy) {
 void UpowerBackend::upAppeared(const std::string& owner) {
 	log::info("upower", "UPower appeared on the system bus ({})", owner);
 	upVanished();   // from scratch, whatever was there
-	upProxy_ = sdbus::createProxy(*conn_, kUpName, kUpPath);
+	upProxy_ = sdbus::createProxy(conn(), kUpName, kUpPath);
 	updateState();
 
-	calls_.start("up",
-	             upProxy_->callMethodAsync("GetAll").onInterface(kPropsIface).withArguments(std::string(kUpIface)),
-	                 [this](const sdbus::Error* e, dbus::Properties props) {
-		                 if (e) log::warning("upower", "reading UPower's properties failed: {}: {}", e->getName(), e->getMessage());
-		                 else upProps_ = std::move(props);
-		                 upPropsLoaded_ = true;
-		                 if (upReady_) publishDaemon();
-		                 maybeUpReady();
-	                 });
+	upProps_.load(calls_, "up", *upProxy_, [this](const sdbus::Error* e) {
+		if (e) {
+			log::warning("upower", "reading UPower's properties failed: {}: {}", e->getName(), e->getMessage());
+			upProps_.assign({});   // the domain does not wait for what it cannot read
+		}
+		if (upReady_) publishDaemon();
+		maybeUpReady();
+	});
 
 	calls_.start("up",
 	             upProxy_->callMethodAsync("GetCriticalAction").onInterface(kUpIface),
@@ -157,7 +119,8 @@ void UpowerBackend::upAppeared(const std::string& owner) {
 		                 display_->path = path;
 		                 display_->id = upower::deviceId(path);
 		                 display_->serial = nextSerial_++;
-		                 display_->proxy = sdbus::createProxy(*conn_, kUpName, path);
+		                 display_->proxy = sdbus::createProxy(conn(), kUpName, path);
+		                 display_->backoff = Backoff(kRereadDisplay);
 		                 // A device enumerated under the same path is the display device, not a device.
 		                 removeDevice(path);
 		                 fetchDevice(*display_, true);
@@ -168,7 +131,7 @@ void UpowerBackend::upAppeared(const std::string& owner) {
 	                 [this](const sdbus::Error* e, std::vector<sdbus::ObjectPath> paths) {
 		                 if (e) log::warning("upower", "EnumerateDevices failed: {}: {}", e->getName(), e->getMessage());
 		                 else
-			                 for (const auto& p: paths) addDevice(p, true);
+			                 for (const auto& p: paths) addDevice(p);
 		                 enumDone_ = true;
 		                 maybeUpReady();
 	                 });
@@ -183,7 +146,7 @@ void UpowerBackend::upVanished() {
 	display_.reset();
 	bury(std::move(upProxy_));
 	upProps_.clear();
-	upPropsLoaded_ = criticalDone_ = displayDone_ = enumDone_ = upReady_ = false;
+	criticalDone_ = displayDone_ = enumDone_ = upReady_ = false;
 	criticalAction_ = nullptr;
 	reader_.clear();
 	auto& tree = context_.tree;
@@ -202,14 +165,14 @@ UpowerBackend::Device* UpowerBackend::deviceAt(const std::string& path, bool& di
 	return it == devices_.end() ? nullptr : &it->second;
 }
 
-void UpowerBackend::addDevice(const std::string& path, bool /*initial*/) {
+void UpowerBackend::addDevice(const std::string& path) {
 	if (!upProxy_ || devices_.count(path) || (display_ && display_->path == path)) return;
 	Device d;
 	d.path = path;
 	d.id = upower::deviceId(path);
 	d.serial = nextSerial_++;
 	try {
-		d.proxy = sdbus::createProxy(*conn_, kUpName, path);
+		d.proxy = sdbus::createProxy(conn(), kUpName, path);
 	} catch (const sdbus::Error& e) {
 		log::warning("upower", "ignoring device {}: {}", path, e.getMessage());
 		return;
@@ -224,7 +187,7 @@ void UpowerBackend::removeDevice(const std::string& path) {
 	calls_.cancel("up:" + path);
 	bury(std::move(it->second.proxy));
 	reader_.forget(path);
-	if (it->second.loaded && upReady_) context_.tree.remove(pointer::join(kDevices, it->second.id));
+	if (it->second.props.loaded() && upReady_) context_.tree.remove(pointer::join(kDevices, it->second.id));
 	devices_.erase(it);
 	maybeUpReady();
 }
@@ -232,45 +195,41 @@ void UpowerBackend::removeDevice(const std::string& path) {
 void UpowerBackend::fetchDevice(Device& d, bool display) {
 	std::string path = d.path;
 	uint64_t serial = d.serial;
-	calls_.start("up:" + path,
-	             d.proxy->callMethodAsync("GetAll").onInterface(kPropsIface).withArguments(std::string(kDevIface)),
-	                 [this, path, serial, display](const sdbus::Error* e, dbus::Properties props) {
-		                 bool isDisplay = false;
-		                 Device* dev = deviceAt(path, isDisplay);
-		                 if (!dev || dev->serial != serial || isDisplay != display) return;
-		                 if (e) return readFailed(*dev, display, *e);
-		                 dev->props = std::move(props);
-		                 dev->loaded = true;
-		                 dev->failures = 0;
-		                 dev->retry.reset();
-		                 if (display) displayDone_ = true;
-		                 if (upReady_) publishDevice(*dev, display);
-		                 else maybeUpReady();
-	                 });
+	d.props.load(calls_, "up:" + path, *d.proxy, [this, path, serial, display](const sdbus::Error* e) {
+		bool isDisplay = false;
+		Device* dev = deviceAt(path, isDisplay);
+		if (!dev || dev->serial != serial || isDisplay != display) return;
+		if (e) return readFailed(*dev, display, *e);
+		dev->backoff.reset();
+		dev->retry.reset();
+		if (display) displayDone_ = true;
+		if (upReady_) publishDevice(*dev, display);
+		else maybeUpReady();
+	});
 }
 
 // A GetAll that failed. A device that was never read most often left between DeviceAdded and
 // the call: it is forgotten (DeviceRemoved follows). The display device, and a device read
 // before (its properties were invalidated), are still there: their stale values leave the tree
-// and they are read again, 0.5 s later, then with the delay doubling up to 30 s. A device is
-// given up after kMaxReadFailures failures in a row; the display device never is.
+// and they are read again with backoff (kReread). A device is given up when the backoff is
+// exhausted; the display device never is.
 void UpowerBackend::readFailed(Device& d, bool display, const sdbus::Error& e) {
-	constexpr unsigned kMaxReadFailures = 8;
-	if (!display && !d.loaded && !d.published) {
+	if (!display && !d.props.loaded() && !d.published) {
 		log::info("upower", "reading device {} failed: {}: {}", d.path, e.getName(), e.getMessage());
 		removeDevice(d.path);
 		return;
 	}
-	if (++d.failures == 1)
+	if (d.backoff.failures() == 0)
 		log::info("upower", "reading {} failed: {}: {}; it leaves the tree until it is read again", d.path, e.getName(),
 		          e.getMessage());
 	if (d.published) {
 		context_.tree.remove(display ? std::string(kDisplay) : pointer::join(kDevices, d.id));
 		d.published = false;
 	}
-	d.loaded = false;
-	if (!display && d.failures >= kMaxReadFailures) {
-		log::warning("upower", "device {} could not be read {} times in a row; it is left out", d.path, d.failures);
+	d.props.clear();
+	auto delay = d.backoff.next();
+	if (!delay) {
+		log::warning("upower", "device {} could not be read {} times in a row; it is left out", d.path, d.backoff.failures());
 		removeDevice(d.path);
 		return;
 	}
@@ -279,11 +238,10 @@ void UpowerBackend::readFailed(Device& d, bool display, const sdbus::Error& e) {
 		displayDone_ = true;
 		maybeUpReady();
 	}
-	auto delay = std::min(std::chrono::milliseconds(500) * (1u << std::min(d.failures - 1, 6u)), std::chrono::milliseconds(30'000));
 	std::string path = d.path;
 	uint64_t serial = d.serial;
 	d.retry = context_.loop.addTimer(
-	    delay,
+	    *delay,
 	    [this, path, serial, display] {
 		    bool isDisplay = false;
 		    Device* dev = deviceAt(path, isDisplay);
@@ -294,86 +252,69 @@ void UpowerBackend::readFailed(Device& d, bool display, const sdbus::Error& e) {
 
 void UpowerBackend::maybeUpReady() {
 	if (upReady_ || !upProxy_) return;
-	if (!upPropsLoaded_ || !criticalDone_ || !displayDone_ || !enumDone_) return;
+	if (!upProps_.loaded() || !criticalDone_ || !displayDone_ || !enumDone_) return;
 	for (const auto& [_, d]: devices_)
-		if (!d.loaded) return;
+		if (!d.props.loaded()) return;
 	// Everything read: publish the whole domain in this one dispatch, so it lands as one batch.
 	upReady_ = true;
 	publishDaemon();
 	context_.tree.set(kDevices, json::object());
 	for (auto& [_, d]: devices_) publishDevice(d, false);
-	if (display_ && display_->loaded) publishDevice(*display_, true);
+	if (display_ && display_->props.loaded()) publishDevice(*display_, true);
 	context_.tree.set("/power/available", true);
 	updateState();
 }
 
 void UpowerBackend::publishDaemon() {
-	auto m = upower::mapDaemon(upProps_);
-	for (const auto& name: m.badProperties) reader_.wrongType(kUpPath, name, upProps_);
+	auto m = upower::mapDaemon(upProps_.values());
+	for (const auto& name: m.badProperties) reader_.wrongType(kUpPath, name, upProps_.values());
 	m.value["criticalAction"] = criticalAction_;
 	context_.tree.update(kRoot, m.value);
 }
 
 void UpowerBackend::publishDevice(Device& d, bool display) {
-	auto m = upower::mapDevice(d.props);
-	for (const auto& name: m.badProperties) reader_.wrongType(d.path, name, d.props);
+	auto m = upower::mapDevice(d.props.values());
+	for (const auto& name: m.badProperties) reader_.wrongType(d.path, name, d.props.values());
 	context_.tree.update(display ? std::string(kDisplay) : pointer::join(kDevices, d.id), m.value);
 	d.published = true;
 }
 
 void UpowerBackend::upSignal(sdbus::Message& msg) {
-	try {
-		if (!upProxy_ || msg.getSender() != upWatcher_->owner()) return;
-		auto member = msg.getMemberName();
-		if (member != "DeviceAdded" && member != "DeviceRemoved") return;
-		std::string path;
-		std::string type, contents;
-		msg.peekType(type, contents);
-		if (type == "o") {
-			sdbus::ObjectPath p;
-			msg >> p;
-			path = p;
-		} else if (type == "s") {   // UPower before 0.99 sent the path as a string
-			msg >> path;
-		} else {
-			return;
-		}
-		if (member == "DeviceAdded") addDevice(path, false);
-		else removeDevice(path);
-	} catch (const sdbus::Error& e) {
-		log::warning("upower", "malformed UPower signal: {}", e.getMessage());
+	if (!upProxy_ || msg.getSender() != upWatcher_->owner()) return;
+	auto member = msg.getMemberName();
+	if (member != "DeviceAdded" && member != "DeviceRemoved") return;
+	std::string path;
+	std::string type, contents;
+	msg.peekType(type, contents);
+	if (type == "o") {
+		sdbus::ObjectPath p;
+		msg >> p;
+		path = p;
+	} else if (type == "s") {   // UPower before 0.99 sent the path as a string
+		msg >> path;
+	} else {
+		return;
 	}
+	if (member == "DeviceAdded") addDevice(path);
+	else removeDevice(path);
 }
 
 void UpowerBackend::upPropertiesChanged(sdbus::Message& msg) {
-	try {
-		if (!upProxy_ || msg.getSender() != upWatcher_->owner()) return;
-		std::string iface;
-		dbus::Properties changed;
-		std::vector<std::string> invalidated;
-		msg >> iface >> changed >> invalidated;
-		auto path = msg.getPath();
-		if (path == kUpPath && iface == kUpIface) {
-			// Before GetAll answered, its reply (sent later) is newer than this signal.
-			if (!upPropsLoaded_) return;
-			for (auto& [k, v]: changed) upProps_[k] = std::move(v);
-			for (const auto& k: invalidated) upProps_.erase(k);
-			if (upReady_) publishDaemon();
-			return;
-		}
-		if (iface != kDevIface) return;
-		bool display = false;
-		Device* d = deviceAt(path, display);
-		if (!d || !d->loaded) return;
-		for (auto& [k, v]: changed) d->props[k] = std::move(v);
-		if (!invalidated.empty()) {
-			fetchDevice(*d, display);
-			return;
-		}
-		if (upReady_) publishDevice(*d, display);
-	} catch (const sdbus::Error& e) {
-		log::warning("upower", "malformed PropertiesChanged from UPower: {}", e.getMessage());
+	if (!upProxy_ || msg.getSender() != upWatcher_->owner()) return;
+	auto change = dbus::PropertiesChanged::read(msg);
+	auto path = msg.getPath();
+	if (path == kUpPath) {
+		// Before GetAll answered, its reply (sent later) is newer than this signal.
+		if (upProps_.apply(change) && upProps_.loaded() && upReady_) publishDaemon();
+		return;
 	}
+	bool display = false;
+	Device* d = deviceAt(path, display);
+	if (!d || !d->props.loaded()) return;
+	auto c = d->props.apply(change);
+	if (!c) return;
+	if (c->invalidated) return fetchDevice(*d, display);
+	if (upReady_) publishDevice(*d, display);
 }
 
 std::unique_ptr<Backend> createUpowerBackend(BackendContext& context) { return std::make_unique<UpowerBackend>(context); }

@@ -4,10 +4,10 @@
 // so either service may come and go without touching the other's subtree. Internal to
 // daemon/backends/upower/; the rest of the daemon knows only createUpowerBackend().
 //
-// D-Bus discipline (DESIGN.md, "One thread, one loop"): the only blocking D-Bus work is the
-// AddMatch of the signal matches and name watchers, done once in start() and kept across
-// service restarts; everything else is an async call tracked in a dbus::CallSet, so a vanished
-// service cancels its own calls and a reply never reaches a destroyed owner.
+// D-Bus discipline (docs/architecture.md, "One thread, one loop"): the only blocking D-Bus work
+// is the AddMatch of the signal matches and name watchers, done once at start and kept across
+// service restarts; everything else is an async call tracked in the backend's dbus::CallSet, so
+// a vanished service cancels its own calls and a reply never reaches a destroyed owner.
 //
 // The class is defined in two files: upower_backend.cpp (life cycle, UPower and its devices)
 // and profiles.cpp (power-profiles-daemon, profile holds, the power.* methods); mapping.cpp
@@ -15,11 +15,11 @@
 
 #include "mapping.hpp"
 
-#include "../../dbus/call_set.hpp"
+#include "../../backoff.hpp"
 #include "../../dbus/name_watcher.hpp"
-#include "../../dbus/variant.hpp"
+#include "../../dbus/properties.hpp"
 #include "../answer.hpp"
-#include "../backend.hpp"
+#include "../bus_backend.hpp"
 
 #include <qsd/protocol/jsonrpc.hpp>
 
@@ -35,18 +35,23 @@ namespace qsd {
 
 class ClientSession;
 
-class UpowerBackend final: public Backend {
+class UpowerBackend final: public BusBackend {
 public:
-	explicit UpowerBackend(BackendContext& context): Backend(context) {}
+	explicit UpowerBackend(BackendContext& context): BusBackend(context, Bus::System, "upower") {}
 	~UpowerBackend() override { stop(); }
 
 	std::string_view id() const override { return "upower"; }
 	std::string_view root() const override { return kRoot; }
 
-	void start() override;
-	void stop() override;
-
 private:
+	void onBusStart() override;
+	void onBusStop() override;
+	nlohmann::json initialRoot() const override { return {{"available", false}, {"profiles", {{"available", false}}}}; }
+	std::span<const Method> methods() const override;
+	// Every power.* method is about power profiles.
+	std::optional<Unavailable> availability() const override;
+	std::string service() const override { return ppdActive_ >= 0 ? ppd().name : kPpd[0].name; }
+
 	static constexpr const char* kPropsIface = "org.freedesktop.DBus.Properties";
 	static constexpr const char* kUpName = "org.freedesktop.UPower";
 	static constexpr const char* kUpPath = "/org/freedesktop/UPower";
@@ -72,15 +77,22 @@ private:
 
 	using json = nlohmann::json;
 
+	// A device is read again after a failed GetAll: 0.5 s later, then with the delay doubling
+	// up to 30 s; given up after 8 failures in a row (the display device never is).
+	static constexpr Backoff::Policy kReread{std::chrono::milliseconds(500), std::chrono::seconds(30), 8};
+	static constexpr Backoff::Policy kRereadDisplay{std::chrono::milliseconds(500), std::chrono::seconds(30), 0};
+	// A hold made again after power-profiles-daemon restarted: 1 s, doubling up to 60 s, for as
+	// long as its client holds the cookie.
+	static constexpr Backoff::Policy kRehold{std::chrono::seconds(1), std::chrono::seconds(60), 0};
+
 	struct Device {
 		std::string path;
 		std::string id;
 		uint64_t serial = 0;                  // tells a stale reply from one for a re-added path
 		std::unique_ptr<sdbus::IProxy> proxy;
-		dbus::Properties props;
-		bool loaded = false;                  // GetAll answered
+		dbus::PropertySet props{kDevIface};
 		bool published = false;               // in the tree
-		unsigned failures = 0;                // GetAll failures in a row
+		Backoff backoff{kReread};             // GetAll failures in a row
 		EventSource retry;                    // the next GetAll after a failure
 	};
 
@@ -102,23 +114,11 @@ private:
 		// The last HoldProfile of a hold made again (after a restart of power-profiles-daemon)
 		// failed: {name, message}, and it is tried again with backoff.
 		nlohmann::json error = nullptr;
-		unsigned failures = 0;
+		Backoff backoff{kRehold};
 		EventSource retry;
-	};
-	struct HoldToken {
-		HoldToken(std::weak_ptr<UpowerBackend*> b, uint64_t i): backend(std::move(b)), id(i) {}
-		HoldToken(const HoldToken&) = delete;
-		HoldToken& operator=(const HoldToken&) = delete;
-		std::weak_ptr<UpowerBackend*> backend;
-		uint64_t id;
-		~HoldToken() {
-			if (auto b = backend.lock()) (*b)->clientReleased(id);
-		}
 	};
 
 	// --- start-up
-	void installMatches();
-	void registerMethods();
 	void updateState();
 
 	// --- UPower
@@ -126,7 +126,7 @@ private:
 	void upVanished();
 	void upSignal(sdbus::Message& msg);
 	void upPropertiesChanged(sdbus::Message& msg);
-	void addDevice(const std::string& path, bool initial);
+	void addDevice(const std::string& path);
 	void removeDevice(const std::string& path);
 	void fetchDevice(Device& d, bool display);
 	void readFailed(Device& d, bool display, const sdbus::Error& e);
@@ -145,29 +145,19 @@ private:
 	[[nodiscard]] std::vector<upower::OwnHold> ownHolds() const;
 	void release(uint32_t cookie);
 	void clientReleased(uint64_t id);
-	[[nodiscard]] bool ppdReady() const { return ppdActive_ >= 0 && ppdLoaded_; }
+	void forgetHold(uint64_t id);
+	void setProfile(Call& c);
+	void holdProfile(Call& c);
+	void releaseProfile(Call& c);
+	[[nodiscard]] static std::string leaseKey(uint64_t id) { return "power.hold." + std::to_string(id); }
+	[[nodiscard]] bool ppdReady() const { return ppdActive_ >= 0 && ppdProps_.loaded(); }
 	[[nodiscard]] const PpdService& ppd() const { return kPpd[size_t(ppdActive_)]; }
 	std::string checkProfile(const rpc::Params& p);
-
-	// --- helpers
-	void bury(std::unique_ptr<sdbus::IProxy> proxy);
-
-	sdbus::IConnection* conn_ = nullptr;
-	bool started_ = false;
-	std::shared_ptr<UpowerBackend*> self_;
-	dbus::CallSet calls_{"upower"};
-	dbus::PropertyReader reader_{"upower"};
-	std::vector<MethodRegistration> methods_;
-	std::vector<sdbus::Slot> matches_;
-	// Proxies dropped while one of their calls may be running are destroyed from here.
-	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
-	EventSource reaper_;
 
 	// UPower
 	std::unique_ptr<NameWatcher> upWatcher_;
 	std::unique_ptr<sdbus::IProxy> upProxy_;
-	dbus::Properties upProps_;
-	bool upPropsLoaded_ = false;
+	dbus::PropertySet upProps_{kUpIface};
 	json criticalAction_ = nullptr;
 	bool criticalDone_ = false;
 	bool displayDone_ = false;
@@ -182,8 +172,7 @@ private:
 	int ppdActive_ = -1;                         // index into kPpd
 	std::string ppdOwner_;
 	std::unique_ptr<sdbus::IProxy> ppdProxy_;
-	dbus::Properties ppdProps_;
-	bool ppdLoaded_ = false;
+	dbus::PropertySet ppdProps_;
 	std::set<std::string> ppdUnknown_;          // unknown enum values already logged
 	std::map<uint64_t, ClientHold> holds_;
 	uint64_t nextHold_ = 1;

@@ -32,7 +32,7 @@ Locator::Locator(EventLoop& loop, BusConnection* sessionBus, std::function<void(
 
 Locator::~Locator() {
 	unwatch();
-	if (call_ && call_->isPending()) call_->cancel();
+	calls_.cancelAll();
 }
 
 void Locator::start() {
@@ -60,18 +60,18 @@ std::string Locator::missingReason() const {
 
 void Locator::askManager() {
 	if (!bus_) return;
-	if (call_) {
+	if (calls_.size()) {
 		// One call at a time; a request made meanwhile asks once more after the answer.
 		askAgain_ = true;
 		return;
 	}
 	try {
 		if (!manager_) manager_ = sdbus::createProxy(bus_->connection(), kSystemd, kSystemdPath);
-		call_ = manager_->callMethodAsync("Get")
-		            .onInterface("org.freedesktop.DBus.Properties")
-		            .withArguments(std::string(kManagerIface), std::string("Environment"))
-		            .uponReplyInvoke([this](const sdbus::Error* error, sdbus::Variant value) {
-			            call_.reset();   // forgotten, not cancelled: this is its own handler
+		calls_.start("environment",
+		             manager_->callMethodAsync("Get")
+		                 .onInterface("org.freedesktop.DBus.Properties")
+		                 .withArguments(std::string(kManagerIface), std::string("Environment")),
+		             [this](const sdbus::Error* error, sdbus::Variant value) {
 			            if (error) {
 				            managerError_ = error->getName();
 				            log::info("wayland", "cannot read the systemd user manager's environment: {}: {}",

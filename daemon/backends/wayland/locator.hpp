@@ -11,6 +11,7 @@
 // socket's directory reports when a file of that name is created; nothing polls.
 
 #include "../../dbus/bus.hpp"
+#include "../../dbus/call_set.hpp"
 #include "../../event_loop.hpp"
 
 #include <functional>
@@ -63,9 +64,7 @@ private:
 	std::string source_;
 	std::string managerError_;
 	std::unique_ptr<sdbus::IProxy> manager_;
-	// sdbus-c++ 1.2's handle is weak: destroying it does not cancel. It is dropped (not
-	// cancelled) inside its own reply handler, and cancelled in the destructor.
-	std::optional<sdbus::PendingAsyncCall> call_;
+	dbus::CallSet calls_{"wayland"};   // the Environment read, one at a time
 	bool askAgain_ = false;
 	int inotifyFd_ = -1;
 	std::string watchedPath_;

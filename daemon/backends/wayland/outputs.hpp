@@ -39,7 +39,6 @@ public:
 	bool removeGlobal(uint32_t global);
 	void bindXdgManager(wl_registry* registry, uint32_t global, uint32_t version);
 	void bindOutputManager(wl_registry* registry, uint32_t global, uint32_t version);
-	[[nodiscard]] bool hasOutputManager() const { return manager_ != nullptr; }
 
 	// The initial enumeration is complete: publish, and from now on publish as things change.
 	void setReady();

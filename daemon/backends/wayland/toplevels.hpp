@@ -47,7 +47,6 @@ public:
 	void bindSeat(wl_registry* registry, uint32_t global, uint32_t version);
 	bool removeGlobal(uint32_t global);   // the seat, when it goes
 	[[nodiscard]] bool available() const { return wlr_ || ext_; }
-	[[nodiscard]] bool controllable() const { return wlr_ != nullptr; }
 
 	void setReady();
 	// Output names changed: rewrite every toplevel's outputs.

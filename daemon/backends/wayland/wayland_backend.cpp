@@ -19,6 +19,7 @@
 #include "toplevels.hpp"
 
 #include "../../log.hpp"
+#include "../../backoff.hpp"
 #include "../backend.hpp"
 
 #include <qsd/protocol/jsonrpc.hpp>
@@ -45,7 +46,7 @@ using namespace wayland;
 constexpr const char* kRoot = "/wayland";
 // Connection attempts that end before the domain is read (refused, or lost at once) are
 // retried after 0.1, 0.2, 0.4, 0.8 and 1.6 s; then only the socket watch or SIGHUP retry.
-constexpr unsigned kMaxQuickRetries = 5;
+constexpr Backoff::Policy kQuickRetry{std::chrono::milliseconds(100), std::chrono::milliseconds(1600), 5};
 
 class WaylandBackend final: public Backend {
 public:
@@ -55,10 +56,13 @@ public:
 	std::string_view id() const override { return "wayland"; }
 	std::string_view root() const override { return kRoot; }
 
-	void start() override;
-	void stop() override;
-
 private:
+	void onStart() override;
+	void onStop() override;
+	std::span<const Method> methods() const override;
+	std::optional<Unavailable> availability() const override;
+	std::string service() const override { return "the compositor"; }
+
 	// Everything that belongs to one connection; destroyed as a whole when it ends. Proxies
 	// go before the display (members are destroyed in reverse order).
 	struct Session {
@@ -83,41 +87,37 @@ private:
 	void retryLater();
 	void locatorChanged();
 	void publishCompositor();
-	void registerMethods();
-	Session& live(const char* what);
-	void toplevelAction(const json& params, Responder responder, Toplevels::Action action, const std::string& output = {});
+	void activate(Call& c);
+	void close(Call& c);
+	void setMaximized(Call& c);
+	void setMinimized(Call& c);
+	void setFullscreen(Call& c);
+	void configureOutput(Call& c);
+	void toplevelAction(Call& c, Toplevels::Action action, const std::string& output = {});
 
 	static void onGlobal(void* data, wl_registry* registry, uint32_t name, const char* interface, uint32_t version) noexcept;
 	static void onGlobalRemove(void* data, wl_registry* registry, uint32_t name) noexcept;
 
-	bool started_ = false;
 	bool hupHooked_ = false;
-	std::shared_ptr<WaylandBackend*> self_;
 	std::unique_ptr<Locator> locator_;
 	std::unique_ptr<Session> session_;
 	KeyBook keys_;
-	std::vector<MethodRegistration> methods_;
 	EventSource retry_;
-	unsigned failures_ = 0;
+	Backoff backoff_{kQuickRetry};
 	std::string lastLog_;   // the last unavailability logged, so a retry does not repeat it
 };
 
 // ---------------------------------------------------------------------------------------------
 // start / stop
 
-void WaylandBackend::start() {
-	if (started_) return;
-	started_ = true;
-	self_ = std::make_shared<WaylandBackend*>(this);
-	context_.tree.set(kRoot, {{"available", false}});
+void WaylandBackend::onStart() {
 	setState(BackendState::Starting);
-	registerMethods();
 	if (!hupHooked_) {
 		// The loop owns the handler for the daemon's life; it reaches this backend only while
 		// it is started.
 		hupHooked_ = true;
-		context_.loop.onSignal(SIGHUP, [weak = std::weak_ptr<WaylandBackend*>(self_)] {
-			if (auto self = weak.lock()) (*self)->locator_->reread();
+		context_.loop.onSignal(SIGHUP, [alive = liveness()] {
+			if (auto self = alive.lock()) static_cast<WaylandBackend*>(*self)->locator_->reread();
 		});
 	}
 	retry_ = context_.loop.addIdleTimer([this] { connect(); }, "wayland-retry");
@@ -125,23 +125,17 @@ void WaylandBackend::start() {
 	    context_.loop, context_.sessionBus, [this] { locatorChanged(); },
 	    [this] {
 		    log::debug("wayland", "the compositor socket appeared");
-		    failures_ = 0;
+		    backoff_.reset();
 		    connect();
 	    });
 	locator_->start();
 	if (!locator_->socket()) setState(BackendState::Unavailable, locator_->missingReason());
 }
 
-void WaylandBackend::stop() {
-	if (!started_) return;
-	started_ = false;
-	self_.reset();
-	methods_.clear();
+void WaylandBackend::onStop() {
 	session_.reset();
 	retry_.reset();
 	locator_.reset();
-	context_.tree.remove(kRoot);
-	setState(BackendState::Stopped);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -153,12 +147,12 @@ void WaylandBackend::locatorChanged() {
 		return;
 	}
 	if (session_) drop("WAYLAND_DISPLAY changed to " + locator_->socket().value_or(""));
-	failures_ = 0;
+	backoff_.reset();
 	connect();
 }
 
 void WaylandBackend::connect() {
-	if (session_ || !started_) return;
+	if (session_ || !started()) return;
 	const auto& path = locator_->socket();
 	if (!path) {
 		setState(BackendState::Unavailable, locator_->missingReason());
@@ -205,7 +199,7 @@ void WaylandBackend::connect() {
 void WaylandBackend::ready() {
 	auto& s = *session_;
 	s.ready = true;
-	failures_ = 0;
+	backoff_.reset();
 	locator_->unwatch();
 	// One batch: available, the compositor, every output and toplevel.
 	context_.tree.set("/wayland/available", true);
@@ -224,7 +218,7 @@ void WaylandBackend::lost(const LostReason& reason) {
 	// closed only us (a protocol error), or crashed and left its socket behind, is tried again
 	// a few times; not at once, because a dying compositor still accepts connections for a
 	// moment.
-	if (wasReady) failures_ = 0;
+	if (wasReady) backoff_.reset();
 	retryLater();
 }
 
@@ -232,17 +226,16 @@ void WaylandBackend::drop(const std::string& why) {
 	session_.reset();   // pending actions answer "backend unavailable"
 	context_.tree.set(kRoot, {{"available", false}});
 	setState(BackendState::Unavailable, why);
-	if (started_) locator_->watch();
+	if (started()) locator_->watch();
 }
 
 void WaylandBackend::retryLater() {
-	if (failures_ >= kMaxQuickRetries) {
+	auto delay = backoff_.next();
+	if (!delay) {
 		log::info("wayland", "giving up retrying; waiting for the compositor's socket to be created again (or SIGHUP)");
 		return;
 	}
-	uint64_t delay = 100'000ull << failures_;
-	++failures_;
-	retry_.setTime(context_.loop.now() + delay);
+	retry_.setTime(context_.loop.now() + uint64_t(delay->count()));
 }
 
 void WaylandBackend::onGlobal(void* data, wl_registry* registry, uint32_t name, const char* interface,
@@ -301,60 +294,55 @@ void WaylandBackend::publishCompositor() {
 // ---------------------------------------------------------------------------------------------
 // methods
 
-WaylandBackend::Session& WaylandBackend::live(const char* what) {
-	if (!session_ || !session_->ready) {
-		std::string why = session_ ? "the compositor is being read" : "no Wayland compositor is connected";
-		throw RpcException(ErrorCode::BackendUnavailable, std::string("Cannot ") + what + ": " + why,
-		                   {{"backend", "wayland"}, {"path", kRoot}});
-	}
-	return *session_;
+std::span<const Backend::Method> WaylandBackend::methods() const {
+	static constexpr Method table[] = {
+	    method<&WaylandBackend::activate>("wayland.activate"),
+	    method<&WaylandBackend::close>("wayland.close"),
+	    method<&WaylandBackend::setMaximized>("wayland.setMaximized"),
+	    method<&WaylandBackend::setMinimized>("wayland.setMinimized"),
+	    method<&WaylandBackend::setFullscreen>("wayland.setFullscreen"),
+	    method<&WaylandBackend::configureOutput>("wayland.configureOutput"),
+	};
+	return table;
 }
 
-void WaylandBackend::toplevelAction(const json& params, Responder responder, Toplevels::Action action,
-                                    const std::string& output) {
-	Params p(params);
+std::optional<Unavailable> WaylandBackend::availability() const {
+	if (session_ && session_->ready) return std::nullopt;
+	return Unavailable{kRoot, session_ ? "the compositor is being read" : "no Wayland compositor is connected"};
+}
+
+void WaylandBackend::toplevelAction(Call& c, Toplevels::Action action, const std::string& output) {
 	// Counter keys are decimal: `qsctl call wayland.close toplevel=3` sends a number.
-	const auto& raw = p.any("toplevel");
+	const auto& raw = c.params().any("toplevel");
 	std::string key;
 	if (raw.is_string()) key = raw.get<std::string>();
 	else if (raw.is_number_unsigned()) key = std::to_string(raw.get<uint64_t>());
 	else Params::fail("toplevel", "a toplevel key (a string, or an integer for a numeric key)");
-	live("act on a toplevel").toplevels->act(key, action, output, std::move(responder));
+	session_->toplevels->act(key, action, output, c.takeResponder());
 }
 
-void WaylandBackend::registerMethods() {
-	auto& disp = context_.dispatcher;
+void WaylandBackend::activate(Call& c) { toplevelAction(c, Toplevels::Action::Activate); }
+void WaylandBackend::close(Call& c) { toplevelAction(c, Toplevels::Action::Close); }
+
+void WaylandBackend::setMaximized(Call& c) {
 	using A = Toplevels::Action;
-	disp.addAsync("wayland.activate", [this](const json& params, Responder r, ClientSession&) {
-		toplevelAction(params, std::move(r), A::Activate);
-	});
-	methods_.emplace_back(disp, "wayland.activate");
-	disp.addAsync("wayland.close", [this](const json& params, Responder r, ClientSession&) {
-		toplevelAction(params, std::move(r), A::Close);
-	});
-	methods_.emplace_back(disp, "wayland.close");
-	disp.addAsync("wayland.setMaximized", [this](const json& params, Responder r, ClientSession&) {
-		bool on = Params(params).boolean("maximized");
-		toplevelAction(params, std::move(r), on ? A::Maximize : A::Unmaximize);
-	});
-	methods_.emplace_back(disp, "wayland.setMaximized");
-	disp.addAsync("wayland.setMinimized", [this](const json& params, Responder r, ClientSession&) {
-		bool on = Params(params).boolean("minimized");
-		toplevelAction(params, std::move(r), on ? A::Minimize : A::Unminimize);
-	});
-	methods_.emplace_back(disp, "wayland.setMinimized");
-	disp.addAsync("wayland.setFullscreen", [this](const json& params, Responder r, ClientSession&) {
-		Params p(params);
-		bool on = p.boolean("fullscreen");
-		auto output = p.optString("output").value_or("");
-		toplevelAction(params, std::move(r), on ? A::Fullscreen : A::Unfullscreen, output);
-	});
-	methods_.emplace_back(disp, "wayland.setFullscreen");
-	disp.addAsync("wayland.configureOutput", [this](const json& params, Responder r, ClientSession&) {
-		auto config = parseOutputConfig(params);
-		live("configure an output").outputs->configure(std::move(config), std::move(r));
-	});
-	methods_.emplace_back(disp, "wayland.configureOutput");
+	toplevelAction(c, c.params().boolean("maximized") ? A::Maximize : A::Unmaximize);
+}
+
+void WaylandBackend::setMinimized(Call& c) {
+	using A = Toplevels::Action;
+	toplevelAction(c, c.params().boolean("minimized") ? A::Minimize : A::Unminimize);
+}
+
+void WaylandBackend::setFullscreen(Call& c) {
+	using A = Toplevels::Action;
+	bool on = c.params().boolean("fullscreen");
+	toplevelAction(c, on ? A::Fullscreen : A::Unfullscreen, c.params().optString("output").value_or(""));
+}
+
+void WaylandBackend::configureOutput(Call& c) {
+	auto config = parseOutputConfig(c.raw());
+	session_->outputs->configure(std::move(config), c.takeResponder());
 }
 
 } // namespace

@@ -1,0 +1,184 @@
+#include "object_cache.hpp"
+
+#include "../log.hpp"
+
+#include <fmt/format.h>
+
+namespace qsd::dbus {
+
+namespace {
+constexpr const char* kManagerIface = "org.freedesktop.DBus.ObjectManager";
+} // namespace
+
+ObjectCache::ObjectCache(BusConnection& bus, CallSet& calls, Options options, Hooks hooks)
+    : bus_(bus), calls_(calls), options_(std::move(options)), hooks_(std::move(hooks)), group_("cache:" + options_.service) {
+	auto& conn = bus_.connection();
+	// Subscribe before enumerating (docs/architecture.md, "Backends").
+	matches_.push_back(conn.addMatch(fmt::format("type='signal',sender='{}',interface='{}',path='{}'", options_.service,
+	                                             kManagerIface, options_.managerPath),
+	                                 [this](sdbus::Message& m) { onManager(m); }));
+	matches_.push_back(conn.addMatch(fmt::format("type='signal',sender='{}',interface='{}',member='PropertiesChanged',"
+	                                             "path_namespace='{}'",
+	                                             options_.service, kPropertiesIface, options_.pathNamespace),
+	                                 [this](sdbus::Message& m) { onProperties(m); }));
+	watcher_ = std::make_unique<NameWatcher>(
+	    bus_, options_.service, [this](const std::string& owner) { appeared(owner); }, [this] { vanished(); }, options_.name);
+}
+
+ObjectCache::~ObjectCache() {
+	calls_.cancel(group_);
+	watcher_.reset();
+	matches_.clear();
+	for (auto& [_, p]: proxies_) bus_.bury(std::move(p));
+}
+
+const ObjectCache::Interfaces* ObjectCache::object(const std::string& path) const {
+	auto it = objects_.find(path);
+	return it == objects_.end() ? nullptr : &it->second;
+}
+
+const Properties* ObjectCache::properties(const std::string& path, const std::string& interface) const {
+	const auto* o = object(path);
+	if (!o) return nullptr;
+	auto it = o->find(interface);
+	return it == o->end() ? nullptr : &it->second;
+}
+
+const sdbus::Variant* ObjectCache::property(const std::string& path, const std::string& interface, const std::string& name) const {
+	const auto* p = properties(path, interface);
+	return p ? find(*p, name) : nullptr;
+}
+
+Properties* ObjectCache::mutableProperties(const std::string& path, const std::string& interface) {
+	auto it = objects_.find(path);
+	if (it == objects_.end()) return nullptr;
+	auto jt = it->second.find(interface);
+	return jt == it->second.end() ? nullptr : &jt->second;
+}
+
+bool ObjectCache::fromOwner(sdbus::Message& msg) const { return !owner_.empty() && msg.getSender() == owner_; }
+
+sdbus::IProxy& ObjectCache::proxy(const std::string& path) {
+	auto& p = proxies_[path];
+	if (!p) p = sdbus::createProxy(bus_.connection(), options_.service, path);
+	return *p;
+}
+
+void ObjectCache::appeared(const std::string& owner) {
+	vanished();
+	owner_ = owner;
+	if (hooks_.appeared) hooks_.appeared(owner);
+	auto& px = proxy(options_.managerPath);
+	calls_.start(group_, px.callMethodAsync("GetManagedObjects").onInterface(kManagerIface),
+	             [this](const sdbus::Error* e, std::map<sdbus::ObjectPath, Interfaces> objects) {
+		             if (e) {
+			             // The owner may be gone already (its vanish follows), or the service does
+			             // not implement ObjectManager: either way nothing can be mirrored.
+			             log::warning(options_.log, "GetManagedObjects on {} failed: {}: {}", options_.service, e->getName(),
+			                          e->getMessage());
+			             return;
+		             }
+		             for (auto& [path, ifaces]: objects) objects_[path] = std::move(ifaces);
+		             ready_ = true;
+		             if (hooks_.ready) hooks_.ready();
+	             });
+}
+
+void ObjectCache::vanished() {
+	bool had = !owner_.empty();
+	calls_.cancel(group_);
+	objects_.clear();
+	for (auto& [_, p]: proxies_) bus_.bury(std::move(p));
+	proxies_.clear();
+	owner_.clear();
+	ready_ = false;
+	if (had && hooks_.lost) hooks_.lost();
+}
+
+void ObjectCache::malformed(const char* what, const std::string& why) {
+	if (!warned_) log::warning(options_.log, "malformed {} from {}: {} (further ones are logged at debug level)", what, options_.service, why);
+	else log::debug(options_.log, "malformed {} from {}: {}", what, options_.service, why);
+	warned_ = true;
+}
+
+void ObjectCache::onManager(sdbus::Message& msg) {
+	try {
+		// Before the snapshot, GetManagedObjects' answer (sent later) is newer than a signal.
+		if (!ready_ || !fromOwner(msg)) return;
+		std::string member = msg.getMemberName();
+		sdbus::ObjectPath path;
+		if (member == "InterfacesAdded") {
+			Interfaces ifaces;
+			msg >> path >> ifaces;
+			std::vector<std::string> names;
+			auto& obj = objects_[path];
+			for (auto& [iface, props]: ifaces) {
+				names.push_back(iface);
+				obj.insert_or_assign(iface, std::move(props));
+			}
+			if (hooks_.added && !names.empty()) hooks_.added(path, names);
+		} else if (member == "InterfacesRemoved") {
+			std::vector<std::string> names;
+			msg >> path >> names;
+			auto it = objects_.find(path);
+			// Removing what is not there is harmless.
+			if (it == objects_.end()) return;
+			std::vector<std::string> gone;
+			for (const auto& n: names)
+				if (it->second.erase(n)) gone.push_back(n);
+			// Its proxy stays: a call on the object (Delete, whose answer follows this
+			// signal) would be cancelled with it.
+			if (it->second.empty()) objects_.erase(it);
+			if (hooks_.removed && !gone.empty()) hooks_.removed(path, gone);
+		}
+	} catch (const sdbus::Error& e) {
+		malformed("ObjectManager signal", e.getMessage());
+	}
+}
+
+void ObjectCache::onProperties(sdbus::Message& msg) {
+	try {
+		if (!ready_ || !fromOwner(msg)) return;
+		std::string path = msg.getPath();
+		auto change = PropertiesChanged::read(msg);
+		auto it = objects_.find(path);
+		// Unknown objects and interfaces get their properties with InterfacesAdded.
+		if (it == objects_.end()) return;
+		auto jt = it->second.find(change.interface);
+		if (jt == it->second.end()) return;
+		std::vector<std::string> names;
+		for (auto& [k, v]: change.changed) {
+			names.push_back(k);
+			jt->second.insert_or_assign(k, std::move(v));
+		}
+		for (const auto& k: change.invalidated) jt->second.erase(k);
+		if (hooks_.changed && !names.empty()) hooks_.changed(path, change.interface, names);
+		if (!change.invalidated.empty()) reread(path, change.interface);
+	} catch (const sdbus::Error& e) {
+		malformed("PropertiesChanged", e.getMessage());
+	}
+}
+
+// Invalidated properties are gone from the cache until this answer; one GetAll of the
+// interface brings back those that still have a value (BlueZ invalidates a device's RSSI when
+// it is no longer seen: the Get would fail, and the property stays absent).
+void ObjectCache::reread(const std::string& path, const std::string& interface) {
+	auto& px = proxy(path);
+	calls_.start(group_, px.callMethodAsync("GetAll").onInterface(kPropertiesIface).withArguments(interface),
+	             [this, path, interface](const sdbus::Error* e, Properties props) {
+		             auto* p = mutableProperties(path, interface);
+		             if (!p) return;
+		             std::vector<std::string> names;
+		             if (e) {
+			             log::debug(options_.log, "re-reading {} of {} failed: {}", interface, path, e->getName());
+			             return;
+		             }
+		             for (const auto& [k, _]: *p) names.push_back(k);
+		             for (const auto& [k, _]: props)
+			             if (!p->count(k)) names.push_back(k);
+		             *p = std::move(props);
+		             if (hooks_.changed && !names.empty()) hooks_.changed(path, interface, names);
+	             });
+}
+
+} // namespace qsd::dbus

@@ -1,0 +1,95 @@
+#pragma once
+// A mirror of a service's objects through org.freedesktop.DBus.ObjectManager: one
+// GetManagedObjects when the service appears, then InterfacesAdded, InterfacesRemoved and
+// PropertiesChanged (invalidated properties are read again with one GetAll of their interface).
+// NetworkManager and BlueZ are both served this way; the backend derives its tree from the
+// cache and hears about every change through the hooks.
+//
+// Matches are installed in the constructor (start-up) with sender= the well-known name, so they
+// survive restarts of the service; messages from anyone but the current owner are dropped. The
+// service's name is watched; when it goes, the cache empties and `lost` runs; when it comes
+// back, everything is read again from scratch.
+
+#include "call_set.hpp"
+#include "name_watcher.hpp"
+#include "properties.hpp"
+#include "variant.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qsd::dbus {
+
+class ObjectCache {
+public:
+	using Interfaces = std::map<std::string, Properties>;
+	using Objects = std::map<std::string, Interfaces>;
+
+	struct Options {
+		std::string service;          // "org.freedesktop.NetworkManager"
+		std::string managerPath;      // where ObjectManager is: "/org/freedesktop", "/"
+		std::string pathNamespace;    // whose PropertiesChanged to follow: "/org/freedesktop/NetworkManager", "/"
+		NameWatcher::Options name;    // activation, status hook
+		std::string log = "dbus";     // log category
+	};
+	// Every hook is optional. Paths and interfaces are the object's; the cache already holds the
+	// new state when a hook runs (a removed interface is gone; its object too when it was the
+	// last). None runs before `ready`, except `appeared`.
+	struct Hooks {
+		std::function<void(const std::string& owner)> appeared;   // GetManagedObjects is on its way
+		std::function<void()> ready;                              // the snapshot is in
+		std::function<void()> lost;                               // the service left; the cache is empty
+		std::function<void(const std::string& path, const std::vector<std::string>& interfaces)> added;
+		std::function<void(const std::string& path, const std::vector<std::string>& interfaces)> removed;
+		std::function<void(const std::string& path, const std::string& interface, const std::vector<std::string>& names)> changed;
+	};
+
+	ObjectCache(BusConnection& bus, CallSet& calls, Options options, Hooks hooks);
+	~ObjectCache();
+	ObjectCache(const ObjectCache&) = delete;
+	ObjectCache& operator=(const ObjectCache&) = delete;
+
+	[[nodiscard]] bool ready() const { return ready_; }
+	[[nodiscard]] const std::string& owner() const { return owner_; }
+	[[nodiscard]] const NameWatcher& name() const { return *watcher_; }
+	[[nodiscard]] const Objects& objects() const { return objects_; }
+	[[nodiscard]] const Interfaces* object(const std::string& path) const;
+	[[nodiscard]] const Properties* properties(const std::string& path, const std::string& interface) const;
+	[[nodiscard]] const sdbus::Variant* property(const std::string& path, const std::string& interface, const std::string& name) const;
+	// For a backend that learns a value from another signal than PropertiesChanged
+	// (NetworkManager's AccessPointAdded): nullptr when the object or interface is unknown.
+	[[nodiscard]] Properties* mutableProperties(const std::string& path, const std::string& interface);
+	// Whether a message comes from the service's current owner.
+	[[nodiscard]] bool fromOwner(sdbus::Message& msg) const;
+
+	// A proxy of one of the service's objects, for calls; kept until the service goes (also
+	// after the object: destroying a proxy cancels its calls, and an object's removal often
+	// comes before the answer to the call that removed it).
+	sdbus::IProxy& proxy(const std::string& path);
+
+private:
+	void appeared(const std::string& owner);
+	void vanished();
+	void onManager(sdbus::Message& msg);
+	void onProperties(sdbus::Message& msg);
+	void reread(const std::string& path, const std::string& interface);
+	void malformed(const char* what, const std::string& why);
+
+	BusConnection& bus_;
+	CallSet& calls_;
+	Options options_;
+	Hooks hooks_;
+	std::string group_;
+	std::vector<sdbus::Slot> matches_;
+	std::unique_ptr<NameWatcher> watcher_;
+	std::string owner_;
+	bool ready_ = false;
+	bool warned_ = false;
+	Objects objects_;
+	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
+};
+
+} // namespace qsd::dbus

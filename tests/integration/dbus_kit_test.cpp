@@ -1,0 +1,246 @@
+// The D-Bus building blocks every bus backend uses, against a private dbus-daemon: the
+// NameOwnerChanged fan-out, a politely owned name, the ObjectManager mirror and property sets.
+// The service side is a second connection in this process, on the same loop: its signals still
+// cross the bus daemon. Checks that something did NOT happen wait for a later event that must
+// come after it (the bus keeps one sender's order), never for a fixed time.
+
+#include "private_bus.hpp"
+
+#include "dbus/bus.hpp"
+#include "dbus/call_set.hpp"
+#include "dbus/names.hpp"
+#include "dbus/object_cache.hpp"
+#include "dbus/owned_name.hpp"
+#include "dbus/properties.hpp"
+
+#include <map>
+#include <set>
+#include <vector>
+
+using namespace qsd;
+using namespace qsd::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kIface = "org.qsd.Test.Thing";
+
+// An object with two properties: Level (changes are signalled with the value) and Name
+// (changes are signalled as invalidated, as BlueZ does with RSSI).
+struct Thing {
+	std::unique_ptr<sdbus::IObject> object;
+	uint32_t level = 1;
+	std::string name = "first";
+
+	Thing(sdbus::IConnection& conn, const std::string& path) {
+		object = sdbus::createObject(conn, path);
+		object->registerProperty(kIface, "Level", "u", [this](sdbus::PropertyGetReply& r) { r << level; });
+		sdbus::Flags invalidates;
+		invalidates.set(sdbus::Flags::EMITS_INVALIDATION_SIGNAL);
+		object->registerProperty(kIface, "Name", "s", [this](sdbus::PropertyGetReply& r) { r << name; }, invalidates);
+		object->finishRegistration();
+	}
+};
+
+class DbusKit: public PrivateSystemBus {
+protected:
+	void SetUp() override {
+		PrivateSystemBus::SetUp();
+		client = std::make_unique<BusConnection>(loop, BusConnection::Kind::System);
+		service = std::make_unique<BusConnection>(loop, BusConnection::Kind::System);
+	}
+	void TearDown() override {
+		client.reset();
+		service.reset();
+		PrivateSystemBus::TearDown();
+	}
+
+	EventLoop loop;
+	std::unique_ptr<BusConnection> client;
+	std::unique_ptr<BusConnection> service;
+};
+
+} // namespace
+
+TEST_F(DbusKit, NameTrackerSharesOneRulePerNameAndFansOut) {
+	auto& names = client->names();
+	std::vector<std::string> exactA, exactB, ns, all;
+	auto record = [](std::vector<std::string>& v) {
+		return [&v](const std::string& name, const std::string&, const std::string& owner) {
+			v.push_back(name + (owner.empty() ? " gone" : " owned"));
+		};
+	};
+	auto w1 = names.watch("org.qsd.A", record(exactA));
+	auto w2 = names.watch("org.qsd.A", record(exactB));
+	auto w3 = names.watchNamespace("org.qsd", record(ns));
+	auto w4 = names.watchAll(record(all));
+	EXPECT_EQ(names.rules(), 3u);   // two watches of one name share its rule
+
+	service->connection().requestName("org.qsd.A");
+	service->connection().requestName("org.qsdx.B");
+	ASSERT_TRUE(spin(loop, [&] { return all.size() >= 2 && std::count(all.begin(), all.end(), "org.qsdx.B owned"); }));
+	EXPECT_EQ(exactA, std::vector<std::string>{"org.qsd.A owned"});
+	EXPECT_EQ(exactB, std::vector<std::string>{"org.qsd.A owned"});
+	// A namespace is the name and the names below it, not every name that starts alike.
+	EXPECT_EQ(ns, std::vector<std::string>{"org.qsd.A owned"});
+
+	// A dropped watch hears nothing more; its rule goes once no watch uses it.
+	w2.reset();
+	service->connection().releaseName("org.qsd.A");
+	service->connection().releaseName("org.qsdx.B");
+	ASSERT_TRUE(spin(loop, [&] { return std::count(all.begin(), all.end(), "org.qsdx.B gone"); }));
+	EXPECT_EQ(exactA, (std::vector<std::string>{"org.qsd.A owned", "org.qsd.A gone"}));
+	EXPECT_EQ(exactB, std::vector<std::string>{"org.qsd.A owned"});
+	w1.reset();
+	spin(loop, [&] { return names.rules() == 2; }, 1s);
+	EXPECT_EQ(names.rules(), 2u);
+}
+
+TEST_F(DbusKit, OwnedNameWaitsBehindTheOwnerTakesOverAndReleases) {
+	const std::string name = "org.qsd.Owned";
+	service->connection().requestName(name);
+	int changes = 0;
+	auto owned = std::make_unique<dbus::OwnedName>(*client, name, [&] { ++changes; });
+	auto& object = owned->exportObject("/org/qsd/Owned");
+	object.registerMethod("org.qsd.Owned", "Ping", "", "s", [](sdbus::MethodCall call) {
+		auto reply = call.createReply();
+		reply << std::string("pong");
+		reply.send();
+	});
+	object.finishRegistration();
+	owned->request();
+	ASSERT_TRUE(spin(loop, [&] { return owned->state() == dbus::OwnedName::State::Waiting && owned->otherPid(); }));
+	EXPECT_EQ(owned->otherOwner(), service->connection().getUniqueName());
+	EXPECT_EQ(*owned->otherPid(), uint32_t(::getpid()));
+
+	// The owner leaves: the bus hands the name over, and the object answers on it.
+	service->connection().releaseName(name);
+	ASSERT_TRUE(spin(loop, [&] { return owned->owned(); }));
+	EXPECT_TRUE(owned->otherOwner().empty());
+	auto proxy = sdbus::createProxy(service->connection(), name, "/org/qsd/Owned");
+	std::string answer;
+	auto call = proxy->callMethodAsync("Ping").onInterface("org.qsd.Owned").uponReplyInvoke(
+	    [&](const sdbus::Error* e, std::string s) { answer = e ? e->getName() : s; });
+	ASSERT_TRUE(spin(loop, [&] { return !answer.empty(); }));
+	EXPECT_EQ(answer, "pong");
+
+	// A later program asking to replace qsd is refused: qsd never allows replacement.
+	int r = -1;
+	auto px = sdbus::createProxy(service->connection(), "org.freedesktop.DBus", "/org/freedesktop/DBus");
+	auto req = px->callMethodAsync("RequestName").onInterface("org.freedesktop.DBus").withArguments(name, uint32_t(2 | 4))
+	               .uponReplyInvoke([&](const sdbus::Error* e, uint32_t reply) { r = e ? 0 : int(reply); });
+	ASSERT_TRUE(spin(loop, [&] { return r >= 0; }));
+	EXPECT_EQ(r, 3);   // DBUS_REQUEST_NAME_REPLY_EXISTS
+	EXPECT_TRUE(owned->owned());
+
+	// Destroyed: the name is released at once (nobody is queued behind qsd: it has no owner).
+	std::string owner = "?";
+	auto watch = service->names().watch(name, [&](const std::string&, const std::string&, const std::string& o) { owner = o; });
+	owned.reset();
+	ASSERT_TRUE(spin(loop, [&] { return owner != "?"; }));
+	EXPECT_EQ(owner, "");
+}
+
+TEST_F(DbusKit, PropertySetLoadsMergesAndTellsInvalidation) {
+	service->connection().requestName("org.qsd.Props");
+	Thing thing(service->connection(), "/org/qsd/Props/a");
+	auto proxy = sdbus::createProxy(client->connection(), "org.qsd.Props", "/org/qsd/Props/a");
+	dbus::CallSet calls("test");
+	dbus::PropertySet set(kIface);
+	bool loaded = false;
+	set.load(calls, "p", *proxy, [&](const sdbus::Error* e) { loaded = !e; });
+	ASSERT_TRUE(spin(loop, [&] { return loaded; }));
+	EXPECT_EQ(dbus::asUint(*set.find("Level")), 1u);
+
+	std::vector<dbus::PropertySet::Change> changes;
+	auto match = client->connection().addMatch(
+	    "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/org/qsd/Props/a'",
+	    [&](sdbus::Message& m) {
+		    if (auto c = set.apply(m)) changes.push_back(*c);
+	    });
+	thing.level = 7;
+	thing.object->emitPropertiesChangedSignal(kIface, {"Level"});
+	thing.name = "second";
+	thing.object->emitPropertiesChangedSignal(kIface, {"Name"});
+	ASSERT_TRUE(spin(loop, [&] { return changes.size() == 2; }));
+	EXPECT_EQ(changes[0].names, std::vector<std::string>{"Level"});
+	EXPECT_FALSE(changes[0].invalidated);
+	EXPECT_EQ(dbus::asUint(*set.find("Level")), 7u);
+	EXPECT_EQ(changes[1].names, std::vector<std::string>{"Name"});
+	EXPECT_TRUE(changes[1].invalidated);
+	EXPECT_EQ(set.find("Name"), nullptr);   // gone until read again
+	loaded = false;
+	set.load(calls, "p", *proxy, [&](const sdbus::Error* e) { loaded = !e; });
+	ASSERT_TRUE(spin(loop, [&] { return loaded; }));
+	EXPECT_EQ(dbus::asString(*set.find("Name")), "second");
+}
+
+TEST_F(DbusKit, ObjectCacheMirrorsTheObjectsThroughRestarts) {
+	const std::string svc = "org.qsd.Cache";
+	auto& conn = service->connection();
+	auto root = sdbus::createObject(conn, "/org/qsd/Cache");
+	root->addObjectManager();
+	auto a = std::make_unique<Thing>(conn, "/org/qsd/Cache/a");
+	conn.requestName(svc);
+
+	dbus::CallSet calls("test");
+	int ready = 0, lost = 0;
+	std::vector<std::string> events;
+	std::vector<uint64_t> levels;
+	dbus::ObjectCache* mirror = nullptr;
+	dbus::ObjectCache::Hooks hooks;
+	hooks.ready = [&] { ++ready; };
+	hooks.lost = [&] { ++lost; };
+	hooks.added = [&](const std::string& path, const std::vector<std::string>&) { events.push_back("added " + path); };
+	hooks.removed = [&](const std::string& path, const std::vector<std::string>&) { events.push_back("removed " + path); };
+	hooks.changed = [&](const std::string& path, const std::string&, const std::vector<std::string>& names) {
+		for (const auto& n: names) events.push_back("changed " + path + " " + n);
+		if (const auto* v = mirror->property(path, kIface, "Level")) levels.push_back(dbus::asUint(*v).value_or(0));
+	};
+	dbus::ObjectCache cache(*client, calls, {svc, "/org/qsd/Cache", "/org/qsd/Cache", {}, "test"}, hooks);
+	mirror = &cache;
+	ASSERT_TRUE(spin(loop, [&] { return ready == 1; }));
+	ASSERT_NE(cache.properties("/org/qsd/Cache/a", kIface), nullptr);
+	EXPECT_EQ(dbus::asUint(*cache.property("/org/qsd/Cache/a", kIface, "Level")), 1u);
+
+	// A new object, a value change, an invalidated value read again, an object removed.
+	auto b = std::make_unique<Thing>(conn, "/org/qsd/Cache/b");
+	b->object->emitInterfacesAddedSignal({kIface});
+	a->level = 5;
+	a->object->emitPropertiesChangedSignal(kIface, {"Level"});
+	a->name = "renamed";
+	a->object->emitPropertiesChangedSignal(kIface, {"Name"});
+	b->object->emitInterfacesRemovedSignal({kIface});
+	b.reset();
+	ASSERT_TRUE(spin(loop, [&] {
+		return std::count(events.begin(), events.end(), "removed /org/qsd/Cache/b") &&
+		       cache.property("/org/qsd/Cache/a", kIface, "Name") != nullptr;
+	}));
+	EXPECT_EQ(events[0], "added /org/qsd/Cache/b");
+	EXPECT_EQ(events[1], "changed /org/qsd/Cache/a Level");
+	EXPECT_EQ(dbus::asUint(*cache.property("/org/qsd/Cache/a", kIface, "Level")), 5u);
+	EXPECT_EQ(dbus::asString(*cache.property("/org/qsd/Cache/a", kIface, "Name")), "renamed");
+	EXPECT_EQ(cache.object("/org/qsd/Cache/b"), nullptr);
+	EXPECT_TRUE(std::count(events.begin(), events.end(), "changed /org/qsd/Cache/a Name"));
+
+	// The service leaves: the mirror empties. It comes back: read again from scratch.
+	conn.releaseName(svc);
+	ASSERT_TRUE(spin(loop, [&] { return lost == 1; }));
+	EXPECT_TRUE(cache.objects().empty());
+	EXPECT_FALSE(cache.ready());
+	a->level = 9;
+	conn.requestName(svc);
+	ASSERT_TRUE(spin(loop, [&] { return ready == 2; }));
+	EXPECT_EQ(dbus::asUint(*cache.property("/org/qsd/Cache/a", kIface, "Level")), 9u);
+
+	// Signals from anyone but the owner are not the service's.
+	auto other = std::make_unique<BusConnection>(loop, BusConnection::Kind::System);
+	auto impostor = sdbus::createObject(other->connection(), "/org/qsd/Cache/a");
+	impostor->registerProperty(kIface, "Level", "u", [](sdbus::PropertyGetReply& r) { r << uint32_t(666); });
+	impostor->finishRegistration();
+	impostor->emitPropertiesChangedSignal(kIface, {"Level"});
+	a->level = 10;   // then the owner's change, which must come through alone
+	a->object->emitPropertiesChangedSignal(kIface, {"Level"});
+	ASSERT_TRUE(spin(loop, [&] { return dbus::asUint(*cache.property("/org/qsd/Cache/a", kIface, "Level")) == 10u; }));
+	EXPECT_EQ(std::count(levels.begin(), levels.end(), 666u), 0);
+}
