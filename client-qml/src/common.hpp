@@ -18,7 +18,7 @@ constexpr int BACKEND_UNAVAILABLE = -32000;
 // Monotonic milliseconds.
 inline qint64 nowMs() { return QDeadlineTimer::current().deadline(); }
 
-// Which backend writes which top-level domain (DESIGN.md, "The tree"; each backend's root()).
+// Which backend writes which top-level domain (docs/tree.md; each backend's root()).
 struct DomainBackend {
 	std::string_view domain;
 	std::string_view backend;

@@ -131,8 +131,10 @@ protected:
 	[[nodiscard]] virtual nlohmann::json initialRoot() const { return {{"available", false}}; }
 	// The backend's methods, each named once. Registered by start(), removed by stop().
 	[[nodiscard]] virtual std::span<const Method> methods() const { return {}; }
-	// Whether requests can be served now; std::nullopt when they can.
+	// Whether requests can be served now; std::nullopt when they can. A kind of backend checks
+	// what all of its kind need first (precondition(): a D-Bus backend's bus connection).
 	[[nodiscard]] virtual std::optional<Unavailable> availability() const { return std::nullopt; }
+	[[nodiscard]] virtual std::optional<Unavailable> precondition() const { return std::nullopt; }
 	// Who answers this backend's calls, for "… went away before answering".
 	[[nodiscard]] virtual std::string service() const { return std::string(id()); }
 	virtual void onStart() = 0;

@@ -66,7 +66,7 @@ void BusBackend::onStop() {
 	bus_ = nullptr;
 }
 
-std::optional<Unavailable> BusBackend::availability() const {
+std::optional<Unavailable> BusBackend::precondition() const {
 	if (conn_) return std::nullopt;
 	const auto& error = which_ == Bus::System ? context_.systemBusError : context_.sessionBusError;
 	return Unavailable{std::string(root()), error.empty() ? "there is no bus connection" : error};

@@ -38,8 +38,8 @@ protected:
 	// the backend's state (its subtree is removed by stop()).
 	virtual void onBusStop() = 0;
 
-	// Requests need the bus; a backend adds its service's availability on top.
-	[[nodiscard]] std::optional<Unavailable> availability() const override;
+	// Requests need the bus (checked before the backend's own availability()).
+	[[nodiscard]] std::optional<Unavailable> precondition() const final;
 
 	[[nodiscard]] bool connected() const { return conn_ != nullptr; }
 	[[nodiscard]] sdbus::IConnection& conn() const { return *conn_; }

@@ -103,8 +103,10 @@ void Backend::registerMethods() {
 // thrown while a call is being sent (a peer with an invalid name, a connection that broke) is
 // the backend's failure, -32002 with its name, wherever it is thrown.
 void Backend::dispatch(const Method& m, const json& params, Responder responder, ClientSession& client) {
-	if (m.needsService)
+	if (m.needsService) {
+		if (auto why = precondition()) throw unavailable(*why);
 		if (auto why = availability()) throw unavailable(*why);
+	}
 	Call call(*this, params, std::move(responder), client);
 	try {
 		m.invoke(*this, call);

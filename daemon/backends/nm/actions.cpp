@@ -8,14 +8,7 @@
 
 #include <set>
 
-namespace qsd {
-
-namespace {
-using json = nlohmann::json;
-using rpc::ErrorCode;
-using rpc::Params;
-using rpc::RpcException;
-} // namespace
+namespace qsd::nm {
 
 // ---------------------------------------------------------------------------------------------
 // actions
@@ -357,4 +350,4 @@ void NmBackend::deleteProfile(Call& c) {
 	call(prof.path, kConnIface, "Delete", {}, answerWith(c.answer(), {{"profile", prof.info.uuid}}));
 }
 
-} // namespace qsd
+} // namespace qsd::nm

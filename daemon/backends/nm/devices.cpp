@@ -10,14 +10,7 @@
 #include <algorithm>
 #include <set>
 
-namespace qsd {
-
-namespace {
-using json = nlohmann::json;
-using rpc::ErrorCode;
-using rpc::Params;
-using rpc::RpcException;
-} // namespace
+namespace qsd::nm {
 
 // ---------------------------------------------------------------------------------------------
 // tree
@@ -286,4 +279,4 @@ void NmBackend::syncDiff(const std::string& path, const json& old, const json& v
 	}
 }
 
-} // namespace qsd
+} // namespace qsd::nm

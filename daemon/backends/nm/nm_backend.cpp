@@ -7,14 +7,7 @@
 
 #include <algorithm>
 
-namespace qsd {
-
-namespace {
-using json = nlohmann::json;
-using rpc::ErrorCode;
-using rpc::Params;
-using rpc::RpcException;
-} // namespace
+namespace qsd::nm {
 
 std::string nmLastComponent(const std::string& path) {
 	auto pos = path.rfind('/');
@@ -65,7 +58,6 @@ void NmBackend::onBusStop() {
 }
 
 std::optional<Unavailable> NmBackend::availability() const {
-	if (auto why = BusBackend::availability()) return why;
 	if (!ready_) return Unavailable{kRoot, "NetworkManager is not on the system bus"};
 	return std::nullopt;
 }
@@ -352,6 +344,9 @@ void NmBackend::setProperty(const std::string& path, const char* iface, const ch
 	    });
 }
 
-std::unique_ptr<Backend> createNmBackend(BackendContext& context) { return std::make_unique<NmBackend>(context); }
 
+} // namespace qsd::nm
+
+namespace qsd {
+std::unique_ptr<Backend> createNmBackend(BackendContext& context) { return std::make_unique<nm::NmBackend>(context); }
 } // namespace qsd

@@ -36,9 +36,13 @@
 #include <utility>
 #include <vector>
 
-namespace qsd {
+namespace qsd::nm {
 
-class ClientSession;
+using json = nlohmann::json;
+using rpc::ErrorCode;
+using rpc::Params;
+using rpc::RpcException;
+
 
 class NmBackend final: public BusBackend {
 public:
@@ -74,7 +78,6 @@ private:
 	// Quickshell's scanner period: a RequestScan about every 10 s while someone wants fresh results.
 	static constexpr auto kScanInterval = std::chrono::seconds(10);
 
-	using json = nlohmann::json;
 
 	struct Profile {
 		std::string path;
@@ -216,4 +219,4 @@ private:
 // Last path component, for ids of objects that have no better one.
 [[nodiscard]] std::string nmLastComponent(const std::string& path);
 
-} // namespace qsd
+} // namespace qsd::nm

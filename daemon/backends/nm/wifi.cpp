@@ -10,14 +10,7 @@
 #include <algorithm>
 #include <time.h>
 
-namespace qsd {
-
-namespace {
-using json = nlohmann::json;
-using rpc::ErrorCode;
-using rpc::Params;
-using rpc::RpcException;
-} // namespace
+namespace qsd::nm {
 
 // An access point's Strength changed: update its field and its network's signalStrength
 // directly. Anything less simple (a pending rebuild, a new reference AP of a network whose
@@ -245,4 +238,4 @@ bool NmBackend::requestScan(const std::string& device) {
 	return true;
 }
 
-} // namespace qsd
+} // namespace qsd::nm

@@ -1,5 +1,5 @@
 #pragma once
-// libpipewire inside qsd's sd-event loop (DESIGN.md, "One thread, one loop"): one pw_loop,
+// libpipewire inside qsd's sd-event loop (docs/architecture.md, "One thread, one loop"): one pw_loop,
 // entered once, whose fd is an sd-event io source that runs pw_loop_iterate(loop, 0); and a
 // watch of the directories where PipeWire's socket appears, with sd-event inotify sources.
 

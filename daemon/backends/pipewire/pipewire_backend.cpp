@@ -1,4 +1,4 @@
-// The "pipewire" backend's lifecycle and publishing. Lifetime (DESIGN.md, "Backends"): while no
+// The "pipewire" backend's lifecycle and publishing. Lifetime (docs/architecture.md, "Backends"): while no
 // PipeWire answers, /audio is {"available": false} and the directories where its socket appears
 // are watched (inotify, no polling); a lost connection (core error EPIPE) empties /audio at once
 // and the backend connects again as soon as the socket is back.
@@ -58,7 +58,7 @@ void PipewireBackend::onStart() {
 		// libpipewire 0.3's pw_context_new starts a data-loop thread (context.c) for realtime
 		// processing. qsd runs no realtime graph — its only streams are level meters, which
 		// need no realtime scheduling — so that thread is stopped and its loop is iterated from
-		// qsd's own loop like the main one: the daemon stays one thread (DESIGN.md).
+		// qsd's own loop like the main one: the daemon stays one thread (docs/architecture.md).
 		pw_data_loop* data = pw_context_get_data_loop(pwContext_);
 		pw_data_loop_stop(data);
 		dataLoop_ = std::make_unique<PwLoop>(context_.loop, pw_data_loop_get_loop(data), "pipewire-data-loop");

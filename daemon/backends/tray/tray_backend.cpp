@@ -97,7 +97,6 @@ void TrayBackend::onBusStop() {
 }
 
 std::optional<Unavailable> TrayBackend::availability() const {
-	if (auto why = BusBackend::availability()) return why;
 	bool available = role_ == Role::Watcher || (role_ == Role::Host && listRead_);
 	if (!available) return Unavailable{kRoot, "there is no StatusNotifierWatcher"};
 	return std::nullopt;

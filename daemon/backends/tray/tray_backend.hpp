@@ -128,13 +128,12 @@ private:
 	[[nodiscard]] Item* findItem(const std::string& key, uint64_t serial = 0);
 	[[nodiscard]] static std::string group(const std::string& key) { return "i:" + key + "|"; }
 	[[nodiscard]] static std::string itemPath(const std::string& key);
-	// Writes `value` (an object) at `path` field by field; `keep` names a field left alone.
 
 	// --- tray_menu.cpp
 	void setupMenu(Item& item, const std::string& menuPath);
 	void dropMenu(Item& item);
-	// GetLayout(parent, -1, []) and splice the answer into the item's menu; `done(ok)` after.
-	// `done` gets the item (nullptr when it or its menu went away meanwhile) and the error.
+	// GetLayout(parent, -1, []) and splice the answer into the item's menu. `done` gets the item
+	// (nullptr when it or its menu went away meanwhile) and the error (nullptr on success).
 	using LayoutDone = std::function<void(Item* item, const sdbus::Error* error)>;
 	void fetchLayout(Item& item, int32_t parent, LayoutDone done = {});
 	void onMenuSignal(sdbus::Message& msg);

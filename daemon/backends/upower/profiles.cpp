@@ -11,14 +11,7 @@
 #include <algorithm>
 #include <chrono>
 
-namespace qsd {
-
-namespace {
-using json = nlohmann::json;
-using rpc::ErrorCode;
-using rpc::Params;
-using rpc::RpcException;
-} // namespace
+namespace qsd::upower {
 
 // ---------------------------------------------------------------------------------------------
 // power-profiles-daemon
@@ -289,4 +282,4 @@ void UpowerBackend::releaseProfile(Call& c) {
 	c.result({{"cookie", cookie}});
 }
 
-} // namespace qsd
+} // namespace qsd::upower

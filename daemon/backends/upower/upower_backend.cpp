@@ -10,14 +10,7 @@
 #include <algorithm>
 #include <chrono>
 
-namespace qsd {
-
-namespace {
-using json = nlohmann::json;
-using rpc::ErrorCode;
-using rpc::Params;
-using rpc::RpcException;
-} // namespace
+namespace qsd::upower {
 
 // ---------------------------------------------------------------------------------------------
 // start / stop
@@ -56,7 +49,6 @@ void UpowerBackend::onBusStop() {
 }
 
 std::optional<Unavailable> UpowerBackend::availability() const {
-	if (auto why = BusBackend::availability()) return why;
 	if (!ppdReady()) return Unavailable{kProfiles, "power-profiles-daemon is not on the system bus"};
 	return std::nullopt;
 }
@@ -317,6 +309,9 @@ void UpowerBackend::upPropertiesChanged(sdbus::Message& msg) {
 	if (upReady_) publishDevice(*d, display);
 }
 
-std::unique_ptr<Backend> createUpowerBackend(BackendContext& context) { return std::make_unique<UpowerBackend>(context); }
 
+} // namespace qsd::upower
+
+namespace qsd {
+std::unique_ptr<Backend> createUpowerBackend(BackendContext& context) { return std::make_unique<upower::UpowerBackend>(context); }
 } // namespace qsd

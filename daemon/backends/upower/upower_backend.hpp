@@ -31,9 +31,13 @@
 #include <string>
 #include <vector>
 
-namespace qsd {
+namespace qsd::upower {
 
-class ClientSession;
+using json = nlohmann::json;
+using rpc::ErrorCode;
+using rpc::Params;
+using rpc::RpcException;
+
 
 class UpowerBackend final: public BusBackend {
 public:
@@ -75,7 +79,6 @@ private:
 	static constexpr const char* kDisplay = "/power/displayDevice";
 	static constexpr const char* kProfiles = "/power/profiles";
 
-	using json = nlohmann::json;
 
 	// A device is read again after a failed GetAll: 0.5 s later, then with the delay doubling
 	// up to 30 s; given up after 8 failures in a row (the display device never is).
@@ -178,4 +181,4 @@ private:
 	uint64_t nextHold_ = 1;
 };
 
-} // namespace qsd
+} // namespace qsd::upower

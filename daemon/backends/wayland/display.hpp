@@ -1,5 +1,5 @@
 #pragma once
-// One wl_display connection driven by the daemon's sd-event loop (DESIGN.md, "One thread, one
+// One wl_display connection driven by the daemon's sd-event loop (docs/architecture.md, "One thread, one
 // loop"; mako/swayidle discipline): the display fd is an io source; its handler reads with
 // wl_display_prepare_read / read_events and dispatches with dispatch_pending; a prepare hook
 // dispatches what is queued and flushes before the loop sleeps, and waits for EPOLLOUT when the

@@ -33,7 +33,7 @@
 #include <set>
 #include <string>
 
-namespace qsd {
+namespace qsd::wayland {
 
 namespace {
 
@@ -41,7 +41,6 @@ using json = nlohmann::json;
 using rpc::ErrorCode;
 using rpc::Params;
 using rpc::RpcException;
-using namespace wayland;
 
 constexpr const char* kRoot = "/wayland";
 // Connection attempts that end before the domain is read (refused, or lost at once) are
@@ -347,6 +346,8 @@ void WaylandBackend::configureOutput(Call& c) {
 
 } // namespace
 
-std::unique_ptr<Backend> createWaylandBackend(BackendContext& context) { return std::make_unique<WaylandBackend>(context); }
+} // namespace qsd::wayland
 
+namespace qsd {
+std::unique_ptr<Backend> createWaylandBackend(BackendContext& context) { return std::make_unique<wayland::WaylandBackend>(context); }
 } // namespace qsd

@@ -11,7 +11,7 @@ namespace qsd::rpc {
 
 using json = nlohmann::json;
 
-// The protocol number: bumped only for incompatible changes (DESIGN.md, "Compatibility").
+// The protocol number: bumped only for incompatible changes (docs/protocol.md, "Compatibility").
 inline constexpr int PROTOCOL_VERSION = 1;
 
 enum class ErrorCode : int {
