@@ -27,3 +27,27 @@ function(qsd_feature_summary)
   endforeach()
   message(STATUS "")
 endfunction()
+
+# qsd_install_gzipped(<source> <destination> [<installed name>]): installs <source> compressed
+# with gzip -9n, the way distributions ship man pages and changelogs (-n: no name or time stamp
+# in the header, so the bytes depend on the source alone). The .gz is made by the default build.
+find_program(QSD_GZIP gzip REQUIRED)
+function(qsd_install_gzipped source destination)
+  cmake_path(ABSOLUTE_PATH source)
+  cmake_path(GET source FILENAME name)
+  if(ARGC GREATER 2)
+    set(name ${ARGV2})
+  endif()
+  set(dir ${CMAKE_CURRENT_BINARY_DIR}/gz)
+  add_custom_command(
+    OUTPUT ${dir}/${name}.gz
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND ${CMAKE_COMMAND} -E copy ${source} ${dir}/${name}
+    COMMAND ${QSD_GZIP} -9nf ${dir}/${name}
+    DEPENDS ${source}
+    COMMENT "Compressing ${name}"
+    VERBATIM)
+  string(MAKE_C_IDENTIFIER "${destination}/${name}" id)
+  add_custom_target(gzip_${id} ALL DEPENDS ${dir}/${name}.gz)
+  install(FILES ${dir}/${name}.gz DESTINATION ${destination})
+endfunction()
