@@ -424,22 +424,26 @@ void Graph::deviceInfo(Device& d, const pw_device_info* info) {
 		auto it = d.paramFlags.find(p.id);
 		if (it != d.paramFlags.end() && it->second == p.flags) continue;
 		d.paramFlags[p.id] = p.flags;
-		d.refreshing.insert(p.id);
-		switch (p.id) {
-		case SPA_PARAM_EnumProfile: d.newProfiles.clear(); break;
-		case SPA_PARAM_Profile: d.newProfile.reset(); break;
-		case SPA_PARAM_EnumRoute: d.newRoutes.clear(); break;
-		case SPA_PARAM_Route: d.newActiveRoutes.clear(); break;
-		default: break;
-		}
-		// The answers carry the request's async seq (as pw-dump matches them).
-		int seq = ++paramSeq_;
-		int res = pw_device_enum_params(reinterpret_cast<pw_device*>(d.proxy), seq, p.id, 0, UINT32_MAX, nullptr);
-		d.enumSeq[p.id] = SPA_RESULT_IS_ASYNC(res) ? res : seq;
-		// Complete at the done of a sync sent after this enumeration.
-		d.waitGen = nextGen_;
-		syncWanted_ = true;
+		enumerate(d, p.id);
 	}
+}
+
+void Graph::enumerate(Device& d, uint32_t paramId) {
+	d.refreshing.insert(paramId);
+	switch (paramId) {
+	case SPA_PARAM_EnumProfile: d.newProfiles.clear(); break;
+	case SPA_PARAM_Profile: d.newProfile.reset(); break;
+	case SPA_PARAM_EnumRoute: d.newRoutes.clear(); break;
+	case SPA_PARAM_Route: d.newActiveRoutes.clear(); break;
+	default: break;
+	}
+	// The answers carry the request's async seq (as pw-dump matches them).
+	int seq = ++paramSeq_;
+	int res = pw_device_enum_params(reinterpret_cast<pw_device*>(d.proxy), seq, paramId, 0, UINT32_MAX, nullptr);
+	d.enumSeq[paramId] = SPA_RESULT_IS_ASYNC(res) ? res : seq;
+	// Complete at the done of a sync sent after this enumeration.
+	d.waitGen = nextGen_;
+	syncWanted_ = true;
 }
 
 void Graph::onDeviceParam(void* data, int seq, uint32_t id, uint32_t, uint32_t, const spa_pod* param) noexcept {
@@ -565,6 +569,18 @@ int Graph::setRoute(uint32_t id, int32_t index, int32_t cardDevice, const std::o
 	const spa_pod* pod = buildRoute(b, index, cardDevice, volumes, mute, true);
 	if (!pod) return -ENOSPC;
 	return pw_device_set_param(reinterpret_cast<pw_device*>(it->second->proxy), SPA_PARAM_Route, 0, pod);
+}
+
+uint64_t Graph::readBackRoutes(uint32_t id) {
+	auto it = devices_.find(id);
+	if (it == devices_.end() || !it->second->proxy || !it->second->complete) return 0;
+	enumerate(*it->second, SPA_PARAM_Route);
+	return it->second->waitGen;
+}
+
+bool Graph::readBack(uint32_t id, uint64_t gen) const {
+	const Device* d = device(id);
+	return d && gen != 0 && completedGen_ >= gen && d->waitGen == 0;
 }
 
 int Graph::setProfile(uint32_t id, int32_t index) {

@@ -33,9 +33,21 @@ std::vector<double> scaleVolumes(std::span<const double> volumes, double newMean
 	return out;
 }
 
-bool sameVolume(double a, double b) {
-	// A cubic volume goes through float (v^3) and back (cbrt): a few ulps of float apart.
-	return std::fabs(a - b) <= 1e-6 + 1e-5 * std::max(std::fabs(a), std::fabs(b));
+bool sameVolume(double read, double written, double quantum) {
+	// A cubic volume goes through float (v^3) and back (cbrt): a few ulps of float apart, and the
+	// tree's 6 decimals.
+	double tolerance = 1e-6 + 1e-5 * std::max(std::fabs(read), std::fabs(written));
+	// A card with n steps reports volumeStep 1/n and stores v as the nearest of the n - 1
+	// intervals' ends: half of 1/(n - 1) away at most, plus ACP's rounding to PulseAudio's
+	// 1/65536 on the way there.
+	if (std::isfinite(quantum) && quantum > 0 && quantum < 1) tolerance += 0.5 * quantum / (1 - quantum) + 0.5 / 65536.0;
+	return std::fabs(read - written) <= tolerance;
+}
+
+double routeQuantum(const VolumeState& route) {
+	constexpr double kPulseStep = 1.0 / 65536.0;
+	if (!route.step || !std::isfinite(*route.step) || *route.step <= 0 || *route.step >= 1) return kPulseStep;
+	return std::max(double(*route.step), kPulseStep);
 }
 
 // Float channel volumes carry about 7 significant digits: the tree shows 6 decimals, so a
