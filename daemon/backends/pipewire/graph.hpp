@@ -54,6 +54,11 @@ struct Object {
 		pw_proxy_destroy(proxy);
 		proxy = nullptr;
 	}
+	// Its global went away. The server removes the proxy itself (remove_id): before announcing
+	// the removal for an object that leaves, after it for a bind that came too late. Destroying a
+	// proxy the server has not removed yet sends a destroy for an id it no longer knows, which
+	// it answers with a core error, so such a proxy is destroyed once its removal arrives.
+	void retire();
 };
 
 struct Node: Object {
