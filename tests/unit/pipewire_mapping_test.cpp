@@ -223,6 +223,36 @@ TEST(PipewireNodeTypes, TellMonitoringStreamsApart) {
 	EXPECT_FALSE(isMonitorStream({}));
 }
 
+TEST(PipewireNodeTypes, TellMonitorsFromRecorders) {
+	// qsd's own level meter, pavucontrol's (media.category Manager), cava on a sink's monitor.
+	EXPECT_TRUE(isMonitorNode(NodeType::AudioInStream, {{"media.category", "Monitor"}, {"stream.monitor", "true"}}, false));
+	EXPECT_TRUE(isMonitorNode(NodeType::AudioInStream, {{"media.category", "Manager"}}, false));
+	EXPECT_TRUE(isMonitorNode(NodeType::AudioInStream, {{"stream.capture.sink", "true"}}, false));
+	EXPECT_TRUE(isMonitorNode(NodeType::AudioInStream, {}, true));
+	// A recorder (pw-record, a call) is not; a sink or a playback stream never is.
+	EXPECT_FALSE(isMonitorNode(NodeType::AudioInStream, {{"media.role", "Communication"}}, false));
+	EXPECT_FALSE(isMonitorNode(NodeType::AudioSink, {}, false));
+	EXPECT_FALSE(isMonitorNode(NodeType::AudioOutStream, {{"stream.capture.sink", "true"}}, true));
+	EXPECT_FALSE(isMonitorNode(NodeType::AudioInStream, {{"stream.capture.sink", "false"}}, false));
+}
+
+TEST(PipewireNodeTypes, TellWhatALinkCaptures) {
+	using enum NodeType;
+	EXPECT_EQ(captureOf(AudioSource, "alsa", true, AudioInStream), Capture::Microphone);
+	EXPECT_EQ(captureOf(AudioSource, "", false, AudioInStream), Capture::Microphone);   // a virtual source
+	EXPECT_EQ(captureOf(AudioSource, "alsa", true, AudioSink), Capture::None);          // a loopback into a sink
+	EXPECT_EQ(captureOf(AudioSink, "alsa", true, AudioInStream), Capture::None);        // a sink's monitor
+	EXPECT_EQ(captureOf(VideoSource, "v4l2", true, Other), Capture::Camera);
+	EXPECT_EQ(captureOf(VideoSource, "libcamera", true, Other), Capture::Camera);
+	EXPECT_EQ(captureOf(VideoSource, "", false, Other), Capture::Screencast);            // xdg-desktop-portal
+	EXPECT_EQ(captureOf(VideoSource, "", true, Other), Capture::None);                   // some other device
+	EXPECT_EQ(captureOf(VideoSource, "bluez5", false, Other), Capture::None);
+	EXPECT_EQ(captureOf(VideoSink, "", false, Other), Capture::None);
+	EXPECT_STREQ(toString(Capture::Microphone), "microphone");
+	EXPECT_STREQ(toString(Capture::Camera), "camera");
+	EXPECT_STREQ(toString(Capture::Screencast), "screencast");
+}
+
 TEST(PipewireEnums, NameLinkStatesAvailabilityAndDirections) {
 	const std::map<int, std::string> states = {{-2, "error"},       {-1, "unlinked"}, {0, "init"},
 	                                           {1, "negotiating"},   {2, "allocating"}, {3, "paused"},

@@ -25,7 +25,8 @@ constexpr const char* kLog = "pipewire";
 const std::set<std::string_view> kNodeKeys = {
     "object.serial", "media.class", "node.name", "node.description", "node.nick", "device.id", "card.profile.device",
     "client.id", "application.name", "application.icon-name", "application.process.id", "application.process.binary",
-    "media.name", "media.title", "media.artist", "media.role", "media.category", "stream.monitor"};
+    "media.name", "media.title", "media.artist", "media.role", "media.category", "stream.monitor",
+    "stream.capture.sink", "device.api"};
 const std::set<std::string_view> kDeviceKeys = {"object.serial", "media.class", "device.name", "device.description",
                                                 "device.nick", "device.api"};
 const std::set<std::string_view> kClientKeys = {"object.serial", "application.name", "application.icon-name",

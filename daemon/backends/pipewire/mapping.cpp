@@ -133,11 +133,37 @@ bool isAudio(NodeType type) {
 	       type == NodeType::AudioOutStream || type == NodeType::AudioInStream;
 }
 
+static bool propTrue(const Props& props, std::string_view key) {
+	auto it = props.find(key);
+	return it != props.end() && (it->second == "true" || it->second == "1");
+}
+
 bool isMonitorStream(const Props& props) {
 	auto it = props.find("media.category");
 	if (it != props.end() && (it->second == "Monitor" || it->second == "Manager")) return true;
-	it = props.find("stream.monitor");
-	return it != props.end() && (it->second == "true" || it->second == "1");
+	return propTrue(props, "stream.monitor");
+}
+
+bool isMonitorNode(NodeType type, const Props& props, bool capturesSink) {
+	if (isMonitorStream(props)) return true;
+	return type == NodeType::AudioInStream && (capturesSink || propTrue(props, "stream.capture.sink"));
+}
+
+Capture captureOf(NodeType source, std::string_view deviceApi, bool device, NodeType consumer) {
+	if (source == NodeType::AudioSource) return consumer == NodeType::AudioInStream ? Capture::Microphone : Capture::None;
+	if (source != NodeType::VideoSource) return Capture::None;
+	if (deviceApi == "v4l2" || deviceApi == "libcamera") return Capture::Camera;
+	return device || !deviceApi.empty() ? Capture::None : Capture::Screencast;
+}
+
+const char* toString(Capture capture) {
+	switch (capture) {
+	case Capture::Microphone: return "microphone";
+	case Capture::Camera: return "camera";
+	case Capture::Screencast: return "screencast";
+	case Capture::None: return "none";
+	}
+	return "none";
 }
 
 const char* linkStateName(int state) {

@@ -75,6 +75,20 @@ enum class NodeType { AudioSink, AudioSource, AudioDuplex, AudioOutStream, Audio
 // stream.monitor): left out of playingTo/capturedFrom, as Quickshell leaves them out of its
 // link groups.
 [[nodiscard]] bool isMonitorStream(const Props& props);
+// A node's isMonitor: it watches rather than records or plays. A monitoring stream (above), or an
+// audio recording stream of a sink's monitor: one that asked for it (stream.capture.sink, as
+// pipewire-pulse sets it for a ".monitor" source and qsd for a sink's level meter) or one linked
+// from a sink (`capturesSink`: a sink's outputs are its monitor ports).
+[[nodiscard]] bool isMonitorNode(NodeType type, const Props& props, bool capturesSink);
+
+// What a link from a source node to a consumer captures, for /audio/privacy: an audio recording
+// stream linked from an audio source is the microphone; a consumer of a video source is the
+// camera when the source's device.api (the node's, else its device's) is v4l2 or libcamera, a
+// screencast when the source is no device at all (no device.api, no device.id: a portal's
+// stream). Anything else captures nothing here. Monitors are left out by the caller.
+enum class Capture { None, Microphone, Camera, Screencast };
+[[nodiscard]] Capture captureOf(NodeType source, std::string_view deviceApi, bool device, NodeType consumer);
+[[nodiscard]] const char* toString(Capture capture);
 
 // pw_link_state (-2..4) -> "error", "unlinked", "init", "negotiating", "allocating", "paused",
 // "active"; other values give "unknown".
