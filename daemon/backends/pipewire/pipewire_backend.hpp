@@ -95,6 +95,7 @@ private:
 
 	// --- views derived from nodes and links (views.cpp)
 	void publishViews();
+	void publishDefaultNode(const char* field, const char* defaultField);
 	void publishPrivacy();
 
 	// --- actions (actions.cpp)

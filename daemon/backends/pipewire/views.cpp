@@ -1,7 +1,8 @@
 // Views of /audio derived from its nodes and links, so that a client watches one path rather
-// than following keys: /audio/privacy, the streams capturing the microphone, the camera or the
-// screen. They are recomputed after every batch of changes, in the same tree batch as the
-// changes they follow; the tree drops writes that change nothing.
+// than following keys: /audio/sink and /audio/source, the current defaults' volume;
+// /audio/privacy, the streams capturing the microphone, the camera or the screen. They are
+// recomputed after every batch of changes, in the same tree batch as the changes they follow;
+// the tree drops writes that change nothing.
 
 #include "pipewire_backend.hpp"
 
@@ -24,7 +25,27 @@ NodeType typeOf(const Node& n) {
 } // namespace
 
 void PipewireBackend::publishViews() {
+	publishDefaultNode("sink", "defaultAudioSink");
+	publishDefaultNode("source", "defaultAudioSource");
 	publishPrivacy();
+}
+
+void PipewireBackend::publishDefaultNode(const char* field, const char* defaultField) {
+	json value = nullptr;
+	auto key = defaults_.find(defaultField);
+	const Node* n = key != defaults_.end() && key->is_string() ? nodeByKey(key->get<std::string>()) : nullptr;
+	if (n) {
+		json audio = nullptr;
+		if (isAudio(typeOf(*n)))
+			if (auto src = volumeSource(*n); src.state) audio = audioJson(*src.state);
+		value = {{"node", n->key},
+		         {"id", n->id},
+		         {"description", propString(n->props, "node.description")},
+		         {"volume", audio.is_null() ? json(nullptr) : audio["volume"]},
+		         {"volumes", audio.is_null() ? json(nullptr) : audio["volumes"]},
+		         {"muted", audio.is_null() ? json(nullptr) : audio["muted"]}};
+	}
+	context_.tree.set(pointer::join(kRoot, field), std::move(value));
 }
 
 void PipewireBackend::publishPrivacy() {
