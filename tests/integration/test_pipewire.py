@@ -218,6 +218,10 @@ def test_actions_are_applied_before_they_answer(env):
     props = pw.node_by_name("qsd_sink_a")["info"]["params"]["Props"][0]
     assert props["channelVolumes"] == [approx(0.512), approx(0.064)]
     assert pw.wpctl_volume(a)[0] == 0.8   # wpctl prints the first channel
+    # ... not the mean, which is `volume` (docs/backends/pipewire.md), nor the loudest.
+    r = c.call("audio.setVolumes", {"node": ka, "volumes": [0.4, 0.8]})
+    assert r["audio"]["volume"] == approx(0.6, 1e-6) and pw.wpctl_volume(a)[0] == 0.4
+    c.call("audio.setVolumes", {"node": ka, "volumes": [0.8, 0.4]})
     r = c.call("audio.setVolume", {"node": ka, "volume": 0.3})
     assert r["audio"]["volumes"] == [approx(0.4, 1e-6), approx(0.2, 1e-6)]
     # A number as the key works too (qsctl's node=52 parses as one).
