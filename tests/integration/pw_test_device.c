@@ -6,10 +6,16 @@
  * is the only way to have a card whose profile and ports can change and whose volume lives in
  * its Route param.
  *
- * Its routes report no volumeStep, like the Bluetooth sinks behind Quickshell's issues #807 and
- * #857, unless --volume-step is given.
+ * Route volumes are stored as ACP stores them (spa/plugins/alsa/acp/acp.c, volume.h): as
+ * PulseAudio's pa_volume_t, lround(cbrt(linear) * 65536), reported back as (v / 65536)^3 in a
+ * float; a route is announced as changed only when what it stores changed (its port, its mute,
+ * those integers). With --hw-volume-steps N the card is a mixer without a dB scale and N steps
+ * (alsa-mixer.c): the volume is the hardware step nearest to what was asked, as ACP reports it.
+ * Its routes report ACP's volumeStep (1/65537, or 1/N), or STEP with --volume-step, or none with
+ * --no-volume-step, like the Bluetooth sinks behind Quickshell's issues #807 and #857.
  *
- * Usage: pw_test_device [--name NAME] [--profile INDEX] [--volume-step STEP]
+ * Usage: pw_test_device [--name NAME] [--profile INDEX] [--volume-step STEP] [--no-volume-step]
+ *                       [--hw-volume-steps N]
  * Prints "ready <device global id>" once exported and its nodes are created; every change it
  * accepts is logged on stderr. SIGTERM/SIGINT end it (its nodes go with it).
  *
@@ -18,6 +24,7 @@
  * device 0, profiles 1 and 2); 2 analog-input-mic (input, device 1, profile 2). */
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -64,7 +71,7 @@ struct cdev {
 	enum spa_direction direction;
 	uint32_t channels;
 	uint32_t map[2];
-	float volumes[2];
+	uint32_t volumes[2];   /* pa_volume_t: 65536 is 100 % */
 	bool mute;
 	int route;
 	struct pw_proxy *node;
@@ -100,9 +107,44 @@ struct data {
 
 	const char *name;
 	int profile;
-	float volume_step;
+	float volume_step;      /* reported; 0: none */
+	long hw_steps;          /* a mixer without a dB scale: its number of steps; 0: dB or software */
 	struct cdev devs[N_DEVS];
 };
+
+#define PA_VOLUME_NORM 65536u
+
+/* pa_sw_volume_from_linear and pa_sw_volume_to_linear (acp/volume.h). */
+static uint32_t pa_from_linear(double v)
+{
+	if (!(v > 0.0))
+		return 0;
+	double r = cbrt(v) * PA_VOLUME_NORM;
+	return r >= (double)(UINT32_MAX / 2) ? UINT32_MAX / 2 : (uint32_t)lround(r);
+}
+
+static float pa_to_linear(uint32_t v)
+{
+	if (v == 0)
+		return 0.0f;
+	if (v == PA_VOLUME_NORM)
+		return 1.0f;
+	double f = (double)v / PA_VOLUME_NORM;
+	return (float)(f * f * f);
+}
+
+/* What a mixer without a dB scale reaches: to_alsa_volume, clamped to its range, then
+ * from_alsa_volume (alsa-mixer.c), which acp.c's set_volume reports as the real volume. */
+static uint32_t hw_step(const struct data *d, uint32_t v)
+{
+	long range = d->hw_steps - 1;
+	long hw = lround((double)v * (double)range / PA_VOLUME_NORM);
+	if (hw < 0)
+		hw = 0;
+	if (hw > range)
+		hw = range;
+	return (uint32_t)lround((double)hw * PA_VOLUME_NORM / (double)range);
+}
 
 #define IDX_EnumProfile 0
 #define IDX_Profile 1
@@ -225,8 +267,11 @@ static struct spa_pod *build_route(struct data *d, struct spa_pod_builder *b, ui
 		spa_pod_builder_push_object(b, &f[1], SPA_TYPE_OBJECT_Props, id);
 		spa_pod_builder_prop(b, SPA_PROP_mute, 0);
 		spa_pod_builder_bool(b, dev->mute);
+		float volumes[2];
+		for (uint32_t i = 0; i < dev->channels; i++)
+			volumes[i] = pa_to_linear(dev->volumes[i]);
 		spa_pod_builder_prop(b, SPA_PROP_channelVolumes, 0);
-		spa_pod_builder_array(b, sizeof(float), SPA_TYPE_Float, dev->channels, dev->volumes);
+		spa_pod_builder_array(b, sizeof(float), SPA_TYPE_Float, dev->channels, volumes);
 		spa_pod_builder_prop(b, SPA_PROP_volumeBase, SPA_POD_PROP_FLAG_READONLY);
 		spa_pod_builder_float(b, 1.0f);
 		if (d->volume_step > 0.0f) {
@@ -341,33 +386,43 @@ static void sync_nodes(struct data *d)
 	}
 }
 
-static void apply_props(struct cdev *dev, const struct spa_pod *props)
+/* Returns whether what the route stores changed (ACP's volume_changed and mute_changed). */
+static bool apply_props(struct data *d, struct cdev *dev, const struct spa_pod *props)
 {
 	const struct spa_pod_object *obj = (const struct spa_pod_object *)props;
 	const struct spa_pod_prop *prop;
+	bool changed = false;
 
 	if (!spa_pod_is_object_type(props, SPA_TYPE_OBJECT_Props))
-		return;
+		return false;
 	SPA_POD_OBJECT_FOREACH(obj, prop) {
 		switch (prop->key) {
 		case SPA_PROP_mute: {
 			bool mute;
-			if (spa_pod_get_bool(&prop->value, &mute) == 0)
+			if (spa_pod_get_bool(&prop->value, &mute) == 0 && mute != dev->mute) {
 				dev->mute = mute;
+				changed = true;
+			}
 			break;
 		}
 		case SPA_PROP_channelVolumes: {
 			float v[SPA_AUDIO_MAX_CHANNELS];
 			uint32_t n = spa_pod_copy_array(&prop->value, SPA_TYPE_Float, v, SPA_AUDIO_MAX_CHANNELS);
 			/* A single value sets every channel (WirePlumber restores routes this way). */
-			for (uint32_t i = 0; n > 0 && i < dev->channels; i++)
-				dev->volumes[i] = v[i < n ? i : n - 1];
+			for (uint32_t i = 0; n > 0 && i < dev->channels; i++) {
+				uint32_t pa = pa_from_linear(v[i < n ? i : n - 1]);
+				if (d->hw_steps > 0)
+					pa = hw_step(d, pa);
+				changed |= pa != dev->volumes[i];
+				dev->volumes[i] = pa;
+			}
 			break;
 		}
 		default:
 			break;
 		}
 	}
+	return changed;
 }
 
 static int impl_set_param(void *object, uint32_t id, uint32_t flags, const struct spa_pod *param)
@@ -412,12 +467,15 @@ static int impl_set_param(void *object, uint32_t id, uint32_t flags, const struc
 		if (index < 0 || index >= N_ROUTES || device < 0 || device >= N_DEVS ||
 		    routes[index].device != device || !route_in_profile(index, d->profile))
 			return -EINVAL;
+		bool moved = d->devs[device].route != index;
 		d->devs[device].route = index;
-		if (props)
-			apply_props(&d->devs[device], props);
-		fprintf(stderr, "pw_test_device: route %d on device %d: mute %d volumes %f %f save %d\n", index, device,
-			d->devs[device].mute, d->devs[device].volumes[0], d->devs[device].volumes[1], save);
-		changed(d, IDX_Route);
+		bool stored = props != NULL && apply_props(d, &d->devs[device], props);
+		fprintf(stderr, "pw_test_device: route %d on device %d: mute %d volumes %u %u save %d%s\n", index, device,
+			d->devs[device].mute, d->devs[device].volumes[0], d->devs[device].volumes[1], save,
+			moved || stored ? "" : " (unchanged)");
+		/* ACP announces a route only when its port, volume or mute changed. */
+		if (moved || stored)
+			changed(d, IDX_Route);
 		emit_info(d, false);
 		return 0;
 	}
@@ -505,21 +563,32 @@ int main(int argc, char *argv[])
 	d.name = "qsd_test_card";
 	d.profile = 1;
 	d.bound_id = SPA_ID_INVALID;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "--name") == 0)
-			d.name = argv[i + 1];
+	float volume_step = -1.0f;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--no-volume-step") == 0)
+			volume_step = 0.0f;
+		else if (i + 1 >= argc)
+			break;
+		else if (strcmp(argv[i], "--name") == 0)
+			d.name = argv[++i];
 		else if (strcmp(argv[i], "--profile") == 0)
-			d.profile = atoi(argv[i + 1]);
+			d.profile = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--volume-step") == 0)
-			d.volume_step = (float)atof(argv[i + 1]);
+			volume_step = (float)atof(argv[++i]);
+		else if (strcmp(argv[i], "--hw-volume-steps") == 0)
+			d.hw_steps = atol(argv[++i]);
 	}
 	if (d.profile < 0 || d.profile >= N_PROFILES)
 		d.profile = 1;
+	if (d.hw_steps == 1 || d.hw_steps < 0)
+		d.hw_steps = 0;
+	/* ACP's volume_step: 1 / n_volume_steps, PA_VOLUME_NORM + 1 of them with a dB scale. */
+	d.volume_step = volume_step >= 0.0f ? volume_step : 1.0f / (float)(d.hw_steps > 0 ? d.hw_steps : PA_VOLUME_NORM + 1);
 
 	d.devs[0] = (struct cdev){"speaker", "Audio/Sink", SPA_DIRECTION_OUTPUT, 2,
-		{SPA_AUDIO_CHANNEL_FL, SPA_AUDIO_CHANNEL_FR}, {1.0f, 1.0f}, false, 0, NULL};
+		{SPA_AUDIO_CHANNEL_FL, SPA_AUDIO_CHANNEL_FR}, {PA_VOLUME_NORM, PA_VOLUME_NORM}, false, 0, NULL};
 	d.devs[1] = (struct cdev){"mic", "Audio/Source", SPA_DIRECTION_INPUT, 1,
-		{SPA_AUDIO_CHANNEL_MONO, 0}, {1.0f, 1.0f}, false, 2, NULL};
+		{SPA_AUDIO_CHANNEL_MONO, 0}, {PA_VOLUME_NORM, PA_VOLUME_NORM}, false, 2, NULL};
 
 	pw_init(&argc, &argv);
 	d.loop = pw_main_loop_new(NULL);

@@ -192,13 +192,15 @@ class PipeWire:
         self.node_id(name)
         return p
 
-    def card(self, name="qsd_test_card", profile=None):
-        """The test sound card; returns its Popen once it printed "ready <device id>"."""
+    def card(self, name="qsd_test_card", profile=None, options=()):
+        """The test sound card; returns its Popen once it printed "ready <device id>". `options`:
+        more of pw_test_device's options (--no-volume-step, --hw-volume-steps N...)."""
         if not os.path.exists(TEST_DEVICE):
             pytest.skip(f"{TEST_DEVICE} is not built (it is built with the tests when WITH_PIPEWIRE is on)")
         args = [TEST_DEVICE, "--name", name]
         if profile is not None:
             args += ["--profile", str(profile)]
+        args += list(options)
         n = len(self.env.procs)
         out = os.path.join(self.env.dir, f"card-{name}-{n}.out")
         err = os.path.join(self.env.dir, f"card-{name}-{n}.log")

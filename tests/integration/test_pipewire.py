@@ -143,6 +143,54 @@ def test_wpctl_changes_show_in_the_tree_with_wpctls_values(env):
     assert audio_nodes(c, sub)[ka]["audio"]["volume"] == approx(0.3)
 
 
+def test_default_sink_and_source_are_one_path_each(env):
+    pw = world(env)
+    a = pw.add_null("qsd_sink_a", description="Test Sink A")
+    b = pw.add_null("qsd_sink_b", description="Test Sink B")
+    pw.add_null("qsd_mic", media_class="Audio/Source/Virtual", positions="MONO", description="Test Mic")
+    pw.run(["wpctl", "set-default", str(a)])
+    env.start_qsd(backends=["pipewire"])
+    c, sub = watch(env)
+    ka, kb, km = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b", "qsd_mic"))
+    c.wait_value(sub, "/audio/sink", {"node": ka, "id": a, "description": "Test Sink A", "volume": 1.0,
+                                      "volumes": [1.0, 1.0], "muted": False})
+    c.wait_value(sub, "/audio/source/node", km)
+    source = c.mirror(sub)["audio"]["source"]
+    assert source["id"] == pw.node_id("qsd_mic") and source["volumes"] == [1.0] and source["description"] == "Test Mic"
+    # A bar watches /audio/sink alone: a change of the default sink's volume reaches it in the same
+    # batch as the node's, whoever makes it.
+    bar = env.client()
+    bsub = bar.subscribe(["/audio/sink"])
+    pw.run(["wpctl", "set-volume", "@DEFAULT_AUDIO_SINK@", "0.4"])
+    c.wait_value(sub, "/audio/sink/volume", 0.4)
+    batch = next(n["params"] for n in reversed(c.notifications) if n["method"] == "tree.changed"
+                 and any(ch["path"].startswith("/audio/sink") for ch in n["params"]["changes"]))
+    assert any(ch["path"].startswith(f"/audio/nodes/{ka}/audio") for ch in batch["changes"])
+    bar.wait_value(bsub, "/audio/sink/volumes", [0.4, 0.4])
+    # `id` is what wpctl takes, `node` what qsd's actions take.
+    sink = c.mirror(sub)["audio"]["sink"]
+    assert pw.wpctl_volume(sink["id"]) == (0.4, False)
+    r = c.call("audio.setMuted", {"node": sink["node"], "muted": True})
+    assert r["audio"]["muted"] is True and pointer_get(c.mirror(sub), "/audio/sink/muted") is True
+    # The default changes: the same path follows it.
+    pw.run(["wpctl", "set-default", str(b)])
+    bar.wait_value(bsub, "/audio/sink", {"node": kb, "id": b, "description": "Test Sink B", "volume": 1.0,
+                                         "volumes": [1.0, 1.0], "muted": False})
+    # The default sink leaves: WirePlumber falls back to the other one.
+    pw.run(["pw-cli", "destroy", str(b)])
+    bar.wait_value(bsub, "/audio/sink/node", ka)
+    assert bar.mirror(bsub)["audio"]["sink"]["muted"] is True
+    # Without a session manager there is no default: null.
+    pw.stop_wireplumber()
+    bar.wait_value(bsub, "/audio/sink", None)
+    c.wait_value(sub, "/audio/source", None)
+    doc = c.call("rpc.discover")
+    resolver = jsonschema.RefResolver(base_uri="", referrer=doc)
+    errors = [e.message for e in jsonschema.Draft7Validator({"$ref": "#/components/schemas/Audio"}, resolver=resolver)
+              .iter_errors(c.mirror(sub)["audio"])]
+    assert not errors, errors
+
+
 def test_actions_are_applied_before_they_answer(env):
     pw = world(env)
     a = pw.add_null("qsd_sink_a")
@@ -170,6 +218,10 @@ def test_actions_are_applied_before_they_answer(env):
     props = pw.node_by_name("qsd_sink_a")["info"]["params"]["Props"][0]
     assert props["channelVolumes"] == [approx(0.512), approx(0.064)]
     assert pw.wpctl_volume(a)[0] == 0.8   # wpctl prints the first channel
+    # ... not the mean, which is `volume` (docs/backends/pipewire.md), nor the loudest.
+    r = c.call("audio.setVolumes", {"node": ka, "volumes": [0.4, 0.8]})
+    assert r["audio"]["volume"] == approx(0.6, 1e-6) and pw.wpctl_volume(a)[0] == 0.4
+    c.call("audio.setVolumes", {"node": ka, "volumes": [0.8, 0.4]})
     r = c.call("audio.setVolume", {"node": ka, "volume": 0.3})
     assert r["audio"]["volumes"] == [approx(0.4, 1e-6), approx(0.2, 1e-6)]
     # A number as the key works too (qsctl's node=52 parses as one).

@@ -2,7 +2,12 @@
 tests/integration/pw_test_device.c, the way WirePlumber exports ALSA cards (this machine has no
 sound hardware): profiles, ports, a profile change made by qsd and one made by pw-cli, and the
 volume of a card's node written through the card's Route param, as wpctl writes it, on a route
-that reports no volumeStep (Quickshell's issues #807/#857: such writes were dropped)."""
+that reports no volumeStep (Quickshell's issues #807/#857: such writes were dropped). The card
+stores volumes as ALSA cards do (ACP's 16-bit cubic steps, or a mixer's hardware steps), so what
+reads back is not exactly what was written, and actions answer all the same."""
+
+import math
+import struct
 
 import pytest
 
@@ -19,9 +24,9 @@ def _qsd_exits_cleanly(env):
     exits_cleanly(env)
 
 
-def start_card(env):
+def start_card(env, options=()):
     pw = PipeWire(env)
-    pw.card()
+    pw.card(options=options)
     env.start_qsd(backends=["pipewire"])
     c = env.client()
     sub = c.subscribe(["/audio"])
@@ -34,6 +39,23 @@ def start_card(env):
 def card_device(pw):
     return next(o for o in pw.dump() if o["type"] == "PipeWire:Interface:Device"
                 and o["info"]["props"].get("device.name") == "qsd_test_card")
+
+
+def speaker_route(pw):
+    return next(r for r in card_device(pw)["info"]["params"]["Route"] if r["device"] == 0)
+
+
+def acp_stored(volume, hw_steps=0):
+    """(the card's pa_volume_t, the tree's value) for a cubic volume written through a route: ACP
+    keeps lround(cbrt(linear) * 65536) of the float qsd sends, a mixer without a dB scale the
+    hardware step nearest to it, and the route reports (v / 65536)^3 as a float."""
+    linear = struct.unpack("f", struct.pack("f", volume ** 3))[0]
+    pa = round(math.cbrt(linear) * 65536) if linear > 0 else 0
+    if hw_steps:
+        top = hw_steps - 1
+        pa = round(round(pa * top / 65536) * 65536 / top) if pa * top / 65536 < top else 65536
+    back = 1.0 if pa == 65536 else struct.unpack("f", struct.pack("f", (pa / 65536) ** 3))[0]
+    return pa, round(math.cbrt(back), 6)
 
 
 def test_card_profiles_ports_and_nodes(env):
@@ -58,34 +80,88 @@ def test_card_profiles_ports_and_nodes(env):
 
 
 def test_card_node_volume_goes_through_the_route_without_a_volume_step(env):
-    pw, c, sub, dev = start_card(env)
+    pw, c, sub, dev = start_card(env, options=["--no-volume-step"])
     ks = node_key(c, sub, SPEAKER)
     spk = pw.node_id(SPEAKER)
     c.wait_value(sub, f"/audio/devices/{dev}/routes/output/name", "analog-output-speaker")
     # The route reports no volumeStep.
-    route = next(r for r in card_device(pw)["info"]["params"]["Route"] if r["device"] == 0)
-    assert "volumeStep" not in route["props"]
+    assert "volumeStep" not in speaker_route(pw)["props"]
     # The tree reads the route's volume, as wpctl does.
-    c.wait_for(lambda: audio_nodes(c, sub)[ks]["audio"]["volume"] == pw.wpctl_volume(spk)[0], what="route volume")
+    c.wait_for(lambda: round(audio_nodes(c, sub)[ks]["audio"]["volume"], 2) == pw.wpctl_volume(spk)[0],
+               what="route volume")
     r = c.call("audio.setVolume", {"node": ks, "volume": 0.7})
-    assert r["audio"]["volumes"] == [0.7, 0.7]
+    pa, tree = acp_stored(0.7)
+    assert r["audio"]["volumes"] == [tree, tree] and tree == pytest.approx(0.7, abs=1 / 65536)
     assert pw.wpctl_volume(spk) == (0.7, False)
     # Written through the card's Route (with save, as wpctl does), not the node's Props.
-    assert "route 0 on device 0: mute 0 volumes 0.343000 0.343000 save 1" in pw.card_log()
-    route = next(r for r in card_device(pw)["info"]["params"]["Route"] if r["device"] == 0)
-    assert route["props"]["channelVolumes"] == [0.343, 0.343]
+    assert f"route 0 on device 0: mute 0 volumes {pa} {pa} save 1" in pw.card_log()
+    assert speaker_route(pw)["props"]["channelVolumes"] == [pytest.approx(0.343, abs=1e-4)] * 2
     node_props = pw.node_by_name(SPEAKER)["info"]["params"]["Props"][0]
     assert node_props["channelVolumes"] == [1.0, 1.0]
     r = c.call("audio.setMuted", {"node": ks, "muted": True})
     assert r["audio"]["muted"] is True and pw.wpctl_volume(spk) == (0.7, True)
-    c.call("audio.setVolumes", {"node": ks, "volumes": [0.6, 0.3]})
-    route = next(r for r in card_device(pw)["info"]["params"]["Route"] if r["device"] == 0)
-    assert route["props"]["channelVolumes"] == [0.216, 0.027]
-    # wpctl on the card's node shows up in the tree with wpctl's value.
+    r = c.call("audio.setVolumes", {"node": ks, "volumes": [0.6, 0.3]})
+    assert r["audio"]["volumes"] == [acp_stored(0.6)[1], acp_stored(0.3)[1]]
+    assert speaker_route(pw)["props"]["channelVolumes"] == [pytest.approx(0.216, abs=1e-4), pytest.approx(0.027, abs=1e-4)]
+    # wpctl on the card's node shows up in the tree with wpctl's value, as the card stored it.
     pw.run(["wpctl", "set-volume", str(spk), "0.33"])
-    c.wait_value(sub, f"/audio/nodes/{ks}/audio/volumes", [0.33, 0.33])
+    c.wait_value(sub, f"/audio/nodes/{ks}/audio/volumes", [acp_stored(0.33)[1]] * 2)
     pw.run(["wpctl", "set-mute", str(spk), "0"])
     c.wait_value(sub, f"/audio/nodes/{ks}/audio/muted", False)
+
+
+def test_card_volume_answers_with_what_the_card_stored(env):
+    # ACP keeps 16-bit cubic steps: below ~0.66 the read-back is further from the write than a
+    # float's error, and a volume it already has is not announced at all.
+    pw, c, sub, dev = start_card(env)
+    ks = node_key(c, sub, SPEAKER)
+    spk = pw.node_id(SPEAKER)
+    c.wait_value(sub, f"/audio/devices/{dev}/routes/output/name", "analog-output-speaker")
+    assert speaker_route(pw)["props"]["volumeStep"] == pytest.approx(1 / 65537, rel=0.05)   # pw-dump prints 1.5e-05
+    for v in (0.1, 0.05, 0.33, 0.5, 0.66, 0.9, 1.0, 0.1, 0.1):
+        resp = c.call_full("audio.setVolume", {"node": ks, "volume": v})
+        assert "error" not in resp, (v, resp)
+        pa, tree = acp_stored(v)
+        audio = resp["result"]["audio"]
+        assert audio["volumes"] == [tree, tree] and audio["volume"] == tree, (v, audio)
+        # The subscriber had it before the answer, pw-dump's route and wpctl say the same.
+        assert pointer_get(c.mirror(sub), f"/audio/nodes/{ks}/audio") == audio
+        route = speaker_route(pw)["props"]["channelVolumes"]
+        assert [round(math.cbrt(x), 4) for x in route] == [round(tree, 4)] * 2
+        assert pw.wpctl_volume(spk)[0] == round(v, 2)
+    assert f"volumes {acp_stored(0.1)[0]} {acp_stored(0.1)[0]} save 1\n" in pw.card_log()
+    # The second 0.1 changed nothing on the card, which announced nothing: answered all the same,
+    # at once (the route already read within half a step of it), maybe before the card logged it.
+    wait_until(lambda: pw.card_log().rstrip().endswith("(unchanged)"), 10, what="the card's log of the no-op")
+    # Unbalanced channels, and a mute on its own.
+    r = c.call("audio.setVolumes", {"node": ks, "volumes": [0.3, 0.1]})
+    assert r["audio"]["volumes"] == [acp_stored(0.3)[1], acp_stored(0.1)[1]]
+    assert c.call("audio.setMuted", {"node": ks, "muted": True})["audio"]["muted"] is True
+    assert pw.wpctl_volume(spk) == (0.3, True)
+
+
+def test_card_without_db_scale_answers_with_the_hardware_step_it_reached(env):
+    # A mixer with 32 steps and no dB scale: ACP writes the nearest step and reports it.
+    pw, c, sub, dev = start_card(env, options=["--hw-volume-steps", "32"])
+    ks = node_key(c, sub, SPEAKER)
+    spk = pw.node_id(SPEAKER)
+    c.wait_value(sub, f"/audio/devices/{dev}/routes/output/name", "analog-output-speaker")
+    assert speaker_route(pw)["props"]["volumeStep"] == pytest.approx(1 / 32)
+    r = c.call("audio.setVolume", {"node": ks, "volume": 0.5})
+    step = acp_stored(0.5, 32)[1]
+    assert step == pytest.approx(16 / 31, abs=1e-5)
+    assert r["audio"]["volumes"] == [step, step]
+    assert pointer_get(c.mirror(sub), f"/audio/nodes/{ks}/audio/volume") == step
+    assert pw.wpctl_volume(spk)[0] == round(step, 2)
+    # Within the same step: the card keeps what it has and announces nothing.
+    r = c.call("audio.setVolume", {"node": ks, "volume": 0.52})
+    assert r["audio"]["volumes"] == [step, step]
+    wait_until(lambda: pw.card_log().rstrip().endswith("(unchanged)"), 10, what="the card's log of the no-op")
+    # Above the mixer's range: it stops at its top.
+    r = c.call("audio.setVolume", {"node": ks, "volume": 1.5})
+    assert r["audio"]["volumes"] == [1.0, 1.0]
+    r = c.call("audio.setVolumes", {"node": ks, "volumes": [0.2, 0.9]})
+    assert r["audio"]["volumes"] == [acp_stored(0.2, 32)[1], acp_stored(0.9, 32)[1]]
 
 
 def test_card_port_and_profile_changes(env):

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -59,6 +60,66 @@ TEST(PipewireVolume, RoundTripsThroughFloatToTheSameValue) {
 	}
 	EXPECT_FALSE(sameVolume(0.5, 0.51));
 	EXPECT_FALSE(sameVolume(0.0, 0.001));
+}
+
+namespace {
+
+// What ACP (spa/plugins/alsa/acp) gives back for a linear volume written to a route: PulseAudio's
+// pa_sw_volume_from_linear, then pa_sw_volume_to_linear as a float; with `steps` hardware steps
+// and no dB scale, the mixer's step nearest to it (alsa-mixer.c to_alsa_volume/from_alsa_volume).
+float acpStored(float linear, long steps = 0) {
+	constexpr double norm = 65536.0;
+	long v = linear <= 0 ? 0 : std::lround(std::cbrt(double(linear)) * norm);
+	if (steps > 0) {
+		long hw = std::clamp(std::lround(double(v) * double(steps) / norm), 0L, steps);
+		v = std::lround(double(hw) * norm / double(steps));
+	}
+	if (v == long(norm)) return 1.0f;
+	double f = double(v) / norm;
+	return float(f * f * f);
+}
+
+} // namespace
+
+TEST(PipewireVolume, IsTheSameOnACardWithinItsQuantum) {
+	// ACP keeps route volumes as 16-bit cubic steps: 0.1 reads back 0.100006, further than a
+	// float's error, and volumeStep says so (1/65537, n_volume_steps = PA_VOLUME_NORM + 1).
+	VolumeState route;
+	route.step = float(1.0 / 65537.0);
+	double quantum = routeQuantum(route);
+	for (double v = 0.0; v <= 1.5; v += 0.001) {
+		VolumeState s;
+		s.linear = {acpStored(linearFromCubic(v))};
+		double back = cubicVolumes(s)[0];
+		EXPECT_TRUE(sameVolume(back, v, quantum)) << v << " came back as " << back;
+	}
+	VolumeState s;
+	s.linear = {acpStored(linearFromCubic(0.1))};
+	EXPECT_FALSE(sameVolume(cubicVolumes(s)[0], 0.1)) << "a float's tolerance is too small for a card";
+	// Not reported (a Bluetooth route): WirePlumber's default step, which is ACP's.
+	EXPECT_DOUBLE_EQ(routeQuantum(VolumeState{}), 1.0 / 65536.0);
+	VolumeState bogus;
+	bogus.step = std::nanf("");
+	EXPECT_DOUBLE_EQ(routeQuantum(bogus), 1.0 / 65536.0);
+	bogus.step = 2.0f;
+	EXPECT_DOUBLE_EQ(routeQuantum(bogus), 1.0 / 65536.0);
+	// Still not the next step.
+	EXPECT_FALSE(sameVolume(0.1 + 2.0 / 65536.0, 0.1, quantum));
+}
+
+TEST(PipewireVolume, IsTheSameOnAMixerWithoutDbScaleWithinHalfAHardwareStep) {
+	// 32 hardware steps (0..31): volumeStep 1/32, a step is 1/31 on the cubic scale.
+	VolumeState route;
+	route.step = 1.0f / 32.0f;
+	double quantum = routeQuantum(route);
+	for (double v = 0.0; v <= 1.0; v += 0.001) {
+		VolumeState s;
+		s.linear = {acpStored(linearFromCubic(v), 31)};
+		double back = cubicVolumes(s)[0];
+		EXPECT_TRUE(sameVolume(back, v, quantum)) << v << " came back as " << back;
+	}
+	// The neighbouring step is a change.
+	EXPECT_FALSE(sameVolume(16.0 / 31.0, 17.0 / 31.0, quantum));
 }
 
 TEST(PipewireVolume, KeepsTheBalanceWhenTheMeanChangesAsQuickshellDoes) {
@@ -160,6 +221,36 @@ TEST(PipewireNodeTypes, TellMonitoringStreamsApart) {
 	EXPECT_FALSE(isMonitorStream({{"media.category", "Playback"}}));
 	EXPECT_FALSE(isMonitorStream({{"stream.monitor", "false"}}));
 	EXPECT_FALSE(isMonitorStream({}));
+}
+
+TEST(PipewireNodeTypes, TellMonitorsFromRecorders) {
+	// qsd's own level meter, pavucontrol's (media.category Manager), cava on a sink's monitor.
+	EXPECT_TRUE(isMonitorNode(NodeType::AudioInStream, {{"media.category", "Monitor"}, {"stream.monitor", "true"}}, false));
+	EXPECT_TRUE(isMonitorNode(NodeType::AudioInStream, {{"media.category", "Manager"}}, false));
+	EXPECT_TRUE(isMonitorNode(NodeType::AudioInStream, {{"stream.capture.sink", "true"}}, false));
+	EXPECT_TRUE(isMonitorNode(NodeType::AudioInStream, {}, true));
+	// A recorder (pw-record, a call) is not; a sink or a playback stream never is.
+	EXPECT_FALSE(isMonitorNode(NodeType::AudioInStream, {{"media.role", "Communication"}}, false));
+	EXPECT_FALSE(isMonitorNode(NodeType::AudioSink, {}, false));
+	EXPECT_FALSE(isMonitorNode(NodeType::AudioOutStream, {{"stream.capture.sink", "true"}}, true));
+	EXPECT_FALSE(isMonitorNode(NodeType::AudioInStream, {{"stream.capture.sink", "false"}}, false));
+}
+
+TEST(PipewireNodeTypes, TellWhatALinkCaptures) {
+	using enum NodeType;
+	EXPECT_EQ(captureOf(AudioSource, "alsa", true, AudioInStream), Capture::Microphone);
+	EXPECT_EQ(captureOf(AudioSource, "", false, AudioInStream), Capture::Microphone);   // a virtual source
+	EXPECT_EQ(captureOf(AudioSource, "alsa", true, AudioSink), Capture::None);          // a loopback into a sink
+	EXPECT_EQ(captureOf(AudioSink, "alsa", true, AudioInStream), Capture::None);        // a sink's monitor
+	EXPECT_EQ(captureOf(VideoSource, "v4l2", true, Other), Capture::Camera);
+	EXPECT_EQ(captureOf(VideoSource, "libcamera", true, Other), Capture::Camera);
+	EXPECT_EQ(captureOf(VideoSource, "", false, Other), Capture::Screencast);            // xdg-desktop-portal
+	EXPECT_EQ(captureOf(VideoSource, "", true, Other), Capture::None);                   // some other device
+	EXPECT_EQ(captureOf(VideoSource, "bluez5", false, Other), Capture::None);
+	EXPECT_EQ(captureOf(VideoSink, "", false, Other), Capture::None);
+	EXPECT_STREQ(toString(Capture::Microphone), "microphone");
+	EXPECT_STREQ(toString(Capture::Camera), "camera");
+	EXPECT_STREQ(toString(Capture::Screencast), "screencast");
 }
 
 TEST(PipewireEnums, NameLinkStatesAvailabilityAndDirections) {

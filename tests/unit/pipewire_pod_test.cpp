@@ -156,7 +156,19 @@ TEST(PipewirePod, ParsesProfilesAndRoutesAsAcpBuildsThem) {
 	ASSERT_TRUE(r->props);
 	EXPECT_EQ(r->props->linear, (std::vector<float>{0.343f, 0.343f}));
 	EXPECT_EQ(r->props->mute, false);
-	// No volumeStep anywhere: nothing here depends on it (Quickshell's #807).
+	// No volumeStep: nothing but the read-back tolerance depends on it (Quickshell's #807).
+	EXPECT_FALSE(r->props->step);
+
+	// ACP's volumeStep (a read-only prop of the route's props) is kept.
+	Buffer sb;
+	spa_pod_builder_push_object(&sb.b, &f[0], SPA_TYPE_OBJECT_Props, SPA_PARAM_Route);
+	spa_pod_builder_prop(&sb.b, SPA_PROP_channelVolumes, 0);
+	spa_pod_builder_array(&sb.b, sizeof(float), SPA_TYPE_Float, 2, volumes);
+	spa_pod_builder_prop(&sb.b, SPA_PROP_volumeStep, SPA_POD_PROP_FLAG_READONLY);
+	spa_pod_builder_float(&sb.b, 1.0f / 65537.0f);
+	auto stepped = parseProps(static_cast<const spa_pod*>(spa_pod_builder_pop(&sb.b, &f[0])));
+	ASSERT_TRUE(stepped);
+	EXPECT_EQ(stepped->step, 1.0f / 65537.0f);
 }
 
 TEST(PipewirePod, WritesPropsAndRoutesAsWpctlDoes) {

@@ -352,23 +352,30 @@ void PipewireBackend::writeVolume(const Node& n, const VolumeSource& src, std::o
 	int r = src.device ? graph_->setRoute(src.device->id, src.route, src.cardDevice, linear, mute)
 	                   : graph_->setNodeProps(n.id, linear, mute);
 	if (r < 0) sendFailed("Sending the change", r);
+	// A card stores what it can (its own steps, its hardware's range) and tells nothing when that
+	// is what it had: its routes, read again after the write, are its answer.
+	uint64_t readBack = src.device ? graph_->readBackRoutes(src.device->id) : 0;
 	Waiter w;
 	w.answer = std::move(answer);
 	w.object = src.device ? src.device->id : n.id;
 	w.what = (volumes ? "the volume" : "the mute") + std::string(" of node ") + n.key;
-	w.check = [this, key = n.key, volumes = std::move(volumes), mute]() -> std::optional<json> {
+	w.check = [this, key = n.key, volumes = std::move(volumes), mute, readBack]() -> std::optional<json> {
 		const Node* node = nodeByKey(key);
 		if (!node) throw RpcException(ErrorCode::NotFound, "The node went away", {{"param", "node"}, {"node", key}});
 		auto s = volumeSource(*node);
 		if (!s.state) return std::nullopt;
+		auto result = [&] { return json{{"node", key}, {"audio", audioJson(*s.state)}}; };
+		bool applied = !mute || s.state->mute.value_or(false) == *mute;
 		if (volumes) {
+			double quantum = s.device ? routeQuantum(*s.state) : 0.0;
 			auto current = cubicVolumes(*s.state);
-			if (current.size() != volumes->size()) return std::nullopt;
-			for (size_t i = 0; i < current.size(); ++i)
-				if (!sameVolume(current[i], (*volumes)[i])) return std::nullopt;
+			applied = applied && current.size() == volumes->size();
+			for (size_t i = 0; applied && i < current.size(); ++i)
+				applied = sameVolume(current[i], (*volumes)[i], quantum);
 		}
-		if (mute && s.state->mute.value_or(false) != *mute) return std::nullopt;
-		return json{{"node", key}, {"audio", audioJson(*s.state)}};
+		if (applied) return result();
+		if (s.device && readBack && graph_->readBack(s.device->id, readBack)) return result();
+		return std::nullopt;
 	};
 	wait(std::move(w));
 }

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace qsd::pipewire {
 
@@ -24,7 +25,8 @@ constexpr const char* kLog = "pipewire";
 const std::set<std::string_view> kNodeKeys = {
     "object.serial", "media.class", "node.name", "node.description", "node.nick", "device.id", "card.profile.device",
     "client.id", "application.name", "application.icon-name", "application.process.id", "application.process.binary",
-    "media.name", "media.title", "media.artist", "media.role", "media.category", "stream.monitor"};
+    "media.name", "media.title", "media.artist", "media.role", "media.category", "stream.monitor",
+    "stream.capture.sink", "device.api"};
 const std::set<std::string_view> kDeviceKeys = {"object.serial", "media.class", "device.name", "device.description",
                                                 "device.nick", "device.api"};
 const std::set<std::string_view> kClientKeys = {"object.serial", "application.name", "application.icon-name",
@@ -61,7 +63,52 @@ void guarded(const char* what, F&& f) noexcept {
 	}
 }
 
+// Kept in each bound proxy's user data: whether the server removed it, and whether nothing but
+// that removal holds it any more.
+struct ProxyState {
+	spa_hook listener{};
+	bool removed = false;
+	bool retired = false;
+};
+
+void onProxyRemoved(void* data) noexcept {
+	auto* proxy = static_cast<pw_proxy*>(data);
+	auto* state = static_cast<ProxyState*>(pw_proxy_get_user_data(proxy));
+	state->removed = true;
+	if (state->retired) pw_proxy_destroy(proxy);
+}
+
+void onProxyDestroy(void* data) noexcept {
+	auto* state = static_cast<ProxyState*>(pw_proxy_get_user_data(static_cast<pw_proxy*>(data)));
+	spa_hook_remove(&state->listener);
+}
+
+pw_proxy* bindProxy(pw_registry* registry, uint32_t id, const char* type, uint32_t version) {
+	auto* proxy = static_cast<pw_proxy*>(pw_registry_bind(registry, id, type, version, sizeof(ProxyState)));
+	if (!proxy) return nullptr;
+	auto* state = new (pw_proxy_get_user_data(proxy)) ProxyState();
+	static const pw_proxy_events events = {
+	    .version = PW_VERSION_PROXY_EVENTS,
+	    .destroy = &onProxyDestroy,
+	    .removed = &onProxyRemoved,
+	};
+	pw_proxy_add_listener(proxy, &state->listener, &events, proxy);
+	return proxy;
+}
+
 } // namespace
+
+void Object::retire() {
+	if (!proxy) return;
+	auto* state = static_cast<ProxyState*>(pw_proxy_get_user_data(proxy));
+	if (state->removed) {
+		release();
+		return;
+	}
+	spa_hook_remove(&objectListener);
+	state->retired = true;   // onProxyRemoved destroys it (at the latest when the connection closes)
+	proxy = nullptr;
+}
 
 Graph::Graph(pw_context* context): context_(context) {}
 
@@ -126,12 +173,18 @@ void Graph::onCoreError(void* data, uint32_t id, int seq, int res, const char* m
 		std::string msg = message ? message : "";
 		if (id == PW_ID_CORE) {
 			if (res == -EPIPE) g->lose("PipeWire closed the connection");
+			// A request that crossed the removal of its object (a bind, then subscribe_params, on
+			// a node that left meanwhile): routine, the registry announces the removal.
+			else if (res == -ENOENT && msg.rfind("unknown resource ", 0) == 0)
+				log::debug(kLog, "PipeWire error (seq {}): {}: {}", seq, spa_strerror(res), msg);
 			else log::warning(kLog, "PipeWire error (seq {}): {}: {}", seq, spa_strerror(res), msg);
 			return;
 		}
 		Object* o = g->byProxyId(id);
-		// ENOENT on objects that are going away is routine (Quickshell makes the same observation).
-		if (res == -ENOENT) log::debug(kLog, "PipeWire error on object {}: {}: {}", id, spa_strerror(res), msg);
+		// ENOENT on objects that are going away is routine (Quickshell makes the same observation),
+		// and so is ESTALE on a bind that came after its global left ("no global N any more").
+		if (res == -ENOENT || res == -ESTALE)
+			log::debug(kLog, "PipeWire error on object {}: {}: {}", id, spa_strerror(res), msg);
 		else log::info(kLog, "PipeWire refused a request on {}: {}: {}", o ? o->id : id, spa_strerror(res), msg);
 		if (o) g->errors_.push_back({o->id, res, msg.empty() ? std::string(spa_strerror(res)) : msg});
 	});
@@ -243,7 +296,7 @@ template <typename T>
 T* Graph::bind(std::map<uint32_t, std::unique_ptr<T>>& map, uint32_t id, const char* type, uint32_t version,
                const spa_dict* props, const void* events) {
 	if (map.count(id)) return nullptr;   // a global announced twice
-	auto* proxy = static_cast<pw_proxy*>(pw_registry_bind(registry_, id, type, version, 0));
+	auto* proxy = bindProxy(registry_, id, type, version);
 	if (!proxy) {
 		log::warning(kLog, "binding {} {} failed: {}", type, id, std::strerror(errno));
 		return nullptr;
@@ -304,8 +357,7 @@ void Graph::global(uint32_t id, const char* type, uint32_t version, const spa_di
 	} else if (std::strcmp(type, PW_TYPE_INTERFACE_Metadata) == 0) {
 		const char* name = props ? spa_dict_lookup(props, PW_KEY_METADATA_NAME) : nullptr;
 		if (!name || std::strcmp(name, "default") != 0 || metadata_) return;
-		auto* proxy = static_cast<pw_proxy*>(
-		    pw_registry_bind(registry_, id, type, std::min<uint32_t>(version, PW_VERSION_METADATA), 0));
+		auto* proxy = bindProxy(registry_, id, type, std::min<uint32_t>(version, PW_VERSION_METADATA));
 		if (!proxy) return;
 		metadata_ = std::make_unique<Metadata>();
 		metadata_->graph = this;
@@ -328,7 +380,8 @@ void Graph::globalRemove(uint32_t id) {
 		if (it == map.end()) return false;
 		if (it->second->complete && removed) removed->push_back(it->second->key);
 		if (changed) changed->erase(id);
-		map.erase(it);   // releases the proxy
+		it->second->retire();
+		map.erase(it);
 		return true;
 	};
 	if (drop(nodes_, &changes_.removedNodes, &changes_.nodes)) return;
@@ -340,6 +393,7 @@ void Graph::globalRemove(uint32_t id) {
 		return;
 	}
 	if (metadata_ && metadata_->id == id) {
+		metadata_->retire();
 		metadata_.reset();
 		changes_.defaults = true;
 	}
@@ -424,22 +478,26 @@ void Graph::deviceInfo(Device& d, const pw_device_info* info) {
 		auto it = d.paramFlags.find(p.id);
 		if (it != d.paramFlags.end() && it->second == p.flags) continue;
 		d.paramFlags[p.id] = p.flags;
-		d.refreshing.insert(p.id);
-		switch (p.id) {
-		case SPA_PARAM_EnumProfile: d.newProfiles.clear(); break;
-		case SPA_PARAM_Profile: d.newProfile.reset(); break;
-		case SPA_PARAM_EnumRoute: d.newRoutes.clear(); break;
-		case SPA_PARAM_Route: d.newActiveRoutes.clear(); break;
-		default: break;
-		}
-		// The answers carry the request's async seq (as pw-dump matches them).
-		int seq = ++paramSeq_;
-		int res = pw_device_enum_params(reinterpret_cast<pw_device*>(d.proxy), seq, p.id, 0, UINT32_MAX, nullptr);
-		d.enumSeq[p.id] = SPA_RESULT_IS_ASYNC(res) ? res : seq;
-		// Complete at the done of a sync sent after this enumeration.
-		d.waitGen = nextGen_;
-		syncWanted_ = true;
+		enumerate(d, p.id);
 	}
+}
+
+void Graph::enumerate(Device& d, uint32_t paramId) {
+	d.refreshing.insert(paramId);
+	switch (paramId) {
+	case SPA_PARAM_EnumProfile: d.newProfiles.clear(); break;
+	case SPA_PARAM_Profile: d.newProfile.reset(); break;
+	case SPA_PARAM_EnumRoute: d.newRoutes.clear(); break;
+	case SPA_PARAM_Route: d.newActiveRoutes.clear(); break;
+	default: break;
+	}
+	// The answers carry the request's async seq (as pw-dump matches them).
+	int seq = ++paramSeq_;
+	int res = pw_device_enum_params(reinterpret_cast<pw_device*>(d.proxy), seq, paramId, 0, UINT32_MAX, nullptr);
+	d.enumSeq[paramId] = SPA_RESULT_IS_ASYNC(res) ? res : seq;
+	// Complete at the done of a sync sent after this enumeration.
+	d.waitGen = nextGen_;
+	syncWanted_ = true;
 }
 
 void Graph::onDeviceParam(void* data, int seq, uint32_t id, uint32_t, uint32_t, const spa_pod* param) noexcept {
@@ -565,6 +623,18 @@ int Graph::setRoute(uint32_t id, int32_t index, int32_t cardDevice, const std::o
 	const spa_pod* pod = buildRoute(b, index, cardDevice, volumes, mute, true);
 	if (!pod) return -ENOSPC;
 	return pw_device_set_param(reinterpret_cast<pw_device*>(it->second->proxy), SPA_PARAM_Route, 0, pod);
+}
+
+uint64_t Graph::readBackRoutes(uint32_t id) {
+	auto it = devices_.find(id);
+	if (it == devices_.end() || !it->second->proxy || !it->second->complete) return 0;
+	enumerate(*it->second, SPA_PARAM_Route);
+	return it->second->waitGen;
+}
+
+bool Graph::readBack(uint32_t id, uint64_t gen) const {
+	const Device* d = device(id);
+	return d && gen != 0 && completedGen_ >= gen && d->waitGen == 0;
 }
 
 int Graph::setProfile(uint32_t id, int32_t index) {

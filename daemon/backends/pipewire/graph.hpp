@@ -54,6 +54,11 @@ struct Object {
 		pw_proxy_destroy(proxy);
 		proxy = nullptr;
 	}
+	// Its global went away. The server removes the proxy itself (remove_id): before announcing
+	// the removal for an object that leaves, after it for a bind that came too late. Destroying a
+	// proxy the server has not removed yet sends a destroy for an id it no longer knows, which
+	// it answers with a core error, so such a proxy is destroyed once its removal arrives.
+	void retire();
 };
 
 struct Node: Object {
@@ -140,6 +145,14 @@ public:
 	int setNodeProps(uint32_t node, const std::optional<std::vector<float>>& volumes, std::optional<bool> mute);
 	int setRoute(uint32_t device, int32_t index, int32_t cardDevice, const std::optional<std::vector<float>>& volumes,
 	             std::optional<bool> mute);
+	// Enumerates a device's active routes again after a write: the device's exporter (WirePlumber
+	// for ALSA cards) handles requests in order and the server holds this client's later ones
+	// until it answered, so the answers show the route as the write left it, whether the card
+	// announced a change or not (ACP announces none when the volume it stores did not change).
+	// Returns the generation readBack waits for; 0 when the device is not there.
+	uint64_t readBackRoutes(uint32_t device);
+	// That enumeration and any the device's own announcements started since are settled.
+	[[nodiscard]] bool readBack(uint32_t device, uint64_t gen) const;
 	int setProfile(uint32_t device, int32_t index);
 	int setMetadata(uint32_t subject, const char* key, const char* type, const char* value);
 
@@ -176,6 +189,7 @@ private:
 	void completed(uint64_t gen);
 	void deviceInfo(Device& d, const pw_device_info* info);
 	void deviceParam(Device& d, int seq, uint32_t id, const spa_pod* param);
+	void enumerate(Device& d, uint32_t paramId);
 	void commitDevice(Device& d);
 	void lose(std::string reason);
 	Object* byProxyId(uint32_t proxyId);

@@ -33,9 +33,21 @@ std::vector<double> scaleVolumes(std::span<const double> volumes, double newMean
 	return out;
 }
 
-bool sameVolume(double a, double b) {
-	// A cubic volume goes through float (v^3) and back (cbrt): a few ulps of float apart.
-	return std::fabs(a - b) <= 1e-6 + 1e-5 * std::max(std::fabs(a), std::fabs(b));
+bool sameVolume(double read, double written, double quantum) {
+	// A cubic volume goes through float (v^3) and back (cbrt): a few ulps of float apart, and the
+	// tree's 6 decimals.
+	double tolerance = 1e-6 + 1e-5 * std::max(std::fabs(read), std::fabs(written));
+	// A card with n steps reports volumeStep 1/n and stores v as the nearest of the n - 1
+	// intervals' ends: half of 1/(n - 1) away at most, plus ACP's rounding to PulseAudio's
+	// 1/65536 on the way there.
+	if (std::isfinite(quantum) && quantum > 0 && quantum < 1) tolerance += 0.5 * quantum / (1 - quantum) + 0.5 / 65536.0;
+	return std::fabs(read - written) <= tolerance;
+}
+
+double routeQuantum(const VolumeState& route) {
+	constexpr double kPulseStep = 1.0 / 65536.0;
+	if (!route.step || !std::isfinite(*route.step) || *route.step <= 0 || *route.step >= 1) return kPulseStep;
+	return std::max(double(*route.step), kPulseStep);
 }
 
 // Float channel volumes carry about 7 significant digits: the tree shows 6 decimals, so a
@@ -121,11 +133,37 @@ bool isAudio(NodeType type) {
 	       type == NodeType::AudioOutStream || type == NodeType::AudioInStream;
 }
 
+static bool propTrue(const Props& props, std::string_view key) {
+	auto it = props.find(key);
+	return it != props.end() && (it->second == "true" || it->second == "1");
+}
+
 bool isMonitorStream(const Props& props) {
 	auto it = props.find("media.category");
 	if (it != props.end() && (it->second == "Monitor" || it->second == "Manager")) return true;
-	it = props.find("stream.monitor");
-	return it != props.end() && (it->second == "true" || it->second == "1");
+	return propTrue(props, "stream.monitor");
+}
+
+bool isMonitorNode(NodeType type, const Props& props, bool capturesSink) {
+	if (isMonitorStream(props)) return true;
+	return type == NodeType::AudioInStream && (capturesSink || propTrue(props, "stream.capture.sink"));
+}
+
+Capture captureOf(NodeType source, std::string_view deviceApi, bool device, NodeType consumer) {
+	if (source == NodeType::AudioSource) return consumer == NodeType::AudioInStream ? Capture::Microphone : Capture::None;
+	if (source != NodeType::VideoSource) return Capture::None;
+	if (deviceApi == "v4l2" || deviceApi == "libcamera") return Capture::Camera;
+	return device || !deviceApi.empty() ? Capture::None : Capture::Screencast;
+}
+
+const char* toString(Capture capture) {
+	switch (capture) {
+	case Capture::Microphone: return "microphone";
+	case Capture::Camera: return "camera";
+	case Capture::Screencast: return "screencast";
+	case Capture::None: return "none";
+	}
+	return "none";
 }
 
 const char* linkStateName(int state) {

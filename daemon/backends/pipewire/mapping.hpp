@@ -32,8 +32,10 @@ using Props = std::map<std::string, std::string, std::less<>>;
 // Quickshell's volume setter: every channel scaled by newMean / oldMean, so the balance stays;
 // when the old mean is 0 every channel takes newMean.
 [[nodiscard]] std::vector<double> scaleVolumes(std::span<const double> volumes, double newMean);
-// Whether two cubic volumes are the same once stored as float and read back.
-[[nodiscard]] bool sameVolume(double a, double b);
+// Whether `read`, a cubic volume read back, is what writing the cubic volume `written` gives on a
+// control that stores volumes in steps of `quantum` (cubic scale; 0 for a float, which comes
+// back within a few ulps). A step stores everything within half a step of it.
+[[nodiscard]] bool sameVolume(double read, double written, double quantum = 0);
 
 // Volume, mute and channel map as PipeWire reports them (node Props or a device Route's props).
 struct VolumeState {
@@ -41,8 +43,15 @@ struct VolumeState {
 	std::vector<uint32_t> channelMap;   // SPA_AUDIO_CHANNEL_* ids
 	std::optional<bool> mute;
 	std::optional<float> volume;        // the single master volume, used when there are no channels
+	std::optional<float> step;          // volumeStep: a card's quantum on the cubic scale
 	[[nodiscard]] bool usable() const { return !linear.empty() || volume.has_value(); }
 };
+// The step in which a sound card's Route stores volumes, on the cubic scale. ACP (ALSA cards)
+// keeps every route volume as PulseAudio's 16-bit cubic step, lround(cbrt(v) * 65536), and
+// reports volumeStep 1/65537 for it; a mixer without a dB scale reports 1/(its hardware steps),
+// and stores the hardware step it reached. A route that reports none gets 1/65536, as
+// WirePlumber's mixer API assumes. Node Props store floats: their quantum is 0.
+[[nodiscard]] double routeQuantum(const VolumeState& route);
 // The node's `audio` object: {volume, volumes, channels, muted}, cubic scale.
 [[nodiscard]] json audioJson(const VolumeState& state);
 [[nodiscard]] std::vector<double> cubicVolumes(const VolumeState& state);
@@ -66,6 +75,20 @@ enum class NodeType { AudioSink, AudioSource, AudioDuplex, AudioOutStream, Audio
 // stream.monitor): left out of playingTo/capturedFrom, as Quickshell leaves them out of its
 // link groups.
 [[nodiscard]] bool isMonitorStream(const Props& props);
+// A node's isMonitor: it watches rather than records or plays. A monitoring stream (above), or an
+// audio recording stream of a sink's monitor: one that asked for it (stream.capture.sink, as
+// pipewire-pulse sets it for a ".monitor" source and qsd for a sink's level meter) or one linked
+// from a sink (`capturesSink`: a sink's outputs are its monitor ports).
+[[nodiscard]] bool isMonitorNode(NodeType type, const Props& props, bool capturesSink);
+
+// What a link from a source node to a consumer captures, for /audio/privacy: an audio recording
+// stream linked from an audio source is the microphone; a consumer of a video source is the
+// camera when the source's device.api (the node's, else its device's) is v4l2 or libcamera, a
+// screencast when the source is no device at all (no device.api, no device.id: a portal's
+// stream). Anything else captures nothing here. Monitors are left out by the caller.
+enum class Capture { None, Microphone, Camera, Screencast };
+[[nodiscard]] Capture captureOf(NodeType source, std::string_view deviceApi, bool device, NodeType consumer);
+[[nodiscard]] const char* toString(Capture capture);
 
 // pw_link_state (-2..4) -> "error", "unlinked", "init", "negotiating", "allocating", "paused",
 // "active"; other values give "unknown".

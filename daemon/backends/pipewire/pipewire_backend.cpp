@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <tuple>
 #include <cerrno>
 #include <cstdlib>
@@ -177,6 +178,12 @@ void PipewireBackend::teardown(const std::string& why, bool reconnect) {
 
 bool PipewireBackend::published(const Node& n) const { return nodeKeys_.count(n.id) > 0; }
 
+bool PipewireBackend::isMonitor(const Node& n) const {
+	auto cls = n.props.find("media.class");
+	return isMonitorNode(nodeType(cls == n.props.end() ? std::string_view() : std::string_view(cls->second)), n.props,
+	                     sinkCaptures_.count(n.id) > 0);
+}
+
 const Node* PipewireBackend::nodeByKey(const std::string& key) const {
 	auto it = nodeIds_.find(key);
 	return it == nodeIds_.end() || !graph_ ? nullptr : graph_->node(it->second);
@@ -244,6 +251,7 @@ json PipewireBackend::nodeJson(const Node& n) const {
 	        {"type", toString(type)},
 	        {"isSink", isSink(type)},
 	        {"isStream", isStream(type)},
+	        {"isMonitor", isMonitor(n)},
 	        {"application", std::move(application)},
 	        {"media", mediaJson(n.props)},
 	        {"device", std::move(device)},
@@ -359,6 +367,7 @@ void PipewireBackend::publishDevice(const Device& d) {
 // playingTo/capturedFrom; nodes whose lists changed are added to dirtyNodes.
 void PipewireBackend::publishLinks(std::set<uint32_t>& dirtyNodes) {
 	std::map<uint32_t, std::set<uint32_t>> playing, captured;
+	std::set<uint32_t> sinkCaptures;
 	std::set<uint32_t> keep;
 	for (const auto& [id, l]: graph_->links()) {
 		if (!l->complete || !l->haveInfo) continue;
@@ -378,6 +387,8 @@ void PipewireBackend::publishLinks(std::set<uint32_t>& dirtyNodes) {
 			playing[out->id].insert(in->id);
 			captured[in->id].insert(out->id);
 		}
+		auto outClass = out->props.find("media.class");
+		if (outClass != out->props.end() && nodeType(outClass->second) == NodeType::AudioSink) sinkCaptures.insert(in->id);
 	}
 	for (auto it = linkKeys_.begin(); it != linkKeys_.end();) {
 		if (keep.count(it->first)) {
@@ -397,8 +408,11 @@ void PipewireBackend::publishLinks(std::set<uint32_t>& dirtyNodes) {
 	};
 	diff(playingTo_, playing);
 	diff(capturedFrom_, captured);
+	std::set_symmetric_difference(sinkCaptures_.begin(), sinkCaptures_.end(), sinkCaptures.begin(), sinkCaptures.end(),
+	                              std::inserter(dirtyNodes, dirtyNodes.end()));
 	playingTo_ = std::move(playing);
 	capturedFrom_ = std::move(captured);
+	sinkCaptures_ = std::move(sinkCaptures);
 }
 
 void PipewireBackend::publishAll() {
@@ -419,6 +433,7 @@ void PipewireBackend::publishAll() {
 	// Each node is written whole (nothing is there yet), after the links it refers to.
 	for (const auto& [id, _]: nodeKeys_) publishNode(*graph_->node(id));
 	publishDefaults();
+	publishViews();
 	setState(BackendState::Running);
 	log::info(kLog, "/audio is complete: {} nodes, {} devices, {} links{}", nodeKeys_.size(), deviceKeys_.size(),
 	          linkKeys_.size(), graph_->defaults() ? "" : " (no session manager: defaults are null)");
@@ -482,6 +497,7 @@ void PipewireBackend::flush() {
 	for (uint32_t id: dirty)
 		if (const Node* n = graph_->node(id)) publishNode(*n);
 	publishDefaults();
+	publishViews();
 	checkWaiters();
 }
 

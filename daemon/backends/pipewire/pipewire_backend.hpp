@@ -87,6 +87,12 @@ private:
 	[[nodiscard]] const Node* nodeByKey(const std::string& key) const;
 	[[nodiscard]] const Device* deviceByKey(const std::string& key) const;
 	[[nodiscard]] bool published(const Node& n) const;
+	[[nodiscard]] bool isMonitor(const Node& n) const;
+
+	// --- views derived from nodes and links (views.cpp)
+	void publishViews();
+	void publishDefaultNode(const char* field, const char* defaultField);
+	void publishPrivacy();
 
 	// --- actions (actions.cpp)
 	void setVolume(Call& c);
@@ -128,6 +134,7 @@ private:
 	std::map<uint32_t, std::string> nodeKeys_, deviceKeys_, linkKeys_;
 	std::map<std::string, uint32_t> nodeIds_, deviceIds_;
 	std::map<uint32_t, std::set<uint32_t>> playingTo_, capturedFrom_;
+	std::set<uint32_t> sinkCaptures_;   // audio recording streams linked from a sink (its monitor)
 	json defaults_ = json::object();
 	std::set<std::string> noVolumeLogged_;
 

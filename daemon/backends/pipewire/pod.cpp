@@ -88,6 +88,11 @@ std::optional<VolumeState> parseProps(const spa_pod* pod) {
 			}
 			break;
 		}
+		case SPA_PROP_volumeStep: {
+			float v = 0;
+			if (spa_pod_get_float(value, &v) == 0) s.step = v;
+			break;
+		}
 		default: break;
 		}
 	});
