@@ -1,6 +1,8 @@
-// qsctl's pure parts: PATH normalisation, `call` argument parsing, value formatting and the
-// describe/status renderers (the socket side is covered by tests/integration/test_qsctl.py).
+// qsctl's pure parts: PATH normalisation, `call` argument parsing, value formatting, the
+// describe/status renderers and the restart hold of `watch --reconnect` (the socket side is
+// covered by tests/integration/test_qsctl.py).
 
+#include "hold.hpp"
 #include "params.hpp"
 #include "render.hpp"
 
@@ -216,4 +218,107 @@ TEST(QsctlRender, LongTextIsFilled) {
 	// Continuation lines line up under their column.
 	auto all = qsctl::describeAll(doc);
 	EXPECT_NE(all.find("\n     word"), std::string::npos) << all;
+}
+
+// ---- watch --reconnect: the restart hold ------------------------------------------------------
+
+namespace {
+
+// /daemon/backends as a new daemon reports it; `since` 2026-12-03T08:24:01.000Z is 1796286241.
+json backends(std::initializer_list<std::pair<const char*, const char*>> states) {
+	json out = json::object();
+	for (const auto& [id, state]: states)
+		out[id] = {{"state", state}, {"since", "2026-12-03T08:24:01.000Z"}, {"error", nullptr}};
+	return out;
+}
+constexpr double kSince = 1796286241.0;
+
+} // namespace
+
+TEST(QsctlHold, BackendsOfPaths) {
+	EXPECT_EQ(qsctl::backendOfDomain("network"), "nm");
+	EXPECT_EQ(qsctl::backendOfDomain("audio"), "pipewire");
+	EXPECT_EQ(qsctl::backendOfDomain("daemon"), "");
+	EXPECT_EQ(qsctl::backendsOfPath("/power/displayDevice/percentage"), std::vector<std::string>{"upower"});
+	EXPECT_EQ(qsctl::backendsOfPath("/wayland"), std::vector<std::string>{"wayland"});
+	EXPECT_TRUE(qsctl::backendsOfPath("/daemon/backends").empty());
+	EXPECT_TRUE(qsctl::backendsOfPath("/debug/x").empty());
+	EXPECT_TRUE(qsctl::backendsOfPath("/networks").empty());   // a domain is a whole token
+	EXPECT_EQ(qsctl::backendsOfPath("").size(), 5u);           // the whole tree: every backend
+}
+
+TEST(QsctlHold, HoldsAPathWhileItsBackendStarts) {
+	qsctl::RestartHold hold(1000);
+	auto b = backends({{"upower", "starting"}, {"nm", "running"}});
+	hold.start({"/power/onBattery", "/network/wifiEnabled", "/daemon/version"}, &b, kSince + 0.2, 5000);
+	EXPECT_TRUE(hold.held("/power/onBattery"));
+	EXPECT_FALSE(hold.held("/network/wifiEnabled"));   // its backend is running
+	EXPECT_FALSE(hold.held("/daemon/version"));        // no backend writes /daemon
+	// The grace runs from the backend's `since`: 200 ms of it are gone.
+	EXPECT_EQ(hold.timeoutMs(5000), 800);
+	EXPECT_FALSE(hold.update(&b, 5100));
+	EXPECT_EQ(hold.timeoutMs(5100), 700);
+
+	// Running: released at once.
+	b["upower"]["state"] = "running";
+	EXPECT_TRUE(hold.update(&b, 5200));
+	EXPECT_FALSE(hold.any());
+	EXPECT_EQ(hold.timeoutMs(5200), -1);
+}
+
+TEST(QsctlHold, AnyStateButStartingEndsTheHold) {
+	for (const char* state: {"running", "unavailable", "failed", "stopped"}) {
+		qsctl::RestartHold hold(1000);
+		auto b = backends({{"pipewire", "starting"}});
+		hold.start({"/audio"}, &b, kSince, 0);
+		ASSERT_TRUE(hold.held("/audio"));
+		b["pipewire"]["state"] = state;
+		EXPECT_TRUE(hold.update(&b, 10)) << state;
+		EXPECT_FALSE(hold.held("/audio")) << state;
+	}
+}
+
+TEST(QsctlHold, TheGracePeriodEnds) {
+	qsctl::RestartHold hold(1000);
+	auto b = backends({{"nm", "starting"}});
+	hold.start({"/network"}, &b, kSince, 0);
+	EXPECT_EQ(hold.timeoutMs(0), 1000);
+	EXPECT_FALSE(hold.update(&b, 999));
+	EXPECT_TRUE(hold.update(&b, 1000));
+	EXPECT_FALSE(hold.held("/network"));
+
+	// A backend that has been starting for longer than the grace is not waited for at all.
+	hold.start({"/network"}, &b, kSince + 1.5, 0);
+	EXPECT_FALSE(hold.any());
+	// A clock behind the daemon's counts as no time gone.
+	hold.start({"/network"}, &b, kSince - 3, 0);
+	EXPECT_EQ(hold.timeoutMs(0), 1000);
+}
+
+TEST(QsctlHold, NothingIsHeldWithoutAReasonToWait) {
+	auto b = backends({{"nm", "starting"}});
+	qsctl::RestartHold off(0);
+	off.start({"/network"}, &b, kSince, 0);
+	EXPECT_FALSE(off.any());
+	qsctl::RestartHold hold(1000);
+	hold.start({"/audio"}, &b, kSince, 0);   // the daemon does not run a PipeWire backend
+	EXPECT_FALSE(hold.any());
+	hold.start({"/network"}, nullptr, kSince, 0);   // backend states unknown
+	EXPECT_FALSE(hold.any());
+	json broken = {{"nm", {{"state", 3}}}};
+	hold.start({"/network"}, &broken, kSince, 0);
+	EXPECT_FALSE(hold.any());
+}
+
+TEST(QsctlHold, TheWholeTreeWaitsForEveryBackend) {
+	qsctl::RestartHold hold(1000);
+	auto b = backends({{"nm", "starting"}, {"upower", "starting"}, {"tray", "running"}});
+	hold.start({""}, &b, kSince, 0);
+	EXPECT_TRUE(hold.held(""));
+	b["nm"]["state"] = "running";
+	EXPECT_FALSE(hold.update(&b, 1));
+	EXPECT_TRUE(hold.held(""));
+	b["upower"]["state"] = "unavailable";
+	EXPECT_TRUE(hold.update(&b, 2));
+	EXPECT_FALSE(hold.held(""));
 }
