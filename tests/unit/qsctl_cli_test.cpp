@@ -1,8 +1,9 @@
 // qsctl's pure parts: PATH normalisation, `call` argument parsing, value formatting, the
-// describe/status renderers and the restart hold of `watch --reconnect` (the socket side is
-// covered by tests/integration/test_qsctl.py).
+// describe/status renderers, the restart hold of `watch --reconnect` and the `--jq` filter (the
+// socket side is covered by tests/integration/test_qsctl.py).
 
 #include "hold.hpp"
+#include "jqfilter.hpp"
 #include "params.hpp"
 #include "render.hpp"
 
@@ -321,4 +322,70 @@ TEST(QsctlHold, TheWholeTreeWaitsForEveryBackend) {
 	b["upower"]["state"] = "unavailable";
 	EXPECT_TRUE(hold.update(&b, 2));
 	EXPECT_FALSE(hold.held(""));
+}
+
+// ---- watch --jq ---------------------------------------------------------------------------
+
+namespace {
+
+std::unique_ptr<qsctl::JqFilter> jq(const std::string& program) {
+	std::string error;
+	auto f = qsctl::JqFilter::compile(program, error);
+	EXPECT_TRUE(f) << error;
+	return f;
+}
+
+} // namespace
+
+TEST(QsctlJq, PrintsEachOutputAsJqDoes) {
+	if (!qsctl::JqFilter::available()) GTEST_SKIP() << "built without libjq";
+	auto f = jq(R"({text: "\(.percentage * 100 | round)%", class: .state}, .percentage, .state)");
+	json battery = {{"percentage", 0.875}, {"state", "discharging"}};
+	auto r = f->run(battery, false);
+	EXPECT_TRUE(r.errors.empty());
+	EXPECT_EQ(r.outputs, (std::vector<std::string>{R"({"text":"88%","class":"discharging"})", "0.875", R"("discharging")"}));
+	// --raw: strings as they are (jq -r); everything else is still JSON.
+	r = f->run(battery, true);
+	EXPECT_EQ(r.outputs, (std::vector<std::string>{R"({"text":"88%","class":"discharging"})", "0.875", "discharging"}));
+	// A string with a newline stays one output; the caller adds the line end.
+	EXPECT_EQ(jq(R"("a\nb")")->run(nullptr, true).outputs, std::vector<std::string>{"a\nb"});
+	EXPECT_EQ(jq(R"("a\nb")")->run(nullptr, false).outputs, std::vector<std::string>{R"("a\nb")"});
+	// No output at all.
+	EXPECT_TRUE(jq("empty")->run(battery, false).outputs.empty());
+	// Unicode passes through.
+	EXPECT_EQ(jq(".")->run("Café 直", true).outputs, std::vector<std::string>{"Café 直"});
+}
+
+TEST(QsctlJq, RuntimeErrorsAreReportedAndTheOutputsBeforeThemKept) {
+	if (!qsctl::JqFilter::available()) GTEST_SKIP() << "built without libjq";
+	auto f = jq(R"(.a, (.b * 100), .c)");
+	auto r = f->run({{"a", 1}, {"b", nullptr}, {"c", 3}}, false);
+	EXPECT_EQ(r.outputs, std::vector<std::string>{"1"});
+	ASSERT_EQ(r.errors.size(), 1u);
+	EXPECT_EQ(r.errors[0], "jq: error: null (null) and number (100) cannot be multiplied");
+	// The same filter runs again on the next value.
+	r = f->run({{"a", 1}, {"b", 2}, {"c", 3}}, false);
+	EXPECT_TRUE(r.errors.empty());
+	EXPECT_EQ(r.outputs, (std::vector<std::string>{"1", "200", "3"}));
+	// error() with a non-string, and halt_error's message as it is.
+	EXPECT_EQ(jq(R"(error({a: 1}))")->run(nullptr, false).errors,
+	          std::vector<std::string>{R"(jq: error: {"a":1} (not a string))"});
+	EXPECT_EQ(jq(R"("stop\n" | halt_error)")->run(nullptr, false).errors, std::vector<std::string>{"stop"});
+	r = jq("1, halt, 2")->run(nullptr, false);
+	EXPECT_EQ(r.outputs, std::vector<std::string>{"1"});
+	EXPECT_TRUE(r.errors.empty());
+	// After a halt the next run starts afresh.
+	auto h = jq("if . then halt else 7 end");
+	EXPECT_TRUE(h->run(true, false).outputs.empty());
+	EXPECT_EQ(h->run(false, false).outputs, std::vector<std::string>{"7"});
+}
+
+TEST(QsctlJq, AProgramThatDoesNotCompileIsRefusedWithJqsMessage) {
+	if (!qsctl::JqFilter::available()) GTEST_SKIP() << "built without libjq";
+	std::string error;
+	EXPECT_FALSE(qsctl::JqFilter::compile(".a |||", error));
+	EXPECT_NE(error.find("syntax error"), std::string::npos) << error;
+	EXPECT_NE(error.find("compile error"), std::string::npos) << error;
+	EXPECT_FALSE(qsctl::JqFilter::compile("nosuchfunction(1)", error));
+	EXPECT_NE(error.find("nosuchfunction/1 is not defined"), std::string::npos) << error;
 }
