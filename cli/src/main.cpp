@@ -398,6 +398,10 @@ private:
 // the time the parent-death signal is armed, the first one died in between.
 pid_t gParent = 0;
 char** gArgv = nullptr;
+// watch --jq's filter. A watch ends through std::exit, which skips the destructors of locals but
+// not those of statics: jq's state is torn down then (and leak checkers, which cannot follow
+// jq's pointer to the end of its stack, see nothing left behind).
+std::unique_ptr<qsctl::JqFilter> gFilter;
 
 #ifdef QSCTL_JQ_COMPANION
 // A static qsctl has no libjq (there is no static one): qsctl-jq, this program linked with it,
@@ -455,7 +459,7 @@ int cmdWatch(const Options& o) {
 	std::vector<std::string> paths;
 	for (const auto& a: o.args) paths.push_back(qsctl::normalizePath(a));
 	if (paths.empty()) paths.emplace_back();
-	std::unique_ptr<qsctl::JqFilter> filter;
+	auto& filter = gFilter;
 #ifdef QSCTL_JQ_COMPANION
 	if (o.haveJq && !qsctl::JqFilter::available()) {
 		// Armed now, the parent-death signal carries over into the companion.
