@@ -86,6 +86,10 @@ std::unique_ptr<JqFilter> JqFilter::compile(const std::string& program, std::str
 		    std::fwrite(line.data(), 1, line.size(), stderr);
 	    },
 	    nullptr);
+	// Each run has exactly one input: `input` and `inputs` find no other (libjq 1.6 crashes on
+	// them without a callback).
+	jq_set_input_cb(
+	    state->jq, [](jq_state*, void*) { return jv_invalid(); }, nullptr);
 	// `import` and `include` find modules where jq looks first.
 	jq_set_attr(state->jq, jv_string("JQ_LIBRARY_PATH"), jv_array_append(jv_array(), jv_string("~/.jq")));
 	if (!jq_compile(state->jq, program.c_str())) {

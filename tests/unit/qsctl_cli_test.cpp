@@ -374,6 +374,11 @@ TEST(QsctlJq, RuntimeErrorsAreReportedAndTheOutputsBeforeThemKept) {
 	r = jq("1, halt, 2")->run(nullptr, false);
 	EXPECT_EQ(r.outputs, std::vector<std::string>{"1"});
 	EXPECT_TRUE(r.errors.empty());
+	// The value is the only input.
+	r = jq("input")->run(1, false);
+	EXPECT_TRUE(r.outputs.empty());
+	EXPECT_EQ(r.errors.size(), 1u);   // as `jq -n input` says it
+	EXPECT_EQ(jq("[., inputs]")->run(1, false).outputs, std::vector<std::string>{"[1]"});
 	// After a halt the next run starts afresh.
 	auto h = jq("if . then halt else 7 end");
 	EXPECT_TRUE(h->run(true, false).outputs.empty());
