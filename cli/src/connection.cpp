@@ -97,14 +97,20 @@ Connection::Status Connection::next(json& out, int timeoutMs) {
 			if (left <= 0) return Status::Timeout;
 			wait = int(left);
 		}
-		pollfd p{fd_, POLLIN, 0};
-		int r = ::poll(&p, 1, wait);
+		// A write end reports POLLERR when the pipe has no reader left, whatever is asked.
+		pollfd p[2] = {{fd_, POLLIN, 0}, {hangupFd_, 0, 0}};
+		int r = ::poll(p, hangupFd_ >= 0 ? 2 : 1, wait);
 		if (r < 0) {
 			if (errno == EINTR) continue;
 			error_ = std::strerror(errno);
 			return Status::Error;
 		}
 		if (r == 0) return Status::Timeout;
+		if (hangupFd_ >= 0 && (p[1].revents & (POLLERR | POLLHUP))) {
+			error_ = "the reader of the output is gone";
+			return Status::Hangup;
+		}
+		if (!p[0].revents) continue;
 		char buf[65536];
 		auto n = ::read(fd_, buf, sizeof buf);
 		if (n < 0) {

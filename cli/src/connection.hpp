@@ -22,7 +22,8 @@ using json = nlohmann::json;
 
 class Connection {
 public:
-	enum class Status { Message, Eof, Timeout, Error };
+	// Hangup: the fd given to watchHangup() reported that its other end is gone.
+	enum class Status { Message, Eof, Timeout, Error, Hangup };
 
 	Connection() = default;
 	~Connection();
@@ -35,6 +36,10 @@ public:
 	[[nodiscard]] bool isOpen() const { return fd_ >= 0; }
 	[[nodiscard]] int fd() const { return fd_; }
 	[[nodiscard]] const std::string& error() const { return error_; }
+
+	// While waiting for the daemon, also watch `fd` (a pipe or socket we write to, or -1 for
+	// none): when its reader is gone, next() returns Hangup.
+	void watchHangup(int fd) { hangupFd_ = fd; }
 
 	// Sends one message as a line. False when the daemon went away.
 	bool send(const json& message);
@@ -55,6 +60,7 @@ public:
 
 private:
 	int fd_ = -1;
+	int hangupFd_ = -1;
 	int64_t nextId_ = 1;
 	std::string error_;
 	// Snapshots of a large tree are long lines; the daemon bounds what it sends, we only

@@ -2,6 +2,8 @@
 // subscription), blocking I/O, no polling; exit codes are part of the interface (see usage()).
 
 #include "connection.hpp"
+#include "hold.hpp"
+#include "jqfilter.hpp"
 #include "params.hpp"
 #include "render.hpp"
 
@@ -10,14 +12,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 #include <ctime>
+#include <memory>
 #include <poll.h>
 #include <string>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -59,6 +66,12 @@ const char* const USAGE =
     "  -R, --reconnect     watch: wait for qsd to start or restart instead of exiting\n"
     "  -n, --count N       watch: exit after printing N lines\n"
     "      --throttle MS   watch: at most one update per MS milliseconds\n"
+    "      --jq FILTER     watch: print what the jq FILTER makes of each new value\n"
+    "      --restart-grace MS\n"
+    "                      watch --reconnect: after connecting, keep showing the last value of\n"
+    "                      a path while its backend starts, for at most MS ms (default 1000)\n"
+    "      --outlive-parent\n"
+    "                      watch: keep running when the process that started qsctl exits\n"
     "      --params JSON   call: params as a JSON object or array ('-' reads stdin)\n"
     "  -t, --timeout SEC   wait at most SEC seconds for an answer (default 30)\n"
     "  -h, --help          print this help and exit\n"
@@ -91,8 +104,12 @@ void emit(const std::string& text) {
 struct Options {
 	std::string socket;
 	bool raw = false, compact = false, json = false, patch = false, reconnect = false, keys = false;
+	bool outliveParent = false;
 	long long count = 0;   // 0: unlimited
 	long long throttleMs = -1;
+	bool haveJq = false;
+	std::string jq;
+	long long restartGraceMs = 1000;
 	bool haveParams = false;
 	std::string params;
 	int timeoutMs = 30000;
@@ -164,6 +181,15 @@ Options parseArgs(int argc, char** argv) {
 			auto v = qsctl::parseCount(value());
 			if (!v || *v > 60000) die(Usage, "--throttle needs milliseconds from 0 to 60000");
 			o.throttleMs = *v;
+		} else if (is(nullptr, "--jq")) {
+			o.jq = value();
+			o.haveJq = true;
+		} else if (is(nullptr, "--restart-grace")) {
+			auto v = qsctl::parseCount(value());
+			if (!v || *v > 60000) die(Usage, "--restart-grace needs milliseconds from 0 to 60000");
+			o.restartGraceMs = *v;
+		} else if (is(nullptr, "--outlive-parent")) {
+			flag(o.outliveParent);
 		} else if (is(nullptr, "--params")) {
 			o.params = value();
 			o.haveParams = true;
@@ -223,7 +249,8 @@ json roundTrip(Connection& conn, const Options& o, const std::string& method, js
 	case Connection::Status::Message: break;
 	case Connection::Status::Timeout: die(NoConnection, "no answer from qsd within %g s", o.timeoutMs / 1000.0);
 	case Connection::Status::Eof:
-	case Connection::Status::Error: die(NoConnection, "connection to qsd lost: %s", conn.error().c_str());
+	case Connection::Status::Error:
+	case Connection::Status::Hangup: die(NoConnection, "connection to qsd lost: %s", conn.error().c_str());
 	}
 	if (auto e = response.find("error"); e != response.end())
 		die(RpcFailed, "%s: %s", method.c_str(), qsctl::describeError(*e).c_str());
@@ -350,71 +377,192 @@ public:
 	SocketWatch(const SocketWatch&) = delete;
 	SocketWatch& operator=(const SocketWatch&) = delete;
 
-	// True when woken by a change in the directory rather than by the timeout.
-	bool wait(int timeoutMs) {
-		pollfd p{fd_, POLLIN, 0};
-		if (::poll(&p, fd_ >= 0 ? 1 : 0, timeoutMs) <= 0) return false;
+	enum class Woken { Directory, Timeout, Hangup };
+	// Waits for a change in the directory, the timeout, or the hang-up of `hangupFd` (-1: none).
+	Woken wait(int timeoutMs, int hangupFd) {
+		pollfd p[2] = {{fd_, POLLIN, 0}, {hangupFd, 0, 0}};
+		if (::poll(p, 2, timeoutMs) <= 0) return Woken::Timeout;
+		if (p[1].revents & (POLLERR | POLLHUP)) return Woken::Hangup;
+		if (!p[0].revents) return Woken::Timeout;
 		char buf[4096];
 		while (::read(fd_, buf, sizeof buf) > 0) {
 		}
-		return true;
+		return Woken::Directory;
 	}
 
 private:
 	int fd_ = -1;
 };
 
+// The process that started qsctl, read first thing in main(): if another one is the parent by
+// the time the parent-death signal is armed, the first one died in between.
+pid_t gParent = 0;
+char** gArgv = nullptr;
+// watch --jq's filter. A watch ends through std::exit, which skips the destructors of locals but
+// not those of statics: jq's state is torn down then (and leak checkers, which cannot follow
+// jq's pointer to the end of its stack, see nothing left behind).
+std::unique_ptr<qsctl::JqFilter> gFilter;
+
+#ifdef QSCTL_JQ_COMPANION
+// qsctl is linked without libjq (loading it would slow every command down): qsctl-jq, this
+// program linked with it, takes the watch over in this same process. QSCTL_JQ_COMPANION is its
+// installed place relative to qsctl's ("../libexec/qsd/qsctl-jq").
+[[noreturn]] void execJqCompanion() {
+	std::vector<std::string> candidates;
+	char self[PATH_MAX];
+	if (auto n = ::readlink("/proc/self/exe", self, sizeof self - 1); n > 0) {
+		std::string dir(self, size_t(n));
+		dir = dir.substr(0, dir.rfind('/') + 1);
+		candidates.push_back(dir + "qsctl-jq");
+		candidates.push_back(dir + QSCTL_JQ_COMPANION);
+	}
+	for (const auto& c: candidates) ::execv(c.c_str(), gArgv);
+	die(Usage, "--jq: cannot run qsctl-jq (next to qsctl, or at %s from it): %s", QSCTL_JQ_COMPANION, std::strerror(errno));
+}
+#endif
+
+// A watch ends with the process that started it. Bars run a module as `sh -c COMMAND` and,
+// when they restart, end that shell at most; a watch left behind would reconnect for ever.
+void exitWithParent() {
+	// SIGTERM's default action ends us. An ignored SIGTERM is inherited through exec: restore it.
+	struct sigaction current{};
+	if (sigaction(SIGTERM, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) std::signal(SIGTERM, SIG_DFL);
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return;
+	// The signal is armed for the parent we have now: had the first one died before this, we
+	// would belong to a reaper that never sends it.
+	if (getppid() != gParent) std::exit(Ok);
+}
+
+// Standard output when it is a pipe or a socket: its reader going away (a bar that was
+// restarted, `| head -1`) is noticed while we wait, not at the next write. -1 otherwise.
+int outputHangupFd() {
+	struct stat st{};
+	if (::fstat(STDOUT_FILENO, &st) != 0) return -1;
+	return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ? STDOUT_FILENO : -1;
+}
+
+int64_t monotonicMs() {
+	timespec t{};
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return int64_t(t.tv_sec) * 1000 + t.tv_nsec / 1000000;
+}
+
+double wallSeconds() {
+	timespec t{};
+	clock_gettime(CLOCK_REALTIME, &t);
+	return double(t.tv_sec) + t.tv_nsec / 1e9;
+}
+
 int cmdWatch(const Options& o) {
-	checkOptions(o, {"--raw", "--patch", "--reconnect", "--count", "--throttle"});
+	checkOptions(o, {"--raw", "--patch", "--reconnect", "--count", "--throttle", "--jq", "--restart-grace", "--outlive-parent"});
+	if (o.haveJq && o.patch) die(Usage, "--jq and --patch cannot be combined");
+	bool graceGiven = std::find(o.given.begin(), o.given.end(), "--restart-grace") != o.given.end();
+	if (graceGiven && (!o.reconnect || o.patch)) die(Usage, "--restart-grace applies to watch --reconnect without --patch");
 	std::vector<std::string> paths;
 	for (const auto& a: o.args) paths.push_back(qsctl::normalizePath(a));
 	if (paths.empty()) paths.emplace_back();
+	auto& filter = gFilter;
+#ifdef QSCTL_JQ_COMPANION
+	if (o.haveJq && !qsctl::JqFilter::available()) {
+		// Armed now, the parent-death signal carries over into the companion.
+		if (!o.outliveParent) exitWithParent();
+		execJqCompanion();
+	}
+#endif
+	if (o.haveJq) {
+		std::string error;
+		filter = qsctl::JqFilter::compile(o.jq, error);
+		if (!filter) die(Usage, "--jq: %s", error.c_str());
+	}
 	auto socketPath = socketPathOrDie(o);
 	const Style lineStyle = o.raw ? Style::Raw : Style::Compact;
+	if (!o.outliveParent) exitWithParent();
+	const int hangupFd = outputHangupFd();
 
 	Connection conn;
+	conn.watchHangup(hangupFd);
 	qsd::Mirror mirror;
 	int64_t subscription = -1;
 	long long printed = 0;
-	std::optional<json> last;
+	// The restart hold reads the backends' states, subscribed together with the paths.
+	const bool holding = o.reconnect && !o.patch && o.restartGraceMs > 0 && paths.size() < 256;
+	std::vector<std::string> subscribed = paths;
+	if (holding) subscribed.emplace_back("/daemon/backends");
+	qsctl::RestartHold hold(int(o.restartGraceMs));
+	auto backends = [&]() { return holding ? mirror.find("/daemon/backends") : nullptr; };
+	std::optional<json> last;         // the value shown last: printed, or given to the filter
+	std::optional<std::string> lastOutput;   // --jq: the text of the filter's last output
 
-	auto line = [&](const json& value) {
-		emit(qsctl::formatValue(value, lineStyle));
+	auto print = [&](const std::string& text) {
+		emit(text);
 		if (o.count && ++printed >= o.count) std::exit(Ok);
 	};
-	auto current = [&] {
-		if (paths.size() == 1) {
-			const json* v = mirror.find(paths[0]);
-			return v ? *v : json();
+	auto line = [&](const json& value) { print(qsctl::formatValue(value, lineStyle)); };
+	// What a path shows: the daemon's value, or while held the one shown before (none yet:
+	// nothing is shown).
+	auto shown = [&](const std::string& path) -> std::optional<json> {
+		if (hold.held(path)) {
+			if (!last) return std::nullopt;
+			if (paths.size() == 1) return *last;
+			auto it = last->find(path);
+			return it == last->end() ? std::nullopt : std::optional<json>(*it);
 		}
+		const json* v = mirror.find(path);
+		return v ? *v : json();
+	};
+	auto current = [&]() -> std::optional<json> {
+		if (paths.size() == 1) return shown(paths[0]);
 		json out = json::object();
 		for (const auto& p: paths) {
-			const json* v = mirror.find(p);
-			out[p] = v ? *v : json();
+			auto v = shown(p);
+			if (!v) return std::nullopt;
+			out[p] = std::move(*v);
 		}
 		return out;
 	};
+	// A new value: its line, or what the filter makes of it when that differs from the last.
+	auto show = [&](const json& value) {
+		if (!filter) {
+			line(value);
+			return;
+		}
+		auto result = filter->run(value, o.raw);
+		// jq's errors are the filter's, not the watch's: said, and the watch goes on.
+		for (const auto& e: result.errors) std::fprintf(stderr, "qsctl: %s\n", e.c_str());
+		if (result.outputs.empty()) return;
+		std::string text;
+		for (const auto& out: result.outputs) text += out + '\n';
+		if (lastOutput == text) return;
+		lastOutput = text;
+		for (const auto& out: result.outputs) print(out + '\n');
+	};
 	auto printIfChanged = [&] {
 		auto value = current();
-		if (last && *last == value) return;
-		line(value);
-		last = std::move(value);
+		if (!value || (last && *last == *value)) return;
+		show(*value);
+		last = std::move(*value);
 	};
 
 	// Subscribes on the open connection. False when the connection failed.
 	auto subscribe = [&]() -> bool {
-		json params = {{"paths", paths}};
+		json params = {{"paths", subscribed}};
 		if (o.throttleMs >= 0) params["throttleMs"] = o.throttleMs;
 		auto id = conn.request("tree.subscribe", params);
 		json response;
-		if (id < 0 || conn.response(id, response, o.timeoutMs) != Connection::Status::Message) return false;
+		auto status = id < 0 ? Connection::Status::Error : conn.response(id, response, o.timeoutMs);
+		if (status == Connection::Status::Hangup) std::exit(Ok);
+		if (status != Connection::Status::Message) return false;
 		if (auto e = response.find("error"); e != response.end())
 			die(RpcFailed, "tree.subscribe: %s", qsctl::describeError(*e).c_str());
 		const auto& r = response["result"];
 		subscription = r.value("subscription", int64_t(-1));
-		mirror.reset(paths, r.value("snapshot", json::object()), r.value("revision", uint64_t(0)), r.value("epoch", ""));
-		if (o.patch) line({{"epoch", mirror.epoch()}, {"revision", mirror.revision()}, {"snapshot", r.value("snapshot", json::object())}});
-		else printIfChanged();
+		mirror.reset(subscribed, r.value("snapshot", json::object()), r.value("revision", uint64_t(0)), r.value("epoch", ""));
+		if (o.patch) {
+			line({{"epoch", mirror.epoch()}, {"revision", mirror.revision()}, {"snapshot", r.value("snapshot", json::object())}});
+			return true;
+		}
+		if (holding) hold.start(paths, backends(), wallSeconds(), monotonicMs());
+		printIfChanged();
 		return true;
 	};
 
@@ -423,6 +571,7 @@ int cmdWatch(const Options& o) {
 	std::unique_ptr<SocketWatch> watch;
 	for (;;) {
 		if (!conn.isOpen()) {
+			hold.clear();
 			if (o.reconnect && !watch) watch = std::make_unique<SocketWatch>(socketPath);
 			if (!conn.open(socketPath)) {
 				if (!o.reconnect)
@@ -432,7 +581,11 @@ int cmdWatch(const Options& o) {
 				announced = true;
 				// The socket file appears at bind(), a moment before listen(): after a wake-up
 				// retry soon, then back off again.
-				backoffMs = watch->wait(backoffMs) ? 10 : std::min(backoffMs * 2, 2000);
+				switch (watch->wait(backoffMs, hangupFd)) {
+				case SocketWatch::Woken::Hangup: std::exit(Ok);
+				case SocketWatch::Woken::Directory: backoffMs = 10; break;
+				case SocketWatch::Woken::Timeout: backoffMs = std::min(backoffMs * 2, 2000); break;
+				}
 				continue;
 			}
 			if (!subscribe()) {
@@ -447,7 +600,14 @@ int cmdWatch(const Options& o) {
 		}
 
 		json msg;
-		if (conn.next(msg, -1) != Connection::Status::Message) {
+		auto status = conn.next(msg, hold.timeoutMs(monotonicMs()));
+		if (status == Connection::Status::Hangup) std::exit(Ok);
+		if (status == Connection::Status::Timeout) {
+			// A grace period is over.
+			if (hold.update(backends(), monotonicMs())) printIfChanged();
+			continue;
+		}
+		if (status != Connection::Status::Message) {
 			conn.close();
 			if (!o.reconnect) die(NoConnection, "connection to qsd lost: %s", conn.error().c_str());
 			std::fprintf(stderr, "qsctl: connection to qsd lost; reconnecting\n");
@@ -471,6 +631,7 @@ int cmdWatch(const Options& o) {
 				if (!subscribe()) conn.close();
 				continue;
 			}
+			hold.update(backends(), monotonicMs());
 			printIfChanged();
 		} else if (method == "tree.resync") {
 			const auto& snapshot = params.value("snapshot", json::object());
@@ -478,7 +639,8 @@ int cmdWatch(const Options& o) {
 				line({{"revision", revision}, {"resync", true}, {"snapshot", snapshot}});
 				continue;
 			}
-			mirror.reset(paths, snapshot, revision);
+			mirror.reset(subscribed, snapshot, revision);
+			hold.update(backends(), monotonicMs());
 			printIfChanged();
 		}
 	}
@@ -487,6 +649,8 @@ int cmdWatch(const Options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+	gParent = getppid();
+	gArgv = argv;
 	auto o = parseArgs(argc, argv);
 	if (o.verb.empty()) die(Usage, "missing COMMAND (get, watch, call, describe, status)");
 	if (o.verb == "help") {

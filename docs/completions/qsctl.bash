@@ -57,13 +57,13 @@ _qsctl() {
 
     case $prev in
         -s|--socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        -t|--timeout|-n|--count|--throttle|--params) return ;;
+        -t|--timeout|-n|--count|--throttle|--params|--jq|--restart-grace) return ;;
     esac
 
     local verb="" i nargs=0 method=""
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            -s|--socket|-t|--timeout|-n|--count|--throttle|--params) ((i++)) ;;
+            -s|--socket|-t|--timeout|-n|--count|--throttle|--params|--jq|--restart-grace) ((i++)) ;;
             -*) ;;
             *) if [[ -z $verb ]]; then verb=${words[i]}; else ((nargs++)); [[ $nargs == 1 ]] && method=${words[i]}; fi ;;
         esac
@@ -73,7 +73,7 @@ _qsctl() {
         local opts=$global
         case $verb in
             get) opts+=" -r --raw -c --compact -k --keys" ;;
-            watch) opts+=" -r --raw -p --patch -R --reconnect -n --count --throttle" ;;
+            watch) opts+=" -r --raw -p --patch -R --reconnect -n --count --throttle --jq --restart-grace --outlive-parent" ;;
             call) opts+=" -r --raw -c --compact --params" ;;
             describe|status) opts+=" -j --json" ;;
         esac

@@ -90,6 +90,9 @@ complete -c qsctl -n '__fish_seen_subcommand_from watch' -s p -l patch -d 'Print
 complete -c qsctl -n '__fish_seen_subcommand_from watch' -s R -l reconnect -d 'Survive a daemon restart'
 complete -c qsctl -n '__fish_seen_subcommand_from watch' -s n -l count -x -d 'Exit after N lines'
 complete -c qsctl -n '__fish_seen_subcommand_from watch' -l throttle -x -d 'At most one update per MS milliseconds'
+complete -c qsctl -n '__fish_seen_subcommand_from watch' -l jq -x -d 'Print what a jq filter makes of each value'
+complete -c qsctl -n '__fish_seen_subcommand_from watch' -l restart-grace -x -d 'Keep the last value while a restarted backend starts (ms)'
+complete -c qsctl -n '__fish_seen_subcommand_from watch' -l outlive-parent -d 'Keep running when the parent exits'
 complete -c qsctl -n '__fish_seen_subcommand_from call' -l params -x -d 'Params as JSON (- reads stdin)'
 
 complete -c qsctl -n '__fish_seen_subcommand_from get watch' -a '(__qsctl_paths)'

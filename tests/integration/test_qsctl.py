@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from qsdtest import QSCTL, wait_until
+from qsdtest import QSCTL, pointer_get, wait_until
 
 
 @pytest.fixture
@@ -253,6 +253,14 @@ def test_connection_lost_without_reconnect_exits_3(qenv, streams):
     ["watch", "--throttle", "-5"],
     ["watch", "--raw", "--patch"],
     ["watch", "--compact"],
+    ["watch", "--jq"],
+    ["watch", "--jq", ".a |||"],
+    ["watch", "--jq", ".", "--patch"],
+    ["watch", "--restart-grace", "100"],
+    ["watch", "--reconnect", "--restart-grace", "-1"],
+    ["watch", "--reconnect", "--restart-grace", "100", "--patch"],
+    ["get", "--jq", "."],
+    ["get", "--outlive-parent"],
     ["get", "--socket"],
     ["get", "--timeout", "0"],
     ["get", "--keys", "--raw"],
@@ -271,7 +279,7 @@ def test_help_and_version(qenv):
     r = qenv.qsctl("--help")
     assert r.returncode == 0
     for word in ("get", "watch", "call", "describe", "status", "--raw", "--patch", "--reconnect", "--count",
-                 "--socket", "--params", "--json", "Exit status"):
+                 "--socket", "--params", "--json", "--jq", "--restart-grace", "--outlive-parent", "Exit status"):
         assert word in r.stdout, word
     assert qenv.qsctl("help").stdout == r.stdout
     assert qenv.qsctl("get", "-h").stdout == r.stdout
@@ -391,6 +399,89 @@ def test_watch_reconnect_across_a_daemon_restart(qenv, streams):
     assert p.json_line()["changes"][0]["value"] == "back"
 
 
+UPOWER = "org.freedesktop.UPower"
+
+
+def set_on_battery(env, value):
+    env.gdbus("-d", UPOWER, "-o", "/org/freedesktop/UPower", "-m", "org.freedesktop.DBus.Properties.Set",
+              UPOWER, "OnBattery", f"<{'true' if value else 'false'}>")
+
+
+def restart_with_upower_stuck(env, w):
+    """Restarts qsd while the UPower service cannot answer (stopped with SIGSTOP), so the new
+    daemon's upower backend stays `starting`; returns a function that lets the service go on."""
+    c = env.client()
+    sub = c.subscribe(["/daemon/backends/upower/state"])
+    c.wait_value(sub, "/daemon/backends/upower/state", "running")
+    c.close()
+    env.stop_qsd()
+    assert "reconnecting" in w.err_line()
+    mock = env.upower_mock
+    mock.send_signal(signal.SIGSTOP)
+    env.start_qsd(backends=["upower"], debug_api=True)
+    c = env.client()
+    sub = c.subscribe(["/daemon/backends/upower", "/power"])
+    assert c.mirror(sub)["daemon"]["backends"]["upower"]["state"] == "starting"
+    assert pointer_get(c.mirror(sub), "/power/onBattery", None) is None   # what qsd says while starting
+
+    def resume():
+        mock.send_signal(signal.SIGCONT)
+        c.wait_value(sub, "/daemon/backends/upower/state", "running")
+        c.close()
+    return resume
+
+
+def start_qsd_with_upower(env):
+    env.start_qsd(backends=["upower"], debug_api=True)
+    c = env.client()
+    sub = c.subscribe(["/daemon/backends/upower/state"])
+    c.wait_value(sub, "/daemon/backends/upower/state", "running")
+    c.close()
+
+
+@pytest.fixture
+def upenv(env):
+    env.upower_mock = env.start_mock("upower", {"OnBattery": False, "DaemonVersion": "0.99.20"}, name=UPOWER)
+    yield env
+    env.upower_mock.send_signal(signal.SIGCONT)   # a stopped mock would not end
+
+
+def test_watch_reconnect_holds_the_value_while_the_backend_starts(upenv, streams):
+    """After a restart, a path keeps the value printed last while its backend is `starting`:
+    no `null` between the two daemons. The grace is long, so only `running` ends the hold."""
+    start_qsd_with_upower(upenv)
+    w = streams(upenv, "watch", "--reconnect", "--restart-grace", "60000", "/power/onBattery")
+    several = streams(upenv, "watch", "--reconnect", "--restart-grace", "60000", "/power/onBattery", "/daemon/protocol")
+    assert w.line() == "false"
+    assert several.json_line() == {"/power/onBattery": False, "/daemon/protocol": 1}
+    resume = restart_with_upower_stuck(upenv, w)
+    resume()
+    # The value the new daemon has is the one shown: nothing is printed. A change is, and is
+    # the next line (not a null before it).
+    set_on_battery(upenv, True)
+    assert w.line() == "true"
+    assert several.json_line() == {"/power/onBattery": True, "/daemon/protocol": 1}
+    assert w.proc.poll() is None
+
+
+def test_watch_reconnect_shows_the_daemons_value_when_the_grace_ends(upenv, streams):
+    start_qsd_with_upower(upenv)
+    w = streams(upenv, "watch", "--reconnect", "--restart-grace", "300", "/power/onBattery")
+    off = streams(upenv, "watch", "--reconnect", "--restart-grace", "0", "/power/onBattery")
+    jq = streams(upenv, "watch", "--reconnect", "--jq", "{onBattery: .}", "/power/onBattery")
+    assert w.line() == off.line() == "false"
+    assert jq.json_line() == {"onBattery": False}
+    resume = restart_with_upower_stuck(upenv, w)
+    # Without a grace the restart shows as it is; with one, once it is over.
+    assert off.line() == "null"
+    assert w.line() == "null"
+    resume()
+    assert w.line() == off.line() == "false"
+    # --jq is given what is shown: the filter never saw the null (1 s grace, the default).
+    set_on_battery(upenv, True)
+    assert jq.json_line() == {"onBattery": True}
+
+
 def test_watch_reconnect_waits_for_a_daemon_not_yet_started(bare_env, streams):
     w = streams(bare_env, "watch", "-R", "/daemon/protocol", "-n", "1")
     assert "waiting for qsd" in w.err_line()
@@ -423,6 +514,112 @@ def test_watch_slow_reader_is_resynced(qenv, streams):
     def value_is_final():
         return json.loads(value.line(30)) == final
     wait_until(value_is_final, 60, interval=0, what="the final value")
+
+
+def test_watch_jq_prints_what_the_filter_makes_of_each_value(qenv, streams):
+    c = qenv.client()
+    dset(c, "/debug/bat", {"p": 0.5, "s": "discharging"})
+    module = streams(qenv, "watch", "--jq", r'{text: "\(.p * 100 | round)%", class: .s}', "/debug/bat")
+    several = streams(qenv, "watch", "--raw", "--jq", ".s, .p, {p}", "/debug/bat")
+    assert module.json_line() == {"text": "50%", "class": "discharging"}
+    # Every output on its own line; --raw prints strings as jq -r does.
+    assert [several.line() for _ in range(3)] == ["discharging", "0.5", '{"p":0.5}']
+
+    # A new value that the filter turns into the same output prints nothing.
+    dset(c, "/debug/bat/p", 0.501)
+    assert [several.line() for _ in range(3)] == ["discharging", "0.501", '{"p":0.501}']
+    dset(c, "/debug/bat/s", "charging")
+    assert module.json_line() == {"text": "50%", "class": "charging"}, "the 50.1 % line was not printed"
+
+    # An error is the filter's: reported, and the watch goes on.
+    dset(c, "/debug/bat", {"p": None, "s": "unknown"})
+    assert module.err_line() == "qsctl: jq: error: null (null) and number (100) cannot be multiplied"
+    dset(c, "/debug/bat", {"p": 1, "s": "fullyCharged"})
+    assert module.json_line() == {"text": "100%", "class": "fullyCharged"}
+    assert module.proc.poll() is None
+
+    # --count counts the lines printed.
+    r = qenv.qsctl("watch", "--count", "2", "--jq", ".s, .p", "/debug/bat")
+    assert r.returncode == 0 and r.stdout == '"fullyCharged"\n1\n'
+
+
+def test_watch_jq_that_does_not_compile_is_a_usage_error(bare_env):
+    r = bare_env.qsctl("watch", "--jq", "{text: .a", "/power")   # no daemon: nothing is sent
+    assert r.returncode == 2
+    assert r.stderr.startswith("qsctl: --jq: jq: error: syntax error"), r.stderr
+    assert "compile error" in r.stderr
+
+
+def process_state(pid):
+    """The state letter of /proc/PID/stat, or None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+@pytest.fixture
+def orphans():
+    """Processes a test leaves to others to end; those still running at the end are killed."""
+    pids = []
+    yield pids
+    for pid in pids:
+        if process_state(pid) not in (None, "Z"):
+            os.kill(pid, signal.SIGKILL)
+
+
+def watch_under_a_shell(env, orphans, *args):
+    """qsctl watch started by `sh -c` (as bars start modules), the shell staying its parent;
+    returns (shell, qsctl's pid)."""
+    pidfile = os.path.join(env.dir, f"qsctl-{len(os.listdir(env.dir))}.pid")
+    script = '"$0" "$@" > /dev/null 2>&1 & echo $! > "$PIDFILE"; wait'
+    e = qsctl_env(env, PIDFILE=pidfile)
+    shell = subprocess.Popen(["sh", "-c", script, QSCTL, *args], env=e, stdin=subprocess.DEVNULL)
+
+    def pid():
+        try:
+            with open(pidfile) as f:
+                return int(f.read())
+        except (FileNotFoundError, ValueError):
+            return None
+    qsctl = wait_until(pid, what="qsctl's pid")
+    orphans.append(qsctl)
+    return shell, qsctl
+
+
+@pytest.mark.parametrize("daemon", [True, False], ids=["connected", "waiting"])
+def test_watch_ends_when_its_parent_dies(bare_env, orphans, daemon):
+    """A bar restarting kills the shell it started the module with: the watch goes with it,
+    whether it is connected or waiting for the daemon to come back."""
+    if daemon:
+        bare_env.start_qsd(backends=[], debug_api=True)
+    shell, pid = watch_under_a_shell(bare_env, orphans, "watch", "--reconnect", "/debug/x")
+    kept, kept_pid = watch_under_a_shell(bare_env, orphans, "watch", "--reconnect", "--outlive-parent", "/debug/x")
+    if daemon:
+        c = bare_env.client()
+        sub = c.subscribe(["/daemon/clients"])
+        c.wait_value(sub, "/daemon/clients", predicate=lambda n: n >= 3)   # both watches are in
+    for s, p in ((shell, pid), (kept, kept_pid)):
+        assert process_state(p) not in (None, "Z")
+        s.kill()
+        s.wait(5)
+    wait_until(lambda: process_state(pid) in (None, "Z"), what="qsctl to end with its parent")
+    assert process_state(kept_pid) not in (None, "Z"), "--outlive-parent keeps running"
+    os.kill(kept_pid, signal.SIGTERM)
+    wait_until(lambda: process_state(kept_pid) in (None, "Z"), what="qsctl to end on SIGTERM")
+
+
+def test_watch_ends_when_its_reader_goes_away(qenv, orphans):
+    """`qsctl watch | head -1`, or a bar that closed the pipe: the watch ends at once, not at the
+    next change (which may never come)."""
+    p = subprocess.Popen([QSCTL, "watch", "--reconnect", "/debug/quiet"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=qsctl_env(qenv))
+    orphans.append(p.pid)
+    assert p.stdout.readline() == b"null\n"
+    p.stdout.close()
+    assert p.wait(10) == 0
+    assert p.stderr.read() == b""
 
 
 def test_watch_rpc_error_exits_1(qenv):

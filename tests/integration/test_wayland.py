@@ -185,6 +185,24 @@ def test_toplevels_and_their_actions(env, sway):
     c.close()
 
 
+def test_scales_whose_logical_size_is_rounded(env, sway):
+    # 1280 / 1.5 = 853.33: the logical size is rounded, so mode ÷ logical size is 1.5006.
+    # sway's headless heads send no scale, so the backend derives it: the scale sway reports.
+    c, sub = start(env, sway)
+    sway.msg("create_output")
+    wait_wl(c, sub, "/outputs/HEADLESS-2", lambda v: v is not None)
+    for resolution, scale in [("1280x720", "1.5"), ("1366x768", "1.25"), ("1920x1080", "1.75"), ("1280x720", "1")]:
+        sway.msg("output", "HEADLESS-2", "resolution", resolution, "scale", scale)
+        width = int(resolution.split("x")[0])
+        out = wait_wl(c, sub, "/outputs/HEADLESS-2",
+                      lambda v: v["mode"]["width"] == width and v["logicalSize"] == {
+                          "width": sway.output("HEADLESS-2")["rect"]["width"],
+                          "height": sway.output("HEADLESS-2")["rect"]["height"]},
+                      what=f"{resolution} at {scale}")
+        assert out["scale"] == sway.output("HEADLESS-2")["scale"] == float(scale), (resolution, out)
+    c.close()
+
+
 def test_configure_output(env, sway):
     c, sub = start(env, sway)
     sway.msg("create_output")

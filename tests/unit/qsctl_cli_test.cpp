@@ -1,6 +1,9 @@
-// qsctl's pure parts: PATH normalisation, `call` argument parsing, value formatting and the
-// describe/status renderers (the socket side is covered by tests/integration/test_qsctl.py).
+// qsctl's pure parts: PATH normalisation, `call` argument parsing, value formatting, the
+// describe/status renderers, the restart hold of `watch --reconnect` and the `--jq` filter (the
+// socket side is covered by tests/integration/test_qsctl.py).
 
+#include "hold.hpp"
+#include "jqfilter.hpp"
 #include "params.hpp"
 #include "render.hpp"
 
@@ -216,4 +219,178 @@ TEST(QsctlRender, LongTextIsFilled) {
 	// Continuation lines line up under their column.
 	auto all = qsctl::describeAll(doc);
 	EXPECT_NE(all.find("\n     word"), std::string::npos) << all;
+}
+
+// ---- watch --reconnect: the restart hold ------------------------------------------------------
+
+namespace {
+
+// /daemon/backends as a new daemon reports it; `since` 2026-12-03T08:24:01.000Z is 1796286241.
+json backends(std::initializer_list<std::pair<const char*, const char*>> states) {
+	json out = json::object();
+	for (const auto& [id, state]: states)
+		out[id] = {{"state", state}, {"since", "2026-12-03T08:24:01.000Z"}, {"error", nullptr}};
+	return out;
+}
+constexpr double kSince = 1796286241.0;
+
+} // namespace
+
+TEST(QsctlHold, BackendsOfPaths) {
+	EXPECT_EQ(qsctl::backendOfDomain("network"), "nm");
+	EXPECT_EQ(qsctl::backendOfDomain("audio"), "pipewire");
+	EXPECT_EQ(qsctl::backendOfDomain("daemon"), "");
+	EXPECT_EQ(qsctl::backendsOfPath("/power/displayDevice/percentage"), std::vector<std::string>{"upower"});
+	EXPECT_EQ(qsctl::backendsOfPath("/wayland"), std::vector<std::string>{"wayland"});
+	EXPECT_TRUE(qsctl::backendsOfPath("/daemon/backends").empty());
+	EXPECT_TRUE(qsctl::backendsOfPath("/debug/x").empty());
+	EXPECT_TRUE(qsctl::backendsOfPath("/networks").empty());   // a domain is a whole token
+	EXPECT_EQ(qsctl::backendsOfPath("").size(), 5u);           // the whole tree: every backend
+}
+
+TEST(QsctlHold, HoldsAPathWhileItsBackendStarts) {
+	qsctl::RestartHold hold(1000);
+	auto b = backends({{"upower", "starting"}, {"nm", "running"}});
+	hold.start({"/power/onBattery", "/network/wifiEnabled", "/daemon/version"}, &b, kSince + 0.2, 5000);
+	EXPECT_TRUE(hold.held("/power/onBattery"));
+	EXPECT_FALSE(hold.held("/network/wifiEnabled"));   // its backend is running
+	EXPECT_FALSE(hold.held("/daemon/version"));        // no backend writes /daemon
+	// The grace runs from the backend's `since`: 200 ms of it are gone.
+	EXPECT_EQ(hold.timeoutMs(5000), 800);
+	EXPECT_FALSE(hold.update(&b, 5100));
+	EXPECT_EQ(hold.timeoutMs(5100), 700);
+
+	// Running: released at once.
+	b["upower"]["state"] = "running";
+	EXPECT_TRUE(hold.update(&b, 5200));
+	EXPECT_FALSE(hold.any());
+	EXPECT_EQ(hold.timeoutMs(5200), -1);
+}
+
+TEST(QsctlHold, AnyStateButStartingEndsTheHold) {
+	for (const char* state: {"running", "unavailable", "failed", "stopped"}) {
+		qsctl::RestartHold hold(1000);
+		auto b = backends({{"pipewire", "starting"}});
+		hold.start({"/audio"}, &b, kSince, 0);
+		ASSERT_TRUE(hold.held("/audio"));
+		b["pipewire"]["state"] = state;
+		EXPECT_TRUE(hold.update(&b, 10)) << state;
+		EXPECT_FALSE(hold.held("/audio")) << state;
+	}
+}
+
+TEST(QsctlHold, TheGracePeriodEnds) {
+	qsctl::RestartHold hold(1000);
+	auto b = backends({{"nm", "starting"}});
+	hold.start({"/network"}, &b, kSince, 0);
+	EXPECT_EQ(hold.timeoutMs(0), 1000);
+	EXPECT_FALSE(hold.update(&b, 999));
+	EXPECT_TRUE(hold.update(&b, 1000));
+	EXPECT_FALSE(hold.held("/network"));
+
+	// A backend that has been starting for longer than the grace is not waited for at all.
+	hold.start({"/network"}, &b, kSince + 1.5, 0);
+	EXPECT_FALSE(hold.any());
+	// A clock behind the daemon's counts as no time gone.
+	hold.start({"/network"}, &b, kSince - 3, 0);
+	EXPECT_EQ(hold.timeoutMs(0), 1000);
+}
+
+TEST(QsctlHold, NothingIsHeldWithoutAReasonToWait) {
+	auto b = backends({{"nm", "starting"}});
+	qsctl::RestartHold off(0);
+	off.start({"/network"}, &b, kSince, 0);
+	EXPECT_FALSE(off.any());
+	qsctl::RestartHold hold(1000);
+	hold.start({"/audio"}, &b, kSince, 0);   // the daemon does not run a PipeWire backend
+	EXPECT_FALSE(hold.any());
+	hold.start({"/network"}, nullptr, kSince, 0);   // backend states unknown
+	EXPECT_FALSE(hold.any());
+	json broken = {{"nm", {{"state", 3}}}};
+	hold.start({"/network"}, &broken, kSince, 0);
+	EXPECT_FALSE(hold.any());
+}
+
+TEST(QsctlHold, TheWholeTreeWaitsForEveryBackend) {
+	qsctl::RestartHold hold(1000);
+	auto b = backends({{"nm", "starting"}, {"upower", "starting"}, {"tray", "running"}});
+	hold.start({""}, &b, kSince, 0);
+	EXPECT_TRUE(hold.held(""));
+	b["nm"]["state"] = "running";
+	EXPECT_FALSE(hold.update(&b, 1));
+	EXPECT_TRUE(hold.held(""));
+	b["upower"]["state"] = "unavailable";
+	EXPECT_TRUE(hold.update(&b, 2));
+	EXPECT_FALSE(hold.held(""));
+}
+
+// ---- watch --jq ---------------------------------------------------------------------------
+
+namespace {
+
+std::unique_ptr<qsctl::JqFilter> jq(const std::string& program) {
+	std::string error;
+	auto f = qsctl::JqFilter::compile(program, error);
+	EXPECT_TRUE(f) << error;
+	return f;
+}
+
+} // namespace
+
+TEST(QsctlJq, PrintsEachOutputAsJqDoes) {
+	if (!qsctl::JqFilter::available()) GTEST_SKIP() << "built without libjq";
+	auto f = jq(R"({text: "\(.percentage * 100 | round)%", class: .state}, .percentage, .state)");
+	json battery = {{"percentage", 0.875}, {"state", "discharging"}};
+	auto r = f->run(battery, false);
+	EXPECT_TRUE(r.errors.empty());
+	EXPECT_EQ(r.outputs, (std::vector<std::string>{R"({"text":"88%","class":"discharging"})", "0.875", R"("discharging")"}));
+	// --raw: strings as they are (jq -r); everything else is still JSON.
+	r = f->run(battery, true);
+	EXPECT_EQ(r.outputs, (std::vector<std::string>{R"({"text":"88%","class":"discharging"})", "0.875", "discharging"}));
+	// A string with a newline stays one output; the caller adds the line end.
+	EXPECT_EQ(jq(R"("a\nb")")->run(nullptr, true).outputs, std::vector<std::string>{"a\nb"});
+	EXPECT_EQ(jq(R"("a\nb")")->run(nullptr, false).outputs, std::vector<std::string>{R"("a\nb")"});
+	// No output at all.
+	EXPECT_TRUE(jq("empty")->run(battery, false).outputs.empty());
+	// Unicode passes through.
+	EXPECT_EQ(jq(".")->run("Café 直", true).outputs, std::vector<std::string>{"Café 直"});
+}
+
+TEST(QsctlJq, RuntimeErrorsAreReportedAndTheOutputsBeforeThemKept) {
+	if (!qsctl::JqFilter::available()) GTEST_SKIP() << "built without libjq";
+	auto f = jq(R"(.a, (.b * 100), .c)");
+	auto r = f->run({{"a", 1}, {"b", nullptr}, {"c", 3}}, false);
+	EXPECT_EQ(r.outputs, std::vector<std::string>{"1"});
+	ASSERT_EQ(r.errors.size(), 1u);
+	EXPECT_EQ(r.errors[0], "jq: error: null (null) and number (100) cannot be multiplied");
+	// The same filter runs again on the next value.
+	r = f->run({{"a", 1}, {"b", 2}, {"c", 3}}, false);
+	EXPECT_TRUE(r.errors.empty());
+	EXPECT_EQ(r.outputs, (std::vector<std::string>{"1", "200", "3"}));
+	// error() with a non-string, and halt_error's message as it is.
+	EXPECT_EQ(jq(R"(error({a: 1}))")->run(nullptr, false).errors,
+	          std::vector<std::string>{R"(jq: error: {"a":1} (not a string))"});
+	EXPECT_EQ(jq(R"("stop\n" | halt_error)")->run(nullptr, false).errors, std::vector<std::string>{"stop"});
+	r = jq("1, halt, 2")->run(nullptr, false);
+	EXPECT_EQ(r.outputs, std::vector<std::string>{"1"});
+	EXPECT_TRUE(r.errors.empty());
+	// The value is the only input.
+	r = jq("input")->run(1, false);
+	EXPECT_TRUE(r.outputs.empty());
+	EXPECT_EQ(r.errors.size(), 1u);   // as `jq -n input` says it
+	EXPECT_EQ(jq("[., inputs]")->run(1, false).outputs, std::vector<std::string>{"[1]"});
+	// After a halt the next run starts afresh.
+	auto h = jq("if . then halt else 7 end");
+	EXPECT_TRUE(h->run(true, false).outputs.empty());
+	EXPECT_EQ(h->run(false, false).outputs, std::vector<std::string>{"7"});
+}
+
+TEST(QsctlJq, AProgramThatDoesNotCompileIsRefusedWithJqsMessage) {
+	if (!qsctl::JqFilter::available()) GTEST_SKIP() << "built without libjq";
+	std::string error;
+	EXPECT_FALSE(qsctl::JqFilter::compile(".a |||", error));
+	EXPECT_NE(error.find("syntax error"), std::string::npos) << error;
+	EXPECT_NE(error.find("compile error"), std::string::npos) << error;
+	EXPECT_FALSE(qsctl::JqFilter::compile("nosuchfunction(1)", error));
+	EXPECT_NE(error.find("nosuchfunction/1 is not defined"), std::string::npos) << error;
 }

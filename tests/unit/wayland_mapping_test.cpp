@@ -85,7 +85,12 @@ TEST(WaylandMapping, DerivesTheScaleTheLogicalSizeImplies) {
 	Mode m{1920, 1080, 60000};
 	EXPECT_EQ(impliedScale(m, 0, {1280, 720}), 1.5);
 	EXPECT_EQ(impliedScale(m, 0, {1536, 864}), 1.25);
-	EXPECT_EQ(impliedScale(m, 0, {1440, 810}), 1.333);
+	EXPECT_EQ(impliedScale(m, 0, {1440, 810}), 160 / 120.0);
+	// Logical sizes are rounded to integers: the quotient is a little off, the step is not.
+	EXPECT_EQ(impliedScale(Mode{1280, 720, 60000}, 0, {853, 480}), 1.5);
+	EXPECT_EQ(impliedScale(Mode{1366, 768, 60000}, 0, {1093, 614}), 1.25);
+	EXPECT_EQ(impliedScale(Mode{1920, 1080, 60000}, 0, {1097, 617}), 1.75);
+	EXPECT_EQ(impliedScale(Mode{1280, 720, 60000}, 1, {480, 853}), 1.5);
 	EXPECT_EQ(impliedScale(m, 0, {1920, 1080}), 1.0);
 	// Turned on its side: the mode's width meets the logical height.
 	EXPECT_EQ(impliedScale(m, 1, {540, 960}), 2.0);
@@ -145,7 +150,7 @@ TEST(WaylandMapping, PrefersTheImpliedFractionalScaleToTheIntegerOne) {
 	HeadInfo h;
 	h.name = "eDP-1";
 	auto j = outputJson(&o, &x, &h);
-	EXPECT_EQ(j["scale"], 1.501);
+	EXPECT_EQ(j["scale"], 1.5);   // 2560 / 1706 = 1.5006, the nearest 1/120
 	EXPECT_EQ(j["enabled"], true);   // it has a wl_output
 	EXPECT_EQ(j["modes"], json::array());
 }

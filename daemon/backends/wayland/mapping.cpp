@@ -77,7 +77,10 @@ std::optional<double> impliedScale(const Mode& mode, int32_t transform, std::pai
 	double sx = w / logical.first, sy = h / logical.second;
 	// Logical sizes are rounded to integers; a mismatch beyond that is not a plain scale.
 	if (std::fabs(sx - sy) > 0.01 * sx) return std::nullopt;
-	return std::round(sx * 1000.0) / 1000.0;
+	// That rounding leaves the quotient a little off (1280 / 853 for 1.5). Scales are set in
+	// steps of 1/120 (wp_fractional_scale_v1's unit), which the longer side resolves exactly.
+	double s = logical.first >= logical.second ? sx : sy;
+	return std::round(s * kScaleDenominator) / kScaleDenominator;
 }
 
 std::string outputName(const WlOutputInfo* output, const XdgOutputInfo* xdg, const HeadInfo* head) {

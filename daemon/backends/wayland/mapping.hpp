@@ -42,8 +42,11 @@ struct Mode {
 // {width, height, refresh} with refresh in Hz (null when unknown).
 [[nodiscard]] json modeJson(const Mode& mode);
 
+// The unit of fractional scales (wp_fractional_scale_v1): a derived scale is a multiple of 1/120.
+inline constexpr double kScaleDenominator = 120.0;
+
 // The scale an output's logical size (xdg-output) implies for its current mode: mode size /
-// logical size, the mode turned for 90 and 270 degree transforms, rounded to 3 decimals;
+// logical size, the mode turned for 90 and 270 degree transforms, rounded to the nearest 1/120;
 // nullopt when the two dimensions disagree by more than 1 % or a size is not positive.
 [[nodiscard]] std::optional<double> impliedScale(const Mode& mode, int32_t transform, std::pair<int32_t, int32_t> logical);
 
