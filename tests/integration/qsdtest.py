@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -473,9 +474,10 @@ class Env:
                     return int(line.split()[1])
         return 0
 
-    def close(self, check=None):
+    def close(self, check=None, keep=False):
         """Stops everything. Unless check (default: self.check_exit) is False, fails, after
-        cleaning up, when qsd did not exit cleanly (exit_problems)."""
+        cleaning up, when qsd did not exit cleanly (exit_problems). With keep, the directory
+        with every program's log is left in place (and named on stderr)."""
         check = self.check_exit if check is None else check
         problems = self.exit_problems() if check else []
         if self.daemon is not None and self.daemon.poll() is None:
@@ -494,5 +496,8 @@ class Env:
                     p.wait(5)
                 except subprocess.TimeoutExpired:
                     p.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if keep:
+            sys.stderr.write(f"kept the test's directory, with every log: {self.dir}\n")
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
         assert not problems, "qsd did not exit cleanly: " + "\n".join(problems)
