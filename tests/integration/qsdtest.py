@@ -496,6 +496,8 @@ class Env:
                     p.wait(5)
                 except subprocess.TimeoutExpired:
                     p.kill()
+        # A qsd that did not exit cleanly is a failure too.
+        keep = keep or (problems and os.environ.get("QSD_TEST_KEEP") == "failed")
         if keep:
             sys.stderr.write(f"kept the test's directory, with every log: {self.dir}\n")
         else:

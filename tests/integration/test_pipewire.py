@@ -63,7 +63,9 @@ def test_sinks_sources_and_streams_appear_with_identity(env):
     assert stream["application"]["name"] == "qsd-test-player"
     assert stream["application"]["processId"] == player.pid and stream["application"]["binary"] == "pw-cat"
     assert stream["media"]["name"].endswith("tone.wav") and stream["media"]["role"] == "Music"
-    assert stream["audio"]["volumes"] == [1.0, 1.0]
+    # A stream has channels once its format is negotiated with the sink, which may come after
+    # qsd first sees it.
+    c.wait_value(sub, f"/audio/nodes/{ks}/audio/volumes", [1.0, 1.0])
     # The stream plays to sink a: two links (one per channel), grouped as playingTo/capturedFrom.
     c.wait_value(sub, f"/audio/nodes/{ks}/playingTo", [ka])
     c.wait_value(sub, f"/audio/nodes/{ka}/capturedFrom", [ks])
