@@ -58,6 +58,32 @@ def crash_markers(log):
     return [m for m in CRASH_MARKERS if m in log]
 
 
+def connectable(path):
+    """Whether something accepts connections on the Unix socket at path (the file alone is
+    there from bind(), before the listen() that makes a connection succeed)."""
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def listening(path):
+    """Whether a Unix socket bound to path listens, read from /proc/net/unix without
+    connecting (a connection would be a client: it starts a socket-activated service)."""
+    with open("/proc/net/unix") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            # Flags 00010000 is __SO_ACCEPTCON: listen() was called.
+            if len(fields) >= 8 and fields[7] == path and int(fields[3], 16) & 0x10000:
+                return True
+    return False
+
+
 def wait_until(predicate, timeout=10.0, interval=0.02, what="condition"):
     deadline = time.monotonic() + timeout
     while True:
@@ -385,14 +411,7 @@ class Env:
     def _connectable(self):
         if self.daemon is not None and self.daemon.poll() is not None:
             raise RuntimeError(f"qsd exited with {self.daemon.returncode}: {self.qsd_log()}")
-        s = socket.socket(socket.AF_UNIX)
-        try:
-            s.connect(self.socket)
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
+        return connectable(self.socket)
 
     def stop_qsd(self, sig=signal.SIGTERM, timeout=10):
         if self.daemon is None:

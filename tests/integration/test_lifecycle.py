@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from qsdtest import PY, QSD, Env, wait_until
+from qsdtest import PY, QSD, Env, connectable, listening, wait_until
 from rpcutil import connect_raw
 
 PERMISSION_DENIED = -32004
@@ -144,7 +144,7 @@ def test_socket_option_and_environment_variable(env):
     e = dict(env.env)
     e["QSD_SOCKET"] = path
     p = env.spawn([QSD, "--backends="], "qsd-envsock", env=e)
-    wait_until(lambda: os.path.exists(path), 10, what="the QSD_SOCKET socket")
+    wait_until(lambda: connectable(path), 10, what="the QSD_SOCKET socket accepting connections")
     assert hello(path)["protocol"] == 1
     p.send_signal(signal.SIGTERM)
     assert p.wait(10) == 0
@@ -178,7 +178,7 @@ def test_stale_socket_file_is_replaced(env):
 def test_socket_activation(env):
     path = os.path.join(env.dir, "activated.sock")
     p = env.spawn(["systemd-socket-activate", "-l", path, QSD, "--debug-api", "--backends="], "qsd-activated")
-    wait_until(lambda: os.path.exists(path), 10, what="the activation socket")
+    wait_until(lambda: listening(path), 10, what="the activation socket listening")
     # qsd starts on the first connection and serves it on the passed fd.
     res = hello(path)
     assert res["protocol"] == 1 and "debug" in res["capabilities"]
