@@ -7,6 +7,9 @@
 #include <qsd/protocol/jsonrpc.hpp>
 #include <qsd/protocol/mirror.hpp>
 
+#include <map>
+#include <memory>
+
 namespace qsd {
 
 using json = nlohmann::json;
@@ -21,6 +24,16 @@ std::string validPath(const Params& p, const char* name) {
 	if (!pointer::isValid(path)) Params::fail(name, "a JSON Pointer (\"\" or \"/a/b\", with ~0 and ~1 escapes)");
 	return path;
 }
+
+// A debug.flood in flight.
+struct Flood {
+	Tree& tree;
+	std::string path;
+	int64_t count, keys, batch, done = 0;
+	uint64_t startRevision;
+	Responder responder;
+	EventSource step;
+};
 
 } // namespace
 
@@ -139,7 +152,12 @@ std::vector<MethodRegistration> registerDebugMethods(Daemon& d) {
 
 	// Writes `count` values under `path`, cycling over `keys` leaves, `batch` writes per loop
 	// iteration (each iteration is one flushed batch). Answers when the last batch is flushed.
-	disp.addAsync("debug.flood", [&d, &tree, debugPath](const json& params, Responder responder, ClientSession&) {
+	// The floods in flight belong to the method, not to their own timers: one still running
+	// when the daemon stops is freed with the method (held by its timer, it would keep the
+	// loop, and the client it answers, alive past the end).
+	auto floods = std::make_shared<std::map<Flood*, std::unique_ptr<Flood>>>();
+	disp.addAsync("debug.flood", [&d, &tree, debugPath, floods](const json& params, Responder responder,
+	                                                              ClientSession&) {
 		Params p(params);
 		json withDefault = params;
 		if (!withDefault.contains("path")) withDefault["path"] = "/debug/flood";
@@ -152,19 +170,14 @@ std::vector<MethodRegistration> registerDebugMethods(Daemon& d) {
 		if (keys < 1 || keys > 1'000'000) Params::fail("keys", "an integer from 1 to 1000000");
 		if (batch < 1 || batch > 10'000'000) Params::fail("batch", "an integer from 1 to 10000000");
 
-		struct Flood {
-			Tree& tree;
-			std::string path;
-			int64_t count, keys, batch, done = 0;
-			uint64_t startRevision;
-			Responder responder;
-			EventSource step;
-		};
-		auto flood = std::make_shared<Flood>(Flood{tree, path, count, keys, batch, 0, tree.revision(), std::move(responder), {}});
+		auto owned = std::make_unique<Flood>(Flood{tree, path, count, keys, batch, 0, tree.revision(), std::move(responder), {}});
+		Flood* flood = owned.get();
+		floods->emplace(flood, std::move(owned));
 		// One step per loop iteration, each flushed as its own batch. A timer that is already due,
 		// not a defer source: sd-event does not poll for I/O while a defer source is pending, so
 		// a re-armed defer would starve every client until the flood ends.
-		flood->step = d.loop().addIdleTimer([flood, &loop = d.loop()] {
+		// The timer cannot outlive the flood, nor the flood the map: plain pointers.
+		flood->step = d.loop().addIdleTimer([flood, all = floods.get(), &loop = d.loop()] {
 			auto& f = *flood;
 			for (int64_t i = 0; i < f.batch && f.done < f.count; ++i, ++f.done)
 				f.tree.set(f.path + "/k" + std::to_string(f.done % f.keys), f.done);
@@ -175,7 +188,7 @@ std::vector<MethodRegistration> registerDebugMethods(Daemon& d) {
 				return;
 			}
 			f.responder.result({{"writes", f.count}, {"revision", f.tree.revision()}, {"batches", f.tree.revision() - f.startRevision}});
-			f.step.reset();   // breaks the cycle flood -> step -> handler -> flood
+			all->erase(flood);   // frees the flood and this timer: nothing of either is used after it
 		}, "debug-flood");
 		flood->step.setTime(d.loop().now());
 	});

@@ -12,7 +12,7 @@
 
 namespace qsd {
 
-Daemon::Daemon(DaemonOptions options): options_(std::move(options)), tree_(loop_) {
+Daemon::Daemon(DaemonOptions options): options_(std::move(options)), tree_(loop_, EventLoop::clock) {
 	// While changes are frequent, flushing may take at most 1/20 of the time, and a change
 	// waits at most 10 ms (docs/architecture.md, "Coalescing under load").
 	tree_.setCoalescing({19, 10'000});

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <system_error>
 
 namespace qsd {
@@ -104,6 +105,12 @@ EventLoop::EventLoop() { check(sd_event_new(&event_), "sd_event_new"); }
 EventLoop::~EventLoop() {
 	owned_.clear();
 	sd_event_unref(event_);
+}
+
+uint64_t EventLoop::clock() {
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1'000'000u + uint64_t(ts.tv_nsec) / 1000u;
 }
 
 uint64_t EventLoop::now() const {

@@ -46,6 +46,9 @@ public:
 
 	[[nodiscard]] sd_event* raw() const { return event_; }
 	[[nodiscard]] uint64_t now() const;        // CLOCK_MONOTONIC, µs
+	// The clock of the loop's timers (CLOCK_MONOTONIC, µs) read afresh, not the time the current
+	// iteration woke up at as now() gives it.
+	[[nodiscard]] static uint64_t clock();
 
 	// onPrepare runs before every poll (flush-before-sleep hooks).
 	[[nodiscard]] EventSource addIo(int fd, uint32_t events, IoHandler onReady, const char* description,

@@ -71,7 +71,7 @@ Tree::Subscription::~Subscription() {
 	tree_->flushObservers_.erase(id_);
 }
 
-Tree::Tree(EventLoop& loop): loop_(loop), epoch_(randomEpoch()) {
+Tree::Tree(EventLoop& loop, Clock clock): loop_(loop), clock_(std::move(clock)), epoch_(randomEpoch()) {
 	// A post source runs after every dispatch of another source, so all writes made while
 	// handling one event (a D-Bus message burst, one client request) become one batch.
 	post_ = loop_.addPost([this] { flushSoon(); }, "tree-flush");
@@ -200,7 +200,7 @@ void Tree::flushSoon() {
 	fresh_ = false;
 	bool urgent = std::exchange(urgent_, false);
 	if (dirty_.empty()) return;
-	if (urgent || loop_.now() >= holdUntilUs_) {
+	if (urgent || clock_() >= holdUntilUs_) {
 		flush();
 		return;
 	}
@@ -250,7 +250,7 @@ void Tree::flush() {
 	}
 	if (coalescing_.dutyFactor && !patch.empty()) {
 		uint64_t cost = clockUs(CLOCK_THREAD_CPUTIME_ID) - start;
-		holdUntilUs_ = clockUs(CLOCK_MONOTONIC) + std::min(cost * coalescing_.dutyFactor, coalescing_.maxWindowUs);
+		holdUntilUs_ = clock_() + std::min(cost * coalescing_.dutyFactor, coalescing_.maxWindowUs);
 	}
 }
 

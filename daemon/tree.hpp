@@ -22,7 +22,11 @@ public:
 	// revision, patch (an array of add/replace/remove operations with absolute paths)
 	using Observer = std::function<void(uint64_t revision, const json& patch)>;
 
-	explicit Tree(EventLoop& loop);
+	// What the tree reads the time from (µs, on the clock of the loop's timers): the daemon
+	// passes the loop's clock (EventLoop::clock), tests a fake one they move forward themselves.
+	using Clock = std::function<uint64_t()>;
+
+	explicit Tree(EventLoop& loop, Clock clock = EventLoop::clock);
 	Tree(const Tree&) = delete;
 	Tree& operator=(const Tree&) = delete;
 
@@ -98,6 +102,7 @@ private:
 	void deliver(const json& patch);   // a new revision, to every observer
 
 	EventLoop& loop_;
+	Clock clock_;
 	json root_ = json::object();
 	uint64_t revision_ = 0;
 	std::string epoch_;

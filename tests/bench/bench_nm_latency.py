@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 os.environ.setdefault("QSD_BIN", os.path.join(HERE, "..", "..", "build", "daemon", "qsd"))
 
 import qsdtest  # noqa: E402
+from benchstat import percentile  # noqa: E402
 from nmmock import AP, NmMock  # noqa: E402
 from qsdtest import Env  # noqa: E402
 
@@ -156,11 +157,6 @@ ret = dbus.UInt64(t)
 """
 
 
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
-
 def main():
     quick = os.environ.get("QSD_BENCH_QUICK") == "1"
     samples = int(sys.argv[1]) if len(sys.argv) > 1 else (50 if quick else 2000)
@@ -192,7 +188,7 @@ def main():
         misses = sum(1 for line in out if line == "miss")
         bus = [(int(b) - int(e)) / 1000 for e, b, q in rows]
         qsd = [(int(q) - int(e)) / 1000 for e, b, q in rows]
-        b50, b99, q50, q99 = pct(bus, 50), pct(bus, 99), pct(qsd, 50), pct(qsd, 99)
+        b50, b99, q50, q99 = percentile(bus, 50), percentile(bus, 99), percentile(qsd, 50), percentile(qsd, 99)
         print(f"NetworkManager latency, AP Strength PropertiesChanged -> receiver ({len(rows)} samples, {misses} missed)")
         print(f"  plain sd-bus listener : p50 {b50:8.1f} us   p99 {b99:8.1f} us   mean {statistics.mean(bus):.1f} us")
         print(f"  qsd tree.changed line : p50 {q50:8.1f} us   p99 {q99:8.1f} us   mean {statistics.mean(qsd):.1f} us")

@@ -35,6 +35,7 @@ os.environ.setdefault("QSD_BIN", os.path.join(BUILD, "daemon", "qsd"))
 os.environ.setdefault("QSCTL_BIN", os.path.join(BUILD, "cli", "qsctl"))
 
 import qsdtest  # noqa: E402
+from benchstat import percentile  # noqa: E402
 from pwtest import PipeWire, node_key  # noqa: E402
 from qsdtest import Env  # noqa: E402
 
@@ -217,11 +218,6 @@ int main(int argc, char **argv) {
 """
 
 
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
-
 def switches(pid):
     """Voluntary + non-voluntary context switches summed over every thread of pid."""
     total = 0
@@ -302,7 +298,7 @@ def main():
         print("#   pw-dump --monitor: its printout of the node), same run, same clock")
         for mode, title in (("param", "origin: Props written (pw_node_set_param)"), ("wpctl", "origin: wpctl set-volume spawned")):
             qsd, dump, misses = res[mode]
-            q50, q99, d50, d99 = pct(qsd, 50), pct(qsd, 99), pct(dump, 50), pct(dump, 99)
+            q50, q99, d50, d99 = percentile(qsd, 50), percentile(qsd, 99), percentile(dump, 50), percentile(dump, 99)
             print(f"{title} ({len(qsd)} samples, {misses} missed)")
             print(f"  pw-dump --monitor   : p50 {d50:9.1f} us   p99 {d99:9.1f} us   mean {statistics.mean(dump):.1f} us")
             print(f"  qsd tree.changed    : p50 {q50:9.1f} us   p99 {q99:9.1f} us   mean {statistics.mean(qsd):.1f} us")

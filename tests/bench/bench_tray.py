@@ -33,15 +33,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 os.environ.setdefault("QSD_BIN", os.path.join(HERE, "..", "..", "build", "daemon", "qsd"))
 
 import qsdtest  # noqa: E402
+from benchstat import percentile  # noqa: E402
 import trayutil  # noqa: E402
 from qsdtest import Env  # noqa: E402
 
 qsdtest.QSD = os.environ["QSD_BIN"]
-
-
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
 LISTENER_C = r"""
@@ -257,12 +253,12 @@ def main():
         for kind in ("name", "pixmap"):
             bus, qsd, missed = latency(env, exe, kind, samples, warmup)
             print(f"  {kind}: ({missed} missed)")
-            print(f"    plain sd-bus host, 3 Gets answered : p50 {pct(bus, 50):8.1f} us   p90 {pct(bus, 90):8.1f} us"
-                  f"   p99 {pct(bus, 99):8.1f} us   mean {statistics.mean(bus):.1f} us")
-            print(f"    qsd tree.changed line              : p50 {pct(qsd, 50):8.1f} us   p90 {pct(qsd, 90):8.1f} us"
-                  f"   p99 {pct(qsd, 99):8.1f} us   mean {statistics.mean(qsd):.1f} us")
-            print(f"    ratio qsd / plain host             : p50 {pct(qsd, 50) / pct(bus, 50):.2f}x   p99 "
-                  f"{pct(qsd, 99) / pct(bus, 99):.2f}x")
+            print(f"    plain sd-bus host, 3 Gets answered : p50 {percentile(bus, 50):8.1f} us   p90 {percentile(bus, 90):8.1f} us"
+                  f"   p99 {percentile(bus, 99):8.1f} us   mean {statistics.mean(bus):.1f} us")
+            print(f"    qsd tree.changed line              : p50 {percentile(qsd, 50):8.1f} us   p90 {percentile(qsd, 90):8.1f} us"
+                  f"   p99 {percentile(qsd, 99):8.1f} us   mean {statistics.mean(qsd):.1f} us")
+            print(f"    ratio qsd / plain host             : p50 {percentile(qsd, 50) / percentile(bus, 50):.2f}x   p99 "
+                  f"{percentile(qsd, 99) / percentile(bus, 99):.2f}x")
 
         # RSS: a fresh daemon per case, so the latency runs do not count.
         cases = [(10, 15), (10, 100)] if quick else [(10, 15), (50, 100)]

@@ -37,6 +37,7 @@ os.environ.setdefault("QSD_BIN", os.path.join(BUILD, "daemon", "qsd"))
 os.environ.setdefault("QSCTL_BIN", os.path.join(BUILD, "cli", "qsctl"))
 
 import qsdtest  # noqa: E402
+from benchstat import percentile  # noqa: E402
 from qsdtest import Env  # noqa: E402
 
 qsdtest.QSD = os.environ["QSD_BIN"]
@@ -44,14 +45,6 @@ qsdtest.QSCTL = os.environ["QSCTL_BIN"]
 
 UP = "org.freedesktop.UPower"
 DISPLAY = "/org/freedesktop/UPower/devices/DisplayDevice"
-
-
-def percentile(values, p):
-    s = sorted(values)
-    k = (len(s) - 1) * p
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def run_once(argv, env):
@@ -117,12 +110,12 @@ def main():
                 samples[name].append(run_once(argv, env))
 
         base = statistics.median(samples["busctl get-property"])
-        base90 = percentile(samples["busctl get-property"], 0.9)
+        base90 = percentile(samples["busctl get-property"], 90)
         print(f"UPower display device percentage, whole process, {runs} runs each (ms):")
         print(f"  {'command':<22} {'median':>8} {'p90':>8} {'median/busctl':>14} {'p90/busctl':>11}")
         for name, s in samples.items():
             med = statistics.median(s)
-            p90 = percentile(s, 0.9)
+            p90 = percentile(s, 90)
             print(f"  {name:<22} {med:8.2f} {p90:8.2f} {med / base:14.2f} {p90 / base90:11.2f}")
         qs = statistics.median(samples["qsctl get --raw"])
         print(f"qsctl get vs busctl get-property: {'faster' if qs < base else 'NOT faster'} "

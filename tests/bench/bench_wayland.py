@@ -34,19 +34,12 @@ BUILD = os.path.join(HERE, "..", "..", "build")
 os.environ.setdefault("QSD_BIN", os.path.join(BUILD, "daemon", "qsd"))
 
 import qsdtest  # noqa: E402
+from benchstat import percentile  # noqa: E402
 from qsdtest import Env  # noqa: E402
 from waylandenv import Sway, qsd_env, skip_reason  # noqa: E402
 
 qsdtest.QSD = os.environ["QSD_BIN"]
 SCALE_PATH = "/wayland/outputs/HEADLESS-1/scale"
-
-
-def percentile(values, p):
-    s = sorted(values)
-    k = (len(s) - 1) * p
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def ctx(pid):
@@ -199,8 +192,8 @@ def idle(env, seconds):
 
 
 def row(name, values):
-    return (f"  {name:<16} {statistics.median(values):9.0f} {percentile(values, 0.9):9.0f} "
-            f"{percentile(values, 0.99):9.0f} {max(values):9.0f}")
+    return (f"  {name:<16} {statistics.median(values):9.0f} {percentile(values, 90):9.0f} "
+            f"{percentile(values, 99):9.0f} {max(values):9.0f}")
 
 
 def main():
@@ -233,7 +226,7 @@ def main():
         print(row("tree.changed", lines))
         print(row("qsd - plain", [q - p for q, p in zip(lines, plains)]))
         print(f"ratio tree.changed / plain client: p50 {statistics.median(lines) / statistics.median(plains):.2f}, "
-              f"p99 {percentile(lines, 0.99) / percentile(plains, 0.99):.2f}")
+              f"p99 {percentile(lines, 99) / percentile(plains, 99):.2f}")
 
         c.pump(0.2)
         vol, nonvol = idle(e, window)

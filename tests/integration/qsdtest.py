@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -33,6 +34,54 @@ BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configur
   </policy>
 </busconfig>
 """
+
+
+class _Missing:
+    """The value of a field that is not in the tree at all (as opposed to a field that is null)."""
+
+    def __repr__(self):
+        return "MISSING"
+
+    def __bool__(self):
+        return False
+
+
+MISSING = _Missing()
+
+# What a crash, a sanitizer report or an escaped exception leaves in qsd's log.
+CRASH_MARKERS = ("Sanitizer", "runtime error", "terminate called", "Segmentation fault")
+CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
+
+
+def crash_markers(log):
+    """The crash markers found in a log (empty when it is clean)."""
+    return [m for m in CRASH_MARKERS if m in log]
+
+
+def connectable(path):
+    """Whether something accepts connections on the Unix socket at path (the file alone is
+    there from bind(), before the listen() that makes a connection succeed)."""
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def listening(path):
+    """Whether a Unix socket bound to path listens, read from /proc/net/unix without
+    connecting (a connection would be a client: it starts a socket-activated service)."""
+    with open("/proc/net/unix") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            # Flags 00010000 is __SO_ACCEPTCON: listen() was called.
+            if len(fields) >= 8 and fields[7] == path and int(fields[3], 16) & 0x10000:
+                return True
+    return False
 
 
 def wait_until(predicate, timeout=10.0, interval=0.02, what="condition"):
@@ -121,7 +170,9 @@ class Client:
             data = data.encode()
         self.sock.sendall(data)
 
-    def read_line(self, timeout=10.0):
+    def read_line(self, timeout=10.0, raw=False):
+        """The next line, parsed; with raw=True its bytes without the '\\n' (for checks on the
+        encoding itself). Notifications read here are not applied to the mirrors."""
         deadline = time.monotonic() + timeout
         while b"\n" not in self.buf:
             remaining = deadline - time.monotonic()
@@ -135,7 +186,7 @@ class Client:
                 raise ConnectionError("qsd closed the connection")
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
+        return line if raw else json.loads(line)
 
     def _handle(self, msg):
         if isinstance(msg, dict) and "method" in msg and "id" not in msg:
@@ -244,13 +295,37 @@ class Client:
                 pass
         return True
 
+    def value(self, sub, path):
+        """The mirror's value at path, or MISSING when the field is not there."""
+        return pointer_get(self.mirror(sub), path, MISSING)
+
     def wait_value(self, sub, path, expected=None, predicate=None, timeout=10.0):
-        """Waits until the mirror of `sub` has `expected` (or a value satisfying predicate) at path."""
+        """Waits until the mirror of `sub` has `expected` at path (None means a null field, not a
+        missing one: wait for MISSING, or use wait_absent, for that), or a value satisfying
+        predicate (which is given None for a missing field)."""
         def ok():
-            v = pointer_get(self.mirror(sub), path, None)
-            return predicate(v) if predicate else v == expected
-        self.wait_for(ok, timeout, what=f"{path} == {expected!r}")
-        return pointer_get(self.mirror(sub), path, None)
+            v = self.value(sub, path)
+            if predicate:
+                return predicate(None if v is MISSING else v)
+            return v is expected if expected is MISSING else (v is not MISSING and v == expected)
+        try:
+            self.wait_for(ok, timeout, what=f"{path} == {expected!r}")
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}; it is {self.value(sub, path)!r}") from None
+        v = self.value(sub, path)
+        return v if expected is MISSING else (None if v is MISSING else v)
+
+    def wait_absent(self, sub, path, timeout=10.0):
+        """Waits until the field at path is not in the mirror of `sub` at all."""
+        return self.wait_value(sub, path, MISSING, timeout=timeout)
+
+    def sync(self, timeout=10.0):
+        """A barrier on this connection: every tree change qsd made before it read this request
+        is in the mirrors when it returns (qsd sends an answer after the tree.changed of every
+        earlier change, and the socket keeps the order). After a round trip that proves qsd
+        handled what a D-Bus peer sent (D-Bus keeps a sender's order), this proves that nothing
+        of it is still on its way to the client."""
+        self.call("hello", timeout=timeout)
 
 
 class Env:
@@ -276,6 +351,8 @@ class Env:
         self.env.pop("DBUS_SESSION_BUS_ADDRESS", None)
         self.socket = os.path.join(self.run, "qsd", "qsd.sock")
         self.daemon = None
+        self.daemons = []   # every qsd start_qsd started, checked by close()
+        self.check_exit = True   # close() fails unless every qsd exits cleanly
         if buses:
             self.start_buses()
 
@@ -326,6 +403,7 @@ class Env:
         cmd += list(args)
         e = dict(env or self.env)
         self.daemon = self.spawn(cmd, f"qsd-{len(self.procs)}", env=e)
+        self.daemons.append(self.daemon)
         if wait:
             wait_until(lambda: self._connectable(), 10, what="qsd socket")
         return self.daemon
@@ -333,26 +411,62 @@ class Env:
     def _connectable(self):
         if self.daemon is not None and self.daemon.poll() is not None:
             raise RuntimeError(f"qsd exited with {self.daemon.returncode}: {self.qsd_log()}")
-        s = socket.socket(socket.AF_UNIX)
-        try:
-            s.connect(self.socket)
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
+        return connectable(self.socket)
 
     def stop_qsd(self, sig=signal.SIGTERM, timeout=10):
         if self.daemon is None:
             return None
         self.daemon.send_signal(sig)
         rc = self.daemon.wait(timeout)
+        # Stopped on purpose: close() judges its log, not its status.
+        self.daemon.qsd_stopped = True
         self.daemon = None
         return rc
 
+    def exit_problems(self, timeout=10):
+        """Stops every qsd still running with SIGTERM and returns what was wrong with how they
+        ended: a status other than 0, a crash signal, sanitizer output or another crash marker
+        in a log. A qsd a test stopped itself (stop_qsd) is judged by its log only, and one that
+        exited by itself only by its log and by not dying of a crash signal."""
+        problems = []
+        for p in self.daemons:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    rc = p.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                    problems.append(f"qsd (pid {p.pid}) did not exit within {timeout} s of SIGTERM")
+                    continue
+                if rc < 0:
+                    problems.append(f"qsd (pid {p.pid}) died of {signal.Signals(-rc).name} (sent SIGTERM)")
+                elif rc != 0:
+                    problems.append(f"qsd (pid {p.pid}) exited with {rc} on SIGTERM")
+            elif not getattr(p, "qsd_stopped", False) and -p.returncode in CRASH_SIGNALS:
+                problems.append(f"qsd (pid {p.pid}) died of {signal.Signals(-p.returncode).name}")
+        self.daemon = None
+        log = self.qsd_log()
+        found = crash_markers(log)
+        if found:
+            problems.append(f"qsd's log has {', '.join(found)}")
+        if problems:
+            problems.append("its log ends with:\n" + log[-4000:])
+        return problems
+
+    def assert_exits_cleanly(self, timeout=10):
+        """Stops qsd (every one this world started) and asserts a clean exit (see exit_problems)."""
+        problems = self.exit_problems(timeout)
+        assert not problems, "\n".join(problems)
+
+    def watch(self, *paths, throttle_ms=None):
+        """A new client subscribed to `paths` (the whole tree when none): (client, subscription)."""
+        c = self.client()
+        return c, c.subscribe(list(paths) or [""], throttle_ms)
+
     def qsd_log(self):
         logs = sorted(f for f in os.listdir(self.dir) if f.startswith("qsd-"))
-        return "".join(open(os.path.join(self.dir, f)).read() for f in logs)
+        return "".join(open(os.path.join(self.dir, f), errors="replace").read() for f in logs)
 
     def client(self):
         return Client(self.socket)
@@ -379,7 +493,12 @@ class Env:
                     return int(line.split()[1])
         return 0
 
-    def close(self):
+    def close(self, check=None, keep=False):
+        """Stops everything. Unless check (default: self.check_exit) is False, fails, after
+        cleaning up, when qsd did not exit cleanly (exit_problems). With keep, the directory
+        with every program's log is left in place (and named on stderr)."""
+        check = self.check_exit if check is None else check
+        problems = self.exit_problems() if check else []
         if self.daemon is not None and self.daemon.poll() is None:
             self.daemon.terminate()
         for kind, p in reversed(self.procs):
@@ -396,4 +515,10 @@ class Env:
                     p.wait(5)
                 except subprocess.TimeoutExpired:
                     p.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        # A qsd that did not exit cleanly is a failure too.
+        keep = keep or (problems and os.environ.get("QSD_TEST_KEEP") == "failed")
+        if keep:
+            sys.stderr.write(f"kept the test's directory, with every log: {self.dir}\n")
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        assert not problems, "qsd did not exit cleanly: " + "\n".join(problems)

@@ -2,7 +2,6 @@
 subscriber's mirror equals the daemon's tree."""
 
 import json
-import select
 import socket
 import time
 
@@ -11,20 +10,7 @@ from qsdtest import Client
 
 def read_raw_line(client, timeout=10.0):
     """The next line as bytes (without '\\n'), for checks on the encoding itself."""
-    deadline = time.monotonic() + timeout
-    while b"\n" not in client.buf:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("no line from qsd")
-        r, _, _ = select.select([client.sock], [], [], remaining)
-        if not r:
-            continue
-        chunk = client.sock.recv(1 << 20)
-        if not chunk:
-            raise ConnectionError("qsd closed the connection")
-        client.buf += chunk
-    line, client.buf = client.buf.split(b"\n", 1)
-    return line
+    return client.read_line(timeout, raw=True)
 
 
 def exchange(client, data, timeout=10.0):

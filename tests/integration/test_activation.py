@@ -52,10 +52,9 @@ def adopt(env, name):
     return pid
 
 
-def watch(env):
+def start_and_watch(env):
     env.start_qsd(backends=["upower", "nm"])
-    c = env.client()
-    sub = c.subscribe(["/power", "/network", "/daemon/backends"])
+    c, sub = env.watch("/power", "/network", "/daemon/backends")
     return c, sub, (lambda path: pointer_get(c.mirror(sub), path, None))
 
 
@@ -66,7 +65,7 @@ def test_services_that_are_not_running_are_started(bare_env):
         "net.hadess.PowerProfiles": ("power_profiles_daemon", {"ActiveProfile": "power-saver"}),
         "org.freedesktop.NetworkManager": ("networkmanager", {"Version": "1.42.4"}),
     })
-    c, sub, get = watch(env)
+    c, sub, get = start_and_watch(env)
     c.wait_value(sub, "/power/available", True, timeout=30)
     c.wait_value(sub, "/power/profiles/profile", "powerSaver", timeout=30)
     c.wait_value(sub, "/network/available", True, timeout=30)
@@ -86,7 +85,7 @@ def test_services_that_are_not_running_are_started(bare_env):
 def test_services_that_cannot_be_started_are_unavailable_with_the_reason(bare_env):
     env = bare_env
     start_buses(env, {})
-    c, sub, get = watch(env)
+    c, sub, get = start_and_watch(env)
     c.wait_value(sub, "/daemon/backends/upower/state", "unavailable", timeout=30)
     c.wait_value(sub, "/daemon/backends/nm/state", "unavailable", timeout=30)
     up = get("/daemon/backends/upower/error")

@@ -36,6 +36,8 @@ class World:
 
 @pytest.fixture(scope="module")
 def world():
+    """One daemon for the module; its teardown fails unless qsd exits cleanly, with no crash
+    marker in its log after every case of the module (Env.close)."""
     w = World()
     yield w
     w.close()
@@ -167,7 +169,8 @@ def test_send_and_close_immediately(world, c):
     s = connect_raw(world.env.socket)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}\n' * 200)
-    time.sleep(0.05)
+    # The first byte of an answer is there: qsd is writing (into a buffer too small for all).
+    s.recv(1, socket.MSG_PEEK)
     s.close()
     next_is_answer_to(c, 1)
 
@@ -403,9 +406,3 @@ def test_fd_passing_and_odd_socket_use(world, c):
     assert json.loads(buf.split(b"\n")[0])["id"] == 1
     s.close()
     next_is_answer_to(c, 2)
-
-
-def test_daemon_log_has_no_crash_markers(world):
-    log = world.env.qsd_log()
-    for marker in ["AddressSanitizer", "runtime error", "terminate called", "Segmentation"]:
-        assert marker not in log, log[-3000:]

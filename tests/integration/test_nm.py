@@ -42,6 +42,7 @@ def world(env):
     wd.wlan, wd.eth, wd.home_ap, wd.home, wd.ac = w, e, home_ap, home, ac
     wd.get = lambda path: pointer_get(c.mirror(sub), path, None)
     wd.wait = lambda path, value=None, predicate=None: c.wait_value(sub, path, value, predicate)
+    wd.absent = lambda path: c.wait_absent(sub, path)
     return wd
 
 
@@ -104,16 +105,16 @@ def test_access_points_and_devices_come_and_go(world):
     world.wait("/network/devices/wlan0/networks/HomeNet/signalStrength", 0.61)
     m.mock.RemoveAccessPoint(world.wlan, ap2)
     m.mock.RemoveAccessPoint(world.wlan, ap)
-    world.wait("/network/devices/wlan0/networks/Fresh", None)
+    world.absent("/network/devices/wlan0/networks/Fresh")
     # The weaker HomeNet AP leaving keeps the network.
     m.mock.RemoveAccessPoint(world.wlan, P + "/AccessPoint/ap_home5")
     world.wait("/network/devices/wlan0/networks/HomeNet/accessPoints", predicate=lambda v: v and len(v) == 1)
     w2 = m.add_wifi("wlan1")
     world.wait("/network/devices/wlan1/type", "wifi")
     m.mock.RemoveDevice(w2)
-    world.wait("/network/devices/wlan1", None)
+    world.absent("/network/devices/wlan1")
     m.mock.RemoveDevice(world.eth)
-    world.wait("/network/devices/eth0", None)
+    world.absent("/network/devices/eth0")
     assert "wlan0" in world.get("/network/devices")
 
 
@@ -286,7 +287,7 @@ def test_disconnect_and_forget(world):
     world.wait("/network/devices/wlan0/networks/HomeNet/connected", False)
     res = c.call("network.forget", {"network": "FarAway"})
     assert res["network"] == "FarAway" and len(res["profiles"]) == 1
-    world.wait("/network/devices/wlan0/networks/FarAway", None)
+    world.absent("/network/devices/wlan0/networks/FarAway")
     with pytest.raises(RpcError) as err:
         c.call("network.forget", {"network": "CafeOpen"})
     assert err.value.code == -32001
@@ -382,6 +383,7 @@ def test_wrong_property_type_degrades_and_logs_once(world):
     nb = P + "/AccessPoint/ap_nb"
     for _ in range(3):
         m.iface(nb).UpdateProperties(AP, {"Strength": "very strong"})
+    # Null, not dropped (wait_value tells the two apart): the access point is still shown.
     world.wait("/network/devices/wlan0/networks/Neighbour/accessPoints/00:11:22:33:44:77/strength", None)
     assert world.get("/network/devices/wlan0/networks/Neighbour/signalStrength") == 0
     m.iface(world.wlan).UpdateProperties(DEV, {"State": "activated"})

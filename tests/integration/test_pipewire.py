@@ -24,13 +24,6 @@ def world(env, **kw):
     return pw
 
 
-def watch(env, paths=("/audio",)):
-    c = env.client()
-    sub = c.subscribe(list(paths))
-    c.wait_value(sub, "/audio/available", True, timeout=30)
-    return c, sub
-
-
 def serial(pw, name):
     return str(pw.node_by_name(name)["info"]["props"]["object.serial"])
 
@@ -47,7 +40,8 @@ def test_sinks_sources_and_streams_appear_with_identity(env):
     pw.run(["wpctl", "set-default", str(a)])
     player = pw.play("test-player", target="qsd_sink_a")
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
     ka, kb, km, ks = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b", "qsd_mic", "test-player"))
     # Keys are object.serial; ids are the global ids wpctl and pw-cli show.
     assert ka == serial(pw, "qsd_sink_a") and km == serial(pw, "qsd_mic") and ks == serial(pw, "test-player")
@@ -69,7 +63,9 @@ def test_sinks_sources_and_streams_appear_with_identity(env):
     assert stream["application"]["name"] == "qsd-test-player"
     assert stream["application"]["processId"] == player.pid and stream["application"]["binary"] == "pw-cat"
     assert stream["media"]["name"].endswith("tone.wav") and stream["media"]["role"] == "Music"
-    assert stream["audio"]["volumes"] == [1.0, 1.0]
+    # A stream has channels once its format is negotiated with the sink, which may come after
+    # qsd first sees it.
+    c.wait_value(sub, f"/audio/nodes/{ks}/audio/volumes", [1.0, 1.0])
     # The stream plays to sink a: two links (one per channel), grouped as playingTo/capturedFrom.
     c.wait_value(sub, f"/audio/nodes/{ks}/playingTo", [ka])
     c.wait_value(sub, f"/audio/nodes/{ka}/capturedFrom", [ks])
@@ -117,7 +113,8 @@ def test_wpctl_changes_show_in_the_tree_with_wpctls_values(env):
     pw.run(["wpctl", "set-default", str(a)])
     pw.play("test-player", target="qsd_sink_a")
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
     ka, kb, ks = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b", "test-player"))
     pw.run(["wpctl", "set-volume", str(a), "0.35"])
     c.wait_value(sub, f"/audio/nodes/{ka}/audio/volume", 0.35)
@@ -198,7 +195,8 @@ def test_actions_are_applied_before_they_answer(env):
     pw.run(["wpctl", "set-default", str(a)])
     pw.play("test-player", target="qsd_sink_a")
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
     ka, kb, ks = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b", "test-player"))
     mirror = lambda path: pointer_get(c.mirror(sub), path, None)  # noqa: E731
 
@@ -264,7 +262,8 @@ def test_move_stream_plays_to_the_new_sink(env):
     pw.play("test-player")
     pw.record("test-recorder")
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
     ka, kb, ks = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b", "test-player"))
     km, km2, kr = (node_key(c, sub, n) for n in ("qsd_mic", "qsd_mic2", "test-recorder"))
     c.wait_value(sub, f"/audio/nodes/{ks}/playingTo", [ka])
@@ -343,7 +342,8 @@ def test_bad_params_are_refused_naming_the_param_and_nothing_is_sent(env):
     pw.run(["wpctl", "set-default", str(a)])
     pw.play("test-player", target="qsd_sink_a")
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
     keys = {"@A": node_key(c, sub, "qsd_sink_a"), "@B": node_key(c, sub, "qsd_sink_b"),
             "@M": node_key(c, sub, "qsd_mic"), "@S": node_key(c, sub, "test-player"),
             "@DRIVER": node_key(c, sub, "Dummy-Driver")}
@@ -397,7 +397,8 @@ def test_peaks_on_request_shared_and_closed_with_the_last_client(env):
     pw.run(["wpctl", "set-default", str(a)])
     pw.play("test-player", target="qsd_sink_a")
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
     ka, ks = node_key(c, sub, "qsd_sink_a"), node_key(c, sub, "test-player")
     meters = lambda: [o for o in pw.dump() if o["type"] == "PipeWire:Interface:Node"  # noqa: E731
                       and o["info"]["props"].get("node.name") == "qsd.peaks"]
@@ -455,7 +456,8 @@ def test_pulse_clients_show_up_too(env):
     a = pw.add_null("qsd_sink_a")
     pw.run(["wpctl", "set-default", str(a)])
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
     ka = node_key(c, sub, "qsd_sink_a")
     pw.run(["pactl", "set-sink-volume", "qsd_sink_a", "80%"])
     # 80 % is 52428/65536 in pulse's integer volume.

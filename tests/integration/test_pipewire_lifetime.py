@@ -18,12 +18,6 @@ def _qsd_exits_cleanly(env):
     exits_cleanly(env)
 
 
-def watch(env):
-    c = env.client()
-    sub = c.subscribe(["/audio", "/daemon/backends/pipewire"])
-    return c, sub
-
-
 def test_restart_of_pipewire_and_wireplumber(env):
     pw = PipeWire(env)
     a = pw.add_null("qsd_sink_a")
@@ -31,7 +25,7 @@ def test_restart_of_pipewire_and_wireplumber(env):
     pw.run(["wpctl", "set-default", str(a)])
     pw.play("test-player", target="qsd_sink_a")
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio", "/daemon/backends/pipewire")
     c.wait_value(sub, "/audio/available", True, timeout=30)
     ka = node_key(c, sub, "qsd_sink_a")
     c.wait_value(sub, "/audio/defaultAudioSink", ka)
@@ -70,7 +64,7 @@ def test_wireplumber_absent_nodes_listed_defaults_null(env):
     pw = PipeWire(env, wireplumber=False)
     a = pw.add_null("qsd_sink_a")
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio", "/daemon/backends/pipewire")
     c.wait_value(sub, "/audio/available", True, timeout=30)
     ka = node_key(c, sub, "qsd_sink_a")
     audio = c.mirror(sub)["audio"]
@@ -96,7 +90,7 @@ def test_wireplumber_absent_nodes_listed_defaults_null(env):
 def test_pipewire_absent_at_start_then_found(env):
     require()
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio", "/daemon/backends/pipewire")
     c.wait_value(sub, "/daemon/backends/pipewire/state", "unavailable", timeout=20)
     error = c.mirror(sub)["daemon"]["backends"]["pipewire"]["error"]
     assert "PipeWire is not running" in error and os.path.join(env.run, "pipewire-0") in error
@@ -120,7 +114,7 @@ def test_runtime_dir_and_remote_name_are_honoured(env):
     qenv = dict(env.env)
     qenv.update(PIPEWIRE_RUNTIME_DIR=pwdir, PIPEWIRE_REMOTE="qsd-pw-1")
     env.start_qsd(backends=["pipewire"], env=qenv)
-    c, sub = watch(env)
+    c, sub = env.watch("/audio", "/daemon/backends/pipewire")
     c.wait_value(sub, "/daemon/backends/pipewire/state", "unavailable", timeout=20)
     assert os.path.join(pwdir, "qsd-pw-1") in c.mirror(sub)["daemon"]["backends"]["pipewire"]["error"]
     pw = PipeWire(env, extra_env=extra)

@@ -55,6 +55,14 @@ def calls(env, service, path="/StatusNotifierItem"):
     return json.loads(str(control(env, service, path).Calls()))
 
 
+def bus_barrier(env, c):
+    """Proves that qsd handled every message the session bus queued for it before now, and that
+    the tree changes they caused reached client c: a D-Bus call to qsd's watcher (the bus routes
+    it behind them), then a round trip on c's socket."""
+    registered(env)
+    c.sync()
+
+
 def set_prop(env, service, prop, value, signal, path="/StatusNotifierItem"):
     control(env, service, path).Set(prop, json.dumps(value), signal)
 

@@ -21,8 +21,6 @@ sys.path.insert(0, os.environ.get("QSD_INTEGRATION_DIR", os.path.join(HERE, ".."
 from qsdtest import PY, Env  # noqa: E402
 from nmmock import AP, SEC_NONE, NmMock  # noqa: E402
 
-UP = "org.freedesktop.UPower"
-UP_PATH = "/org/freedesktop/UPower"
 PPD = ("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles")
 MOCK = "org.freedesktop.DBus.Mock"
 
@@ -56,12 +54,12 @@ def networkmanager(env):
 def upower(env):
     """A discharging battery at 73.5 % with two hours left; power-profiles-daemon (balanced)."""
     import dbus
-    env.start_mock("upower", {"OnBattery": True, "DaemonVersion": "0.99.20", "GetCriticalAction": "PowerOff"}, name=UP)
-    up = dbus.Interface(env.dbus().get_object(UP, UP_PATH), MOCK)
-    up.AddDischargingBattery("BAT0", "Mock Battery", 73.5, 7200)
-    up.SetupDisplayDevice(2, 2, 73.5, 36.7, 50.0, 12.3, 7200, 0, True, "battery-good-symbolic", 3)
-    env.start_mock("power_profiles_daemon", None, name=PPD[0])
-    dbus.Interface(env.dbus().get_object(*PPD), MOCK).AddMethod(PPD[0], "ForgetHolds", "", "", FORGET_HOLDS)
+    import upmock
+    upmock.start_upower(env)
+    upmock.add_battery(env, "BAT0", 73.5, 7200)
+    upmock.setup_display(env, 73.5, 2)
+    upmock.start_hadess(env)
+    dbus.Interface(upmock.ppd_obj(env), MOCK).AddMethod(PPD[0], "ForgetHolds", "", "", FORGET_HOLDS)
     return {}
 
 
