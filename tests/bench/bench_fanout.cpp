@@ -8,7 +8,7 @@
 //   send→first : request written → first subscriber has the line (daemon read + dispatch +
 //                flush + first subscriber's write + wake-up of this client)
 //   send→last  : request written → last subscriber has the line
-//   first→last : the fan-out spread (DESIGN target: ≤ 1 ms with 64 subscribers)
+//   first→last : the fan-out spread (target: ≤ 1 ms with 256 subscribers, docs/performance.md)
 // The client reads each ready socket with one recv (~1-2 µs), faster than the daemon writes a
 // notification, so arrival times follow the daemon's writes rather than this reader.
 // "qsd CPU" is the daemon's own CPU time per change (from /proc/<pid>/schedstat), which does not

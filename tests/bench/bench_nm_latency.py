@@ -12,7 +12,7 @@ and returns that time. Latency = receipt - emission, for each of the two receive
 
 Usage: bench_nm_latency.py [SAMPLES]   (QSD_BIN selects the daemon, default build/daemon/qsd;
 QSD_BENCH_QUICK=1 takes 50 samples)
-Prints p50 and p99 of both and their ratios (DESIGN.md targets: p50 <= 1.5x, p99 <= 2x).
+Prints p50 and p99 of both and their ratios (targets in docs/performance.md: p50 <= 1.2x, p99 <= 1.5x).
 """
 
 import os

@@ -9,7 +9,7 @@ against python-dbusmock's upower template on a private system bus:
 
 Each sample is fork + exec + exit of the command, measured around posix_spawn/waitpid with
 CLOCK_MONOTONIC; the three commands are run round-robin so background load falls on all of them
-alike. Prints median and p90 per command and the ratios to busctl (DESIGN.md target: qsctl get
+alike. Prints median and p90 per command and the ratios to busctl (target in docs/performance.md: qsctl get
 faster than busctl get-property for the same value).
 
 A fourth row, busctl reading a property of the bus daemon itself, is busctl's floor without

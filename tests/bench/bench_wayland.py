@@ -12,7 +12,7 @@ taken just before the command is written; one select() loop timestamps whatever 
                  client subscribed to /wayland
 
 Idle: context switches of qsd over a window with sway, two foot windows and the subscriber
-connected and nothing changing (DESIGN.md target: 0), then the same with the compositor gone
+connected and nothing changing (target in docs/performance.md: 0), then the same with the compositor gone
 (qsd waiting on its inotify watch).
 
 Usage: bench_wayland.py [RUNS]   (default 200, 10 with QSD_BENCH_QUICK=1; QSD_BIN selects the daemon)

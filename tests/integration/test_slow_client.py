@@ -1,4 +1,4 @@
-"""Slow clients never block anyone and never see a wrong state (DESIGN.md, "The protocol").
+"""Slow clients never block anyone and never see a wrong state (docs/protocol.md, "Slow clients").
 
 A client subscribed to the whole tree stops reading while 100 000 separate batches happen: the
 daemon's memory stays bounded, another subscriber keeps receiving, and when the slow client reads

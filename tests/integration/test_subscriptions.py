@@ -1,4 +1,4 @@
-"""tree.subscribe / tree.changed / tree.unsubscribe / events.subscribe as DESIGN.md specifies them:
+"""tree.subscribe / tree.changed / tree.unsubscribe / events.subscribe as docs/protocol.md specifies them:
 snapshots, path filters, ancestor changes restated at the subscribed path, one notification per
 batch in revision order, and a randomized check that every mirror equals the daemon's tree."""
 

@@ -1,5 +1,5 @@
 """The systemd user units and the daemon's side of the contract they rely on: the units carry the
-keys DESIGN.md requires (and systemd itself accepts them), qsd sends READY=1 once its socket
+keys docs/architecture.md ("systemd") names (and systemd itself accepts them), qsd sends READY=1 once its socket
 listens and WATCHDOG=1 pings when a watchdog is configured (what Type=notify and WatchdogSec=
 need), and it logs with <N> priority prefixes exactly when stderr is the journal's stream."""
 
