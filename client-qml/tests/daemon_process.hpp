@@ -103,6 +103,10 @@ public:
 			if (socket.waitForReadyRead(100)) buffer += socket.readAll();
 			if (socket.state() != QLocalSocket::ConnectedState && socket.bytesAvailable() == 0) break;
 		}
+		if (!buffer.contains('\n'))
+			return {{QStringLiteral("error"), timer.elapsed() >= timeoutMs
+			                                          ? QStringLiteral("no answer within %1 ms").arg(timeoutMs)
+			                                          : QStringLiteral("the connection closed without an answer")}};
 		auto line = buffer.left(buffer.indexOf('\n'));
 		auto reply = QJsonDocument::fromJson(line).toVariant().toMap();
 		reply.remove(QStringLiteral("jsonrpc"));

@@ -33,11 +33,12 @@ TestCase {
         resyncs.clear()
         Qsd.pauseReading()
         // 20 000 batches while the client reads nothing: more than the daemon queues per client.
-        var r = QsdDaemon.rpc("debug.flood", { count: 20000, keys: 50, batch: 1 })
+        // The answer comes once all are written: a bound for a slow (sanitized, loaded) machine.
+        var r = QsdDaemon.rpc("debug.flood", { count: 20000, keys: 50, batch: 1 }, 180000)
         compare(r.error, undefined)
         compare(r.result.writes, 20000)
         Qsd.resumeReading()
-        tryVerify(function() { return resyncs.count >= 1 }, 20000, "a tree.resync arrived")
+        tryVerify(function() { return resyncs.count >= 1 }, 60000, "a tree.resync arrived")
 
         var got = callSync("tree.get", { path: "" })
         compare(got.revision, got.res.revision)
