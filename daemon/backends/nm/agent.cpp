@@ -51,8 +51,9 @@ void NmBackend::exportAgent() {
 	if (const char* ms = std::getenv("QSD_DEBUG_NM_SECRET_TIMEOUT_MS"); ms && context_.debug)
 		if (auto v = std::strtoull(ms, nullptr, 10); v > 0) secretTimeout_ = std::chrono::milliseconds(v);
 	agent_ = sdbus::createObject(conn(), kAgentPath);
-	agent_->registerMethod(kAgentIface, "GetSecrets", "a{sa{sv}}osasu", {"connection", "connection_path", "setting_name", "hints", "flags"},
-	                       "a{sa{sv}}", {"secrets"}, [this](sdbus::MethodCall call) { onGetSecrets(std::move(call)); });
+	agent_->registerMethod(kAgentIface, "GetSecrets", "a{sa{sv}}osasu",
+	                       {"connection", "connection_path", "setting_name", "hints", "flags"}, "a{sa{sv}}", {"secrets"},
+	                       [this](sdbus::MethodCall call) { onGetSecrets(std::move(call)); });
 	agent_->registerMethod(kAgentIface, "CancelGetSecrets", "os", {"connection_path", "setting_name"}, "", {},
 	                       [this](sdbus::MethodCall call) { onCancelGetSecrets(std::move(call)); });
 	agent_->registerMethod(kAgentIface, "SaveSecrets", "a{sa{sv}}o", {"connection", "connection_path"}, "", {},
@@ -143,7 +144,8 @@ void NmBackend::onGetSecrets(sdbus::MethodCall call) {
 	auto id = "r" + std::to_string(nextRequest_++);
 	SecretRequest r{id, call, path, std::move(prompt), nowRfc3339(), {}};
 	r.timeout = context_.loop.addTimer(secretTimeout_, [this, id] {
-		finishRequest(id, kNoSecrets, "no client answered in time");
+		auto expired = id;   // finishRequest destroys this timer, and with it this lambda
+		finishRequest(expired, kNoSecrets, "no client answered in time");
 	}, "nm-secret-timeout");
 	auto value = nm::promptJson(r.prompt, id, r.createdAt);
 	log::info("nm", "NetworkManager asks for secrets of {} ({}): request {}", r.prompt.profileName, r.prompt.setting, id);
