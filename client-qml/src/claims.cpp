@@ -227,6 +227,10 @@ bool QsdWifiScanner::targetPresent() const {
 	return device && device->is_object();
 }
 
+QsdSecretPrompter::~QsdSecretPrompter() { this->shutdown(); }
+
+bool QsdSecretPrompter::targetPresent() const { return isTrue(this->client()->findDaemon("/network/available")); }
+
 QsdPeakMonitor::~QsdPeakMonitor() { this->shutdown(); }
 
 void QsdPeakMonitor::setNode(const QString& node) {

@@ -140,7 +140,8 @@ private:
 };
 
 // A claim that is a per-connection switch the daemon counts across clients
-// (network.setScannerEnabled {device, enabled}, audio.monitorPeaks {node, enabled}). Elements of
+// (network.setScannerEnabled {device, enabled}, audio.monitorPeaks {node, enabled},
+// network.handleSecrets {enabled}). Elements of
 // one client asking for the same target share one request (see QsdLeases).
 class QsdSwitchClaim: public qsd::qml::QsdClaim {
 	Q_OBJECT
@@ -187,6 +188,25 @@ protected:
 
 private:
 	QString mDevice;
+};
+
+// QsdSecretPrompter { active: true }: this shell answers NetworkManager's requests for secrets
+// (/network/secretRequests, network.answerSecrets / network.cancelSecrets) while active.
+class QsdSecretPrompter: public qsd::qml::QsdSwitchClaim {
+	Q_OBJECT
+	QML_ELEMENT
+
+public:
+	explicit QsdSecretPrompter(QObject* parent = nullptr): QsdSwitchClaim(parent) {}
+	~QsdSecretPrompter() override;
+
+	[[nodiscard]] std::string watchedPath() const override { return "/network/available"; }
+
+protected:
+	[[nodiscard]] bool configured() const override { return true; }
+	[[nodiscard]] bool targetPresent() const override;
+	[[nodiscard]] std::string method() const override { return "network.handleSecrets"; }
+	[[nodiscard]] nlohmann::json target() const override { return nlohmann::json::object(); }
 };
 
 // QsdPeakMonitor { node: Qsd.audio?.defaultAudioSink ?? ""; active: popup.visible }

@@ -183,13 +183,9 @@ int main(int argc, char** argv) {
 	// A blank window (one colour) has variance 0; text and chips give far more.
 	if (variance <= 50.0) status = 1;
 
-	// The password prompt, as NetworkManager's "secrets required" failure opens it.
-	if (shown.contains(QStringLiteral("network")))
-		daemon.rpc(QStringLiteral("debug.emit"),
-		           {{QStringLiteral("topic"), QStringLiteral("network.connectionFailed")},
-		            {QStringLiteral("data"), QVariantMap {{QStringLiteral("device"), QStringLiteral("wlan0")},
-		                                                  {QStringLiteral("network"), QStringLiteral("Neighbour")},
-		                                                  {QStringLiteral("reason"), QStringLiteral("noSecrets")}}}});
+	// The password prompt, as NetworkManager's request for secrets (to qsd's agent) opens it.
+	if (shown.contains(QStringLiteral("network")) && daemon.drive(QStringLiteral("nm-ask-secrets"), {QStringLiteral("Neighbour")})[QStringLiteral("code")].toInt() != 0)
+		std::fprintf(stderr, "NetworkManager's mock could not ask qsd for secrets\n"), status = 1;
 	const QMap<QString, QString> menuOf {{QStringLiteral("wifi"), QStringLiteral("network")}, {QStringLiteral("profile"), QStringLiteral("profile")},
 	                                     {QStringLiteral("audio"), QStringLiteral("volume")},  {QStringLiteral("tray"), QStringLiteral("tray")}};
 	for (const auto& menu: bar->property("menus").toStringList()) {

@@ -1,6 +1,8 @@
 """python-dbusmock's NetworkManager template, extended where it lacks what /network reads and
 what the actions call (Device.Disconnect, Autoconnect, InterfaceFlags, Wired.Speed,
-connectivity-check properties, Settings.Connection.ClearSecrets, device removal)."""
+connectivity-check properties, Settings.Connection.ClearSecrets, device removal), and with an
+AgentManager (add_agent_manager) through which a test plays NetworkManager towards a secret
+agent."""
 
 import dbus
 
@@ -13,6 +15,10 @@ WIFI = NM + ".Device.Wireless"
 AP = NM + ".AccessPoint"
 CONN = NM + ".Settings.Connection"
 ACTIVE = NM + ".Connection.Active"
+AGENT_MANAGER = P + "/AgentManager"
+AGENT_MANAGER_IFACE = NM + ".AgentManager"
+SECRET_AGENT = NM + ".SecretAgent"
+SECRET_AGENT_PATH = P + "/SecretAgent"
 
 # AP security argument of AddAccessPoint (the template derives Flags/WpaFlags/RsnFlags from it).
 SEC_NONE = 0
@@ -33,6 +39,32 @@ self.RemoveObject(args[0])
 DISCONNECT = """
 self.Set('org.freedesktop.NetworkManager.Device', 'ActiveConnection', dbus.ObjectPath('/'))
 self.Set('org.freedesktop.NetworkManager.Device', 'State', dbus.UInt32(30))
+"""
+
+
+# Calls a secret agent from the mock's own connection, as NetworkManager does (an agent answers
+# only NetworkManager's unique name), without waiting: the answer is kept under a token for
+# AgentReply. args[0] is the agent's bus name, args[1] the SecretAgent method, args[2] its
+# signature, the rest its arguments. NetworkManager waits 120 s for an agent; a little longer here
+# so that the agent's own timeout is what a test sees.
+CALL_AGENT = """
+if not hasattr(self, 'agent_replies'):
+    self.agent_replies = {}
+token = len(self.agent_replies) + 1
+self.agent_replies[token] = ('pending', '', {})
+def done(*result, token=token, replies=self.agent_replies):
+    replies[token] = ('ok', '', result[0] if result else {})
+def failed(e, token=token, replies=self.agent_replies):
+    replies[token] = ('error', e.get_dbus_name(), {})
+self.connection.call_async(args[0], '/org/freedesktop/NetworkManager/SecretAgent',
+                           'org.freedesktop.NetworkManager.SecretAgent', args[1], args[2], list(args[3:]),
+                           done, failed, timeout=130)
+ret = dbus.UInt32(token)
+"""
+
+AGENT_REPLY = """
+state, error, secrets = getattr(self, 'agent_replies', {}).get(int(args[0]), ('unknown', '', {}))
+ret = (state, error, dbus.Dictionary(secrets, signature='sa{sv}'))
 """
 
 
@@ -123,3 +155,75 @@ class NmMock:
 
     def clear_calls(self, path):
         self.iface(path).ClearCalls()
+
+    # --- the secret agent's side (NetworkManager's AgentManager)
+
+    def add_agent_manager(self):
+        """NetworkManager's AgentManager, which the template lacks. Registrations are recorded
+        (calls(AGENT_MANAGER, "RegisterWithCapabilities")); Agent* call a registered agent from
+        the mock's connection, as NetworkManager would."""
+        self.mock.AddObject(AGENT_MANAGER, AGENT_MANAGER_IFACE, {}, [
+            ("Register", "s", "", ""),
+            ("RegisterWithCapabilities", "su", "", ""),
+            ("Unregister", "", "", ""),
+        ])
+        am = self.iface(AGENT_MANAGER)
+        am.AddMethod(MOCK, "AgentGetSecrets", "sssa{sa{sv}}osasu", "u", CALL_AGENT)
+        am.AddMethod(MOCK, "AgentCancelGetSecrets", "sssos", "u", CALL_AGENT)
+        am.AddMethod(MOCK, "AgentSaveSecrets", "sssa{sa{sv}}o", "u", CALL_AGENT)
+        am.AddMethod(MOCK, "AgentDeleteSecrets", "sssa{sa{sv}}o", "u", CALL_AGENT)
+        am.AddMethod(MOCK, "AgentReply", "u", "ssa{sa{sv}}", AGENT_REPLY)
+        return self
+
+    def registrations(self):
+        return self.calls(AGENT_MANAGER, "RegisterWithCapabilities")
+
+    def get_secrets(self, agent, connection, path, setting, hints=(), flags=1):
+        """Starts GetSecrets on `agent` (a unique name); returns a token for agent_reply."""
+        return self.iface(AGENT_MANAGER).AgentGetSecrets(agent, "GetSecrets", "a{sa{sv}}osasu", connection,
+                                                         dbus.ObjectPath(path), setting,
+                                                         dbus.Array(hints, signature="s"), dbus.UInt32(flags))
+
+    def cancel_get_secrets(self, agent, path, setting):
+        return self.iface(AGENT_MANAGER).AgentCancelGetSecrets(agent, "CancelGetSecrets", "os", dbus.ObjectPath(path),
+                                                               setting)
+
+    def save_secrets(self, agent, connection, path, method="SaveSecrets"):
+        call = self.iface(AGENT_MANAGER).AgentSaveSecrets if method == "SaveSecrets" else \
+            self.iface(AGENT_MANAGER).AgentDeleteSecrets
+        return call(agent, method, "a{sa{sv}}o", connection, dbus.ObjectPath(path))
+
+    def agent_reply(self, token):
+        """("pending" | "ok" | "error", error name, secrets as plain Python values)."""
+        state, error, secrets = self.iface(AGENT_MANAGER).AgentReply(dbus.UInt32(token))
+        return str(state), str(error), plain(secrets)
+
+
+def plain(value):
+    """dbus-python values as plain Python ones (for comparing a reply exactly)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, dbus.ByteArray):
+        return bytes(value)
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dbus.Boolean):
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    return value
+
+
+def unique_name_of(bus, pid):
+    """The unique name of the connection process `pid` has on `bus` (qsd's, for its agent)."""
+    daemon = dbus.Interface(bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus"), "org.freedesktop.DBus")
+    for name in daemon.ListNames():
+        if name.startswith(":"):
+            try:
+                if daemon.GetConnectionUnixProcessID(name) == pid:
+                    return str(name)
+            except dbus.DBusException:
+                pass
+    return None

@@ -1,6 +1,7 @@
 """/network against a REAL NetworkManager, run by the test in its own network namespace where it
 manages a veth pair, talking to qsd over the test's private system bus. Real property types,
-real signal batching, and the properties the mock lacks (InterfacesFlags, Speed, IP config).
+real signal batching, and the properties the mock lacks (InterfacesFlags, Speed, IP config); the
+secret agent with a real 802.1X authenticator (hostapd) and supplicant on the veth pair.
 Skipped only when a network namespace cannot be created (not root)."""
 
 import os
@@ -209,3 +210,122 @@ def test_update_profile_keeps_the_stored_secrets(env, real):
     assert secret() == "s3cret passphrase"
     assert "s3cret passphrase" not in env.qsd_log()
     assert "s3cret passphrase" not in str(c.mirror(sub))
+
+
+# --- the secret agent and every saved connection, against the real service --------------------
+
+EAP_USER, EAP_PASSWORD = "alice", "md5 secret 42"
+
+
+def _start_8021x(env, real):
+    """An 802.1X authenticator on veth-b (hostapd, wired driver, its own EAP server knowing
+    EAP_USER with EAP-MD5) and wpa_supplicant for NetworkManager on the private bus, both in the
+    namespace: a wired profile with 802.1X then needs a password, and a wrong one is refused."""
+    for tool in ("hostapd", "wpa_supplicant"):
+        if shutil.which(tool) is None and not os.path.exists("/usr/sbin/" + tool):
+            pytest.skip(f"{tool} is not installed (scripts/install-deps)")
+    users = os.path.join(env.dir, "eap_users")
+    with open(users, "w") as f:
+        f.write(f'"{EAP_USER}" MD5 "{EAP_PASSWORD}"\n')
+    conf = os.path.join(env.dir, "hostapd.conf")
+    with open(conf, "w") as f:
+        f.write(f"interface=veth-b\ndriver=wired\nieee8021x=1\neap_server=1\neap_user_file={users}\neapol_version=2\n")
+    real.ip("link", "set", "veth-b", "up")
+    real.ip("link", "set", "veth-a", "up")
+    env.spawn(["ip", "netns", "exec", real.ns, "hostapd", conf], "hostapd")
+    env.spawn(["ip", "netns", "exec", real.ns, "wpa_supplicant", "-u"], "wpa_supplicant")
+    env.wait_bus_name("fi.w1.wpa_supplicant1")
+
+
+def test_networkmanager_asks_qsds_agent(env, real):
+    """A wired profile with 802.1X whose password an agent owns (password-flags 1): activated
+    through network.activateProfile, NetworkManager asks qsd's agent; a wrong answer makes it ask
+    again (REQUEST_NEW), the right one lets the activation go on to connected."""
+    _start_8021x(env, real)
+    env.start_qsd("-v", backends=["nm"])
+    c = env.client()
+    sub = c.subscribe(["/network"])
+    get = lambda p: pointer_get(c.mirror(sub), p, None)  # noqa: E731
+    wait = lambda p, v=None, predicate=None, timeout=30: c.wait_value(sub, p, v, predicate, timeout)  # noqa: E731
+    wait("/network/available", True)
+    wait("/network/secretAgentRegistered", True)
+    c.call("network.handleSecrets", {"enabled": True})
+    real.nmcli("connection", "add", "type", "ethernet", "ifname", "veth-a", "con-name", "dot1x",
+               "802-1x.eap", "md5", "802-1x.identity", EAP_USER, "802-1x.password-flags", "1",
+               "ipv4.method", "disabled", "ipv6.method", "disabled", "connection.autoconnect", "no")
+    uuid = real.nmcli("-g", "connection.uuid", "connection", "show", "dot1x").strip()
+    wait(f"/network/profiles/{uuid}/type", "wired")
+
+    assert c.call("network.activateProfile", {"profile": uuid, "device": "veth-a"}) == {"profile": uuid, "device": "veth-a"}
+    wait("/network/secretRequests", predicate=lambda v: v and len(v) == 1)
+    (rid, req), = get("/network/secretRequests").items()
+    assert req["profile"] == uuid and req["profileName"] == "dot1x"
+    assert req["type"] == "8021x" and req["setting"] == "802-1x"
+    assert req["fields"] == [{"key": "identity", "label": "Username", "secret": False},
+                             {"key": "password", "label": "Password", "secret": True}]
+    assert req["reason"] == "missing" and req["userRequested"] is True
+    assert get(f"/network/profiles/{uuid}/state") == "connecting"
+
+    # The authenticator refuses a wrong password; NetworkManager asks again for a new one.
+    c.call("network.answerSecrets", {"request": rid, "secrets": {"password": "not the password"}})
+    wait("/network/secretRequests", predicate=lambda v: v and rid not in v, timeout=60)
+    (rid2, req2), = get("/network/secretRequests").items()
+    assert req2["reason"] == "new" and req2["profile"] == uuid
+
+    c.call("network.answerSecrets", {"request": rid2, "secrets": {"password": EAP_PASSWORD}})
+    wait(f"/network/profiles/{uuid}/state", "connected", timeout=60)
+    prof = get(f"/network/profiles/{uuid}")
+    assert prof["active"] is True and prof["device"] == "veth-a"
+    assert get("/network/secretRequests") == {}
+    wait("/network/devices/veth-a/state", "connected")
+    log = env.qsd_log()
+    assert EAP_PASSWORD not in log and "not the password" not in log
+    # qsd stores nothing and deletes nothing: NetworkManager still has no password of its own.
+    assert real.nmcli("-s", "-g", "802-1x.password", "connection", "show", uuid).strip() == ""
+
+
+def test_real_profiles_and_activation(env, real):
+    """/network/profiles lists NetworkManager's profiles with their types; activating and
+    deactivating a second veth profile through qsd changes its `active`."""
+    real.ip("link", "set", "veth-b", "up")
+    real.ip("link", "set", "veth-a", "up")
+    env.start_qsd(backends=["nm"])
+    c = env.client()
+    sub = c.subscribe(["/network"])
+    wait = lambda p, v=None, predicate=None, timeout=30: c.wait_value(sub, p, v, predicate, timeout)  # noqa: E731
+    wait("/network/available", True)
+    real.nmcli("connection", "add", "type", "ethernet", "ifname", "veth-a", "con-name", "wired-a",
+               "ipv4.method", "disabled", "ipv6.method", "disabled", "connection.autoconnect", "no")
+    real.nmcli("connection", "add", "type", "ethernet", "ifname", "veth-b", "con-name", "wired-b",
+               "ipv4.method", "disabled", "ipv6.method", "disabled", "connection.autoconnect", "no")
+    real.nmcli("connection", "add", "type", "bridge", "ifname", "br-qsd", "con-name", "bridge-qsd",
+               "ipv4.method", "disabled", "ipv6.method", "disabled", "connection.autoconnect", "no")
+    real.nmcli("connection", "add", "type", "wireguard", "ifname", "wg-qsd", "con-name", "wg-qsd",
+               "ipv4.method", "disabled", "ipv6.method", "disabled", "connection.autoconnect", "no")
+    uuids = {}
+    for line in real.nmcli("-g", "NAME,UUID,TYPE", "connection", "show").splitlines():
+        name, uuid, _ = line.split(":")
+        uuids[name] = uuid
+    wait("/network/profiles", predicate=lambda v: v is not None and set(uuids.values()) <= set(v))
+    profiles = pointer_get(c.mirror(sub), "/network/profiles")
+    types = {p["id"]: p["type"] for p in profiles.values()}
+    assert types["wired-a"] == "wired" and types["wired-b"] == "wired"
+    assert types["bridge-qsd"] == "bridge" and types["wg-qsd"] == "wireguard"
+    assert profiles[uuids["wg-qsd"]]["vpnService"] == "wireguard"
+    assert profiles[uuids["wired-b"]]["interfaceName"] == "veth-b"
+    assert profiles[uuids["wired-b"]]["autoconnect"] is False
+    if "lo" in uuids:   # NetworkManager 1.42 keeps the loopback as an in-memory profile
+        assert types["lo"] == "loopback" and profiles[uuids["lo"]]["active"] is True
+
+    b = uuids["wired-b"]
+    assert profiles[b]["active"] is False and profiles[b]["state"] == "disconnected"
+    c.call("network.activateProfile", {"profile": b})
+    wait(f"/network/profiles/{b}/state", "connected")
+    assert pointer_get(c.mirror(sub), f"/network/profiles/{b}/active") is True
+    assert pointer_get(c.mirror(sub), f"/network/profiles/{b}/device") == "veth-b"
+    assert pointer_get(c.mirror(sub), f"/network/profiles/{uuids['wired-a']}/active") is False
+    c.call("network.deactivateProfile", {"profile": b})
+    wait(f"/network/profiles/{b}/active", False)
+    assert pointer_get(c.mirror(sub), f"/network/profiles/{b}/device") is None
+    assert "wired-b" not in real.nmcli("-g", "NAME", "connection", "show", "--active")
+    assert c.call("network.deactivateProfile", {"profile": b}) == {"profile": b}

@@ -4,7 +4,8 @@ import Qsd
 
 // The Wi-Fi networks in range, strongest first, with a password prompt for networks that need
 // one: asked before connecting to a secured network without a saved profile, and when
-// NetworkManager reports that the password was missing or wrong (network.connectionFailed).
+// NetworkManager reports that the password was missing or wrong (network.connectionFailed);
+// the VPN profiles with a switch each; and NetworkManager's own requests for secrets.
 MenuWindow {
     id: menu
     title: "Wi-Fi"
@@ -90,6 +91,11 @@ MenuWindow {
         color: Theme.dim
         text: menu.device ? "No networks in range" : "No Wi-Fi device"
     }
+
+    VpnSection {}
+    // NetworkManager's own requests for secrets (a saved network's password that is missing or
+    // wrong, a VPN's): the menu opens to show them.
+    SecretPrompt { onAsked: menu.wantsOpen() }
 
     // The password prompt.
     Column {

@@ -15,6 +15,7 @@ sys.path.insert(0, os.environ.get("QSD_INTEGRATION_DIR", os.path.join(os.path.di
 
 NM = "org.freedesktop.NetworkManager"
 DEV = NM + ".Device"
+AGENT_MANAGER = "/org/freedesktop/NetworkManager/AgentManager"
 UP = "org.freedesktop.UPower"
 UP_PATH = "/org/freedesktop/UPower"
 PPD = ("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles")
@@ -100,6 +101,96 @@ def tray_calls(service):
     print(json.dumps(json.loads(str(control.Calls()))))
 
 
+def qsd_agent():
+    """qsd's unique name on the system bus (its secret agent is there)."""
+    b = bus()
+    daemon = dbus.Interface(b.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus"), "org.freedesktop.DBus")
+    for name in daemon.ListNames():
+        if not name.startswith(":"):
+            continue
+        try:
+            with open(f"/proc/{daemon.GetConnectionUnixProcessID(name)}/comm") as f:
+                if f.read().strip() == "qsd":
+                    return str(name)
+        except (dbus.DBusException, OSError):
+            pass
+    return None
+
+
+def qsd_requests():
+    """/network/secretRequests as qsd serves it now ({} when it cannot be read)."""
+    import socket
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(os.environ["QSD_SOCKET"])
+            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"tree.get","params":{"path":"/network/secretRequests"}}\n')
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        return json.loads(data).get("result", {}).get("value", {})
+    except (OSError, KeyError, ValueError):
+        return {}
+
+
+def wifi_profile(ssid):
+    """A saved Wi-Fi profile of `ssid` as NetworkManager passes it to GetSecrets (no secrets)."""
+    return {
+        "connection": {"id": ssid, "uuid": "5e6f7a8b-0000-4000-8000-0000000000b1", "type": "802-11-wireless"},
+        "802-11-wireless": {"ssid": dbus.ByteArray(ssid.encode()), "mode": "infrastructure"},
+        "802-11-wireless-security": {"key-mgmt": "wpa-psk", "psk-flags": dbus.UInt32(1)},
+    }
+
+
+def nm_ask_secrets(ssid, flags="1"):
+    """NetworkManager asks qsd's agent for the password of a saved Wi-Fi profile of `ssid`, as when
+    it activates one whose password is missing. Asked again until a client's claim turns it into
+    a prompt (before that, qsd answers NoSecrets at once); prints the token for nm-agent-reply."""
+    import time
+    am = mock(NM, AGENT_MANAGER)
+    connection = wifi_profile(ssid)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        agent = qsd_agent()
+        if agent and calls(NM, AGENT_MANAGER, "RegisterWithCapabilities"):
+            token = am.AgentGetSecrets(agent, "GetSecrets", "a{sa{sv}}osasu", connection,
+                                       dbus.ObjectPath("/org/freedesktop/NetworkManager/Settings/bar1"),
+                                       "802-11-wireless-security", dbus.Array([], signature="s"), dbus.UInt32(int(flags)))
+            while am.AgentReply(token)[0] == "pending" and time.monotonic() < deadline:
+                if any(r.get("ssid") == ssid for r in qsd_requests().values()):
+                    print(int(token))
+                    return
+                time.sleep(0.02)
+        time.sleep(0.05)
+    sys.exit("qsd did not prompt for the secrets")
+
+
+def nm_ask_secrets_once(ssid):
+    """As nm-ask-secrets, once, without waiting for a prompt: prints qsd's answer when it comes
+    within 10 s (nm-agent-reply's JSON), else "pending"."""
+    import time
+    am = mock(NM, AGENT_MANAGER)
+    token = am.AgentGetSecrets(qsd_agent(), "GetSecrets", "a{sa{sv}}osasu", wifi_profile(ssid),
+                               dbus.ObjectPath("/org/freedesktop/NetworkManager/Settings/bar1"),
+                               "802-11-wireless-security", dbus.Array([], signature="s"), dbus.UInt32(1))
+    deadline = time.monotonic() + 10
+    while am.AgentReply(token)[0] == "pending":
+        if time.monotonic() > deadline:
+            print("pending")
+            return
+        time.sleep(0.02)
+    nm_agent_reply(token)
+
+
+def nm_agent_reply(token):
+    """qsd's answer to a request of nm-ask-secrets: {"state", "error", "secrets"} as JSON."""
+    from nmmock import plain
+    state, error, secrets = mock(NM, AGENT_MANAGER).AgentReply(dbus.UInt32(int(token)))
+    print(json.dumps({"state": str(state), "error": str(error), "secrets": plain(secrets)}))
+
+
 ACTIONS = {
     # NetworkManager frozen (SIGSTOP): its answers wait, so a new qsd's nm backend stays "starting".
     "nm-freeze": lambda: nm_signal(signal.SIGSTOP),
@@ -107,6 +198,10 @@ ACTIONS = {
     "nm-stop": lambda: nm_signal(signal.SIGTERM),
     "nm-scan-requests": lambda: print(calls(NM, os.environ["QSD_QML_WLAN_PATH"], "RequestScan")),
     "nm-connection-failed": connection_failed,
+    "nm-ask-secrets": nm_ask_secrets,
+    "nm-ask-secrets-once": nm_ask_secrets_once,
+    "nm-agent-reply": nm_agent_reply,
+    "nm-agent-registrations": lambda: print(calls(NM, AGENT_MANAGER, "RegisterWithCapabilities")),
     "ppd-forget-holds": lambda: bus().get_object(*PPD).ForgetHolds(dbus_interface=PPD[0]),
     "ppd-hold-calls": lambda: print(calls(*PPD, "HoldProfile")),
     "ppd-release-calls": lambda: print(calls(*PPD, "ReleaseProfile")),

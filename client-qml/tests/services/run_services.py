@@ -34,7 +34,7 @@ self.props['net.hadess.PowerProfiles']['ActiveProfileHolds'] = dbus.Array([], si
 
 def networkmanager(env):
     """wlan0 connected to HomeNet (two access points) with three more networks in range; eth0
-    with a link but no connection."""
+    with a link but no connection; a VPN (connected) and a WireGuard profile; an AgentManager."""
     import dbus
     m = NmMock(env)
     wlan = m.add_wifi("wlan0")
@@ -48,6 +48,15 @@ def networkmanager(env):
     home = m.add_profile(wlan, "conn_home", "HomeNet")
     active = m.activate(wlan, home, home_ap, "Active_home")
     m.add_wired("eth0", speed=1000)
+    # NetworkManager's AgentManager, for qsd's secret agent; a VPN (connected, over no device
+    # of its own) and a WireGuard profile for the menu's VPN section.
+    m.add_agent_manager()
+    vpn = m.add_connection({"connection": {"id": "Work VPN", "uuid": "5e6f7a8b-0000-4000-8000-0000000000a1", "type": "vpn"},
+                            "vpn": {"service-type": "org.freedesktop.NetworkManager.openvpn",
+                                    "data": dbus.Dictionary({"remote": "vpn.example.com"}, signature="ss")}})
+    m.add_connection({"connection": {"id": "Office WireGuard", "uuid": "5e6f7a8b-0000-4000-8000-0000000000a2",
+                                     "type": "wireguard", "interface-name": "wg0"}})
+    m.mock.AddActiveConnection(dbus.Array([], signature="s"), vpn, "/", "Active_vpn", dbus.UInt32(2))
     return {"QSD_QML_NM_PID": str(m.proc.pid), "QSD_QML_WLAN_PATH": str(wlan), "QSD_QML_WLAN_ACTIVE": str(active)}
 
 
@@ -157,7 +166,8 @@ PARTS = {
 # backend id -> what the bar's menus of its domain must show in the picture (qsd-qml-render-bar's
 # --click and --menu-expect): texts, and #name for an item of that objectName.
 MENUS = {
-    "nm": [("--menu-expect", "wifi=HomeNet,CafeOpen,Neighbour,Password for Neighbour,A password is needed")],
+    "nm": [("--menu-expect", "wifi=HomeNet,CafeOpen,Neighbour,VPN,Office WireGuard,Work VPN,Password for Neighbour,"
+                             "A password is needed,Cancel")],
     "upower": [("--menu-expect", "profile=Power saver,Balanced,Performance")],
     "pipewire": [("--menu-expect", "audio=Speakers,Headset,#volumeSlider,#mute,\u266a Music Player")],
     # The Options submenu opened: a checkbox and a radio group, and the entry the application

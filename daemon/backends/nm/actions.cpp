@@ -198,6 +198,12 @@ std::span<const Backend::Method> NmBackend::methods() const {
 	    method<&NmBackend::updateProfile>("network.updateProfile"),
 	    method<&NmBackend::clearSecrets>("network.clearSecrets"),
 	    method<&NmBackend::deleteProfile>("network.deleteProfile"),
+	    method<&NmBackend::activateProfile>("network.activateProfile"),
+	    method<&NmBackend::deactivateProfile>("network.deactivateProfile"),
+	    // The claim is the client's, whether or not NetworkManager is there now.
+	    method<&NmBackend::handleSecrets>("network.handleSecrets", false),
+	    method<&NmBackend::answerSecrets>("network.answerSecrets"),
+	    method<&NmBackend::cancelSecrets>("network.cancelSecrets"),
 	};
 	return table;
 }
@@ -348,6 +354,33 @@ void NmBackend::clearSecrets(Call& c) {
 void NmBackend::deleteProfile(Call& c) {
 	auto& prof = profile(c.params());
 	call(prof.path, kConnIface, "Delete", {}, answerWith(c.answer(), {{"profile", prof.info.uuid}}));
+}
+
+void NmBackend::activateProfile(Call& c) {
+	const auto& p = c.params();
+	auto& prof = profile(p);
+	json result = {{"profile", prof.info.uuid}};
+	std::string devPath = "/";   // NetworkManager picks the device (a VPN needs none)
+	if (p.optString("device")) {
+		auto& dev = device(p);
+		devPath = dev.path;
+		result["device"] = dev.key;
+	}
+	std::string path = prof.path;
+	call(
+	    kNmPath, kNmIface, "ActivateConnection",
+	    [&](sdbus::MethodCall& m) { m << sdbus::ObjectPath(path) << sdbus::ObjectPath(devPath) << sdbus::ObjectPath("/"); },
+	    answerWith(c.answer(), result));
+}
+
+void NmBackend::deactivateProfile(Call& c) {
+	auto& prof = profile(c.params());
+	json result = {{"profile", prof.info.uuid}};
+	auto ac = activeConnectionOf(prof.path);
+	if (ac.empty()) return c.result(result);   // not active: nothing to do
+	call(
+	    kNmPath, kNmIface, "DeactivateConnection", [&](sdbus::MethodCall& m) { m << sdbus::ObjectPath(ac); },
+	    answerWith(c.answer(), result));
 }
 
 } // namespace qsd::nm

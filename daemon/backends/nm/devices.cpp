@@ -23,6 +23,8 @@ void NmBackend::publish() {
 	if (!ready_) return;
 	if (dirtyRoot_ || dirtyAll_) publishRoot();
 	publishDevices(dirtyAll_);
+	// After the devices: a profile names its device by the key they were published under.
+	if (dirtyRoot_ || dirtyAll_) publishProfiles();
 	dirtyAll_ = dirtyRoot_ = false;
 	dirtyDevices_.clear();
 }

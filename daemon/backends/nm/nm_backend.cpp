@@ -34,6 +34,9 @@ void NmBackend::onBusStart() {
 	match(rule(kWifiIface, "AccessPointAdded"), [this](sdbus::Message& m) { onAccessPoint(m); }, "AccessPointAdded");
 	match(rule(kWifiIface, "AccessPointRemoved"), [this](sdbus::Message& m) { onAccessPoint(m); }, "AccessPointRemoved");
 	match(rule(kConnIface, "Updated"), [this](sdbus::Message& m) { onProfileUpdated(m); }, "Settings.Connection.Updated");
+	// The agent is exported before NetworkManager learns of it (registerAgent, once its objects
+	// are read), so its first call finds it.
+	exportAgent();
 	// NetworkManager is D-Bus activatable: a session that starts before it (or without it
 	// started) starts it, once.
 	dbus::ObjectCache::Options options{kNmName, kOmPath, kNmPath, {true, [this] { updateState(); }}, "nm"};
@@ -50,6 +53,14 @@ void NmBackend::onBusStart() {
 }
 
 void NmBackend::onBusStop() {
+	// qsd is stopping: NetworkManager asks the next agent at once instead of waiting.
+	secretHolders_.clear();
+	std::vector<std::string> ids;
+	for (const auto& [id, _]: requests_) ids.push_back(id);
+	for (const auto& id: ids) finishRequest(id, "org.freedesktop.NetworkManager.SecretAgent.NoSecrets", "qsd is stopping");
+	unregisterAgent();
+	agentRetry_.reset();
+	agent_.reset();
 	cache_.reset();
 	scanners_.clear();
 	profiles_.clear();
@@ -92,6 +103,13 @@ void NmBackend::reset() {
 	for (auto& [_, s]: scanners_) s.timer.reset();
 	lastScanRequest_.clear();
 	shadowed_.clear();
+	profilesPublished_ = json::object();
+	vpnActivePublished_ = false;
+	// A NetworkManager that left forgot the agent and will not read answers to its calls.
+	dropRequests();
+	agentRegistered_ = agentRegistering_ = false;
+	agentRetry_.reset();
+	agentBackoff_.reset();
 }
 
 void NmBackend::appeared() {
@@ -103,6 +121,7 @@ void NmBackend::appeared() {
 void NmBackend::snapshot() {
 	for (const auto& [path, ifaces]: cache_->objects())
 		if (ifaces.count(kConnIface)) added(path, {kConnIface});
+	registerAgent();
 	maybeReady();
 }
 
@@ -119,9 +138,16 @@ void NmBackend::maybeReady() {
 		if (!p.done) return;
 	// Everything read: the whole domain lands in one batch.
 	ready_ = true;
-	context_.tree.set(kRoot, {{"available", true}, {"backend", "networkmanager"}, {"devices", json::object()}});
+	context_.tree.set(kRoot, {{"available", true},
+	                          {"backend", "networkmanager"},
+	                          {"devices", json::object()},
+	                          {"profiles", json::object()},
+	                          {"vpnActive", false},
+	                          {"secretAgentRegistered", agentRegistered_},
+	                          {"secretRequests", requestsJson()}});
 	publishRoot();
 	publishDevices(true);
+	publishProfiles();
 	std::vector<std::string> scanning;
 	for (const auto& [key, _]: scanners_) scanning.push_back(key);
 	for (const auto& key: scanning) scannerChanged(key);
@@ -132,6 +158,8 @@ void NmBackend::maybeReady() {
 // cache
 
 void NmBackend::added(const std::string& path, const std::vector<std::string>& interfaces) {
+	// An AgentManager that comes after the rest (a registration that failed is tried again now).
+	if (path == kAgentManagerPath) registerAgent();
 	bool isProfile = std::find(interfaces.begin(), interfaces.end(), kConnIface) != interfaces.end();
 	if (isProfile && !profiles_.count(path)) {
 		profiles_[path].path = path;

@@ -14,13 +14,19 @@
 //   devices.cpp     the tree: /network, devices, IP details, wired networks, in-memory diffing
 //   wifi.cpp        Wi-Fi networks, access points, the strength shortcut, the scanner
 //   actions.cpp     the network.* methods
-//   settings.cpp    profile settings (pure), mapping.cpp value tables (pure)
+//   profiles.cpp    every saved connection (/network/profiles, /network/vpnActive)
+//   agent.cpp       the secret agent NetworkManager asks for secrets, and the claim, answers and
+//                   cancels of the shells that prompt for them
+//   settings.cpp    profile settings (pure), mapping.cpp value tables (pure), secrets.cpp what a
+//                   prompt asks for and the reply NetworkManager expects (pure)
 
 #include "mapping.hpp"
+#include "secrets.hpp"
 #include "settings.hpp"
 
 #include "../../dbus/object_cache.hpp"
 #include "../../dbus/variant.hpp"
+#include "../../backoff.hpp"
 #include "../answer.hpp"
 #include "../bus_backend.hpp"
 
@@ -75,6 +81,19 @@ private:
 	static constexpr const char* kOmIface = "org.freedesktop.DBus.ObjectManager";
 	static constexpr const char* kRoot = "/network";
 	static constexpr const char* kDevices = "/network/devices";
+	static constexpr const char* kProfiles = "/network/profiles";
+	static constexpr const char* kSecretRequests = "/network/secretRequests";
+	static constexpr const char* kAgentPath = "/org/freedesktop/NetworkManager/SecretAgent";
+	static constexpr const char* kAgentIface = "org.freedesktop.NetworkManager.SecretAgent";
+	static constexpr const char* kAgentManagerPath = "/org/freedesktop/NetworkManager/AgentManager";
+	static constexpr const char* kAgentManagerIface = "org.freedesktop.NetworkManager.AgentManager";
+	// The agent's identifier: NetworkManager keeps one agent per identifier and user.
+	static constexpr const char* kAgentId = "org.qsd.agent";
+	// How long a prompt waits for a shell: as long as NetworkManager waits for an agent.
+	static constexpr auto kSecretTimeout = std::chrono::seconds(120);
+	// Pending prompts at most; NetworkManager asks one at a time per connection, so this bounds
+	// only a misbehaving caller.
+	static constexpr size_t kMaxSecretRequests = 16;
 	// Quickshell's scanner period: a RequestScan about every 10 s while someone wants fresh results.
 	static constexpr auto kScanInterval = std::chrono::seconds(10);
 
@@ -107,6 +126,15 @@ private:
 		std::set<uint64_t> holders;
 		EventSource timer;
 	};
+	// NetworkManager's GetSecrets call that a shell is asked to answer (/network/secretRequests/<id>).
+	struct SecretRequest {
+		std::string id;
+		sdbus::MethodCall call;       // answered exactly once, then the request is gone
+		std::string connectionPath;   // with prompt.setting, what CancelGetSecrets names
+		nm::SecretPrompt prompt;      // field names only, never a value
+		std::string createdAt;
+		EventSource timeout;
+	};
 	// A device's active connection, as buildDevice reads it ("" path: none).
 	struct Active {
 		std::string path;
@@ -122,6 +150,29 @@ private:
 	void reset();
 	void maybeReady();
 	void updateState();
+
+	// --- profiles (profiles.cpp)
+	void publishProfiles();
+	json buildProfiles(bool& vpnActive);
+	// The active connection of a profile ("" when it has none that is not disconnected).
+	std::string activeConnectionOf(const std::string& profilePath);
+
+	// --- the secret agent (agent.cpp)
+	void exportAgent();
+	void registerAgent();
+	void unregisterAgent();
+	void onGetSecrets(sdbus::MethodCall call);
+	void onCancelGetSecrets(sdbus::MethodCall call);
+	void onStoreSecrets(sdbus::MethodCall call);
+	bool fromNetworkManager(sdbus::MethodCall& call);
+	void finishRequest(const std::string& id, const char* error, const std::string& why);
+	void dropRequests();
+	void secretsReleased(uint64_t token);
+	json requestsJson() const;
+	SecretRequest& request(const rpc::Params& p);
+	void handleSecrets(Call& c);
+	void answerSecrets(Call& c);
+	void cancelSecrets(Call& c);
 
 	// --- cache
 	void added(const std::string& path, const std::vector<std::string>& interfaces);
@@ -186,6 +237,8 @@ private:
 	void updateProfile(Call& c);
 	void clearSecrets(Call& c);
 	void deleteProfile(Call& c);
+	void activateProfile(Call& c);
+	void deactivateProfile(Call& c);
 	DevModel& device(const rpc::Params& p);
 	NetModel& network(DevModel& dev, const std::string& key);
 	Profile& profile(const rpc::Params& p);
@@ -214,6 +267,19 @@ private:
 	std::map<std::string, int64_t> lastScanRequest_;   // by device key, CLOCK_BOOTTIME ms
 	std::set<std::string> shadowed_;              // device paths whose key another device holds
 	uint64_t nextScanToken_ = 1;
+	json profilesPublished_ = json::object();   // /network/profiles as last written
+	bool vpnActivePublished_ = false;
+
+	std::unique_ptr<sdbus::IObject> agent_;       // the SecretAgent object on qsd's connection
+	bool agentRegistered_ = false;                // with the NetworkManager that is there now
+	bool agentRegistering_ = false;
+	Backoff agentBackoff_{{std::chrono::milliseconds(250), std::chrono::seconds(30), 10}};
+	EventSource agentRetry_;
+	std::chrono::microseconds secretTimeout_ = kSecretTimeout;
+	std::set<uint64_t> secretHolders_;            // clients' network.handleSecrets claims
+	uint64_t nextSecretToken_ = 1;
+	std::map<std::string, SecretRequest> requests_;   // by id
+	uint64_t nextRequest_ = 1;
 };
 
 // Last path component, for ids of objects that have no better one.

@@ -294,8 +294,11 @@ ProfileInfo profileInfo(const RawSettings& settings) {
 	info.uuid = str(c, "uuid");
 	info.type = str(c, "type");
 	info.interfaceName = str(c, "interface-name");
-	if (c)
+	if (c) {
 		if (auto it = c->find("timestamp"); it != c->end()) info.timestamp = dbus::asUint(it->second).value_or(0);
+		if (auto it = c->find("autoconnect"); it != c->end()) info.autoconnect = dbus::asBool(it->second).value_or(true);
+	}
+	info.vpnServiceType = str(group("vpn"), "service-type");
 	if (const auto* w = group("802-11-wireless")) {
 		if (auto it = w->find("ssid"); it != w->end()) info.ssid = dbus::asBytes(it->second);
 		info.wifiMode = str(w, "mode");

@@ -42,6 +42,8 @@ struct ProfileInfo {
 	std::string type;                      // connection.type ("802-11-wireless", "802-3-ethernet", ...)
 	std::string interfaceName;             // connection.interface-name, "" when unbound
 	uint64_t timestamp = 0;                // connection.timestamp (last activation, s)
+	bool autoconnect = true;               // connection.autoconnect (NetworkManager omits it when true)
+	std::string vpnServiceType;            // vpn.service-type ("org.freedesktop.NetworkManager.openvpn")
 	std::optional<std::vector<uint8_t>> ssid;   // 802-11-wireless.ssid
 	std::string wifiMode;                  // 802-11-wireless.mode ("" = infrastructure)
 	nlohmann::json security = nullptr;     // 802-11-wireless-security without secrets, or null

@@ -1,0 +1,269 @@
+#include "secrets.hpp"
+
+#include "mapping.hpp"
+
+#include "../../dbus/variant.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace qsd::nm {
+
+using json = nlohmann::json;
+
+namespace {
+
+using Group = std::map<std::string, sdbus::Variant>;
+
+const Group* group(const RawSettings& s, const std::string& name) {
+	auto it = s.find(name);
+	return it == s.end() ? nullptr : &it->second;
+}
+
+const sdbus::Variant* value(const Group* g, const std::string& key) {
+	if (!g) return nullptr;
+	auto it = g->find(key);
+	return it == g->end() ? nullptr : &it->second;
+}
+
+std::string text(const Group* g, const std::string& key) {
+	const auto* v = value(g, key);
+	return v ? dbus::asString(*v).value_or("") : std::string();
+}
+
+bool starts(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool ends(std::string_view s, std::string_view suffix) {
+	return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// A secret an agent is asked for: owned by an agent or never saved, and not optional.
+bool askable(uint64_t flags) {
+	return (flags & (kSecretFlagAgentOwned | kSecretFlagNotSaved)) && !(flags & kSecretFlagNotRequired);
+}
+
+std::optional<uint64_t> parseUint(std::string_view s) {
+	uint64_t v = 0;
+	auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+	if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+	return v;
+}
+
+std::string label(const std::string& key) {
+	static const std::map<std::string, std::string> known = {
+	    {"psk", "Password"},
+	    {"password", "Password"},
+	    {"leap-password", "Password"},
+	    {"identity", "Username"},
+	    {"private-key", "Private key"},
+	    {"private-key-password", "Private key password"},
+	    {"phase2-private-key-password", "Inner private key password"},
+	    {"pin", "PIN"},
+	    {"mka-cak", "Connectivity association key"},
+	    {"cert-pass", "Certificate password"},
+	};
+	if (auto it = known.find(key); it != known.end()) return it->second;
+	if (starts(key, "wep-key") && key.size() == 8) return "WEP key";
+	if (starts(key, "peers.") && ends(key, ".preshared-key")) {
+		auto peer = key.substr(6, key.size() - 6 - 14);
+		return "Pre-shared key of peer " + peer.substr(0, 8);
+	}
+	// A VPN plugin's own name: "Xauth password", "cert-pass" -> "Cert pass".
+	std::string out = key;
+	std::replace(out.begin(), out.end(), '-', ' ');
+	std::replace(out.begin(), out.end(), '_', ' ');
+	if (!out.empty()) out[0] = char(std::toupper(static_cast<unsigned char>(out[0])));
+	return out;
+}
+
+void add(std::vector<SecretField>& fields, const std::string& key, bool secret = true) {
+	if (key.empty()) return;
+	for (const auto& f: fields)
+		if (f.key == key) return;
+	fields.push_back({key, label(key), secret});
+}
+
+// Every "<key>-flags" of a setting whose secret an agent is asked for; `flag` reads a value.
+template <typename Map, typename Read>
+void flaggedKeys(std::vector<SecretField>& fields, const Map& keys, Read flag) {
+	for (const auto& [key, v]: keys) {
+		if (!ends(key, "-flags")) continue;
+		if (auto f = flag(v); f && askable(*f)) add(fields, key.substr(0, key.size() - 6));
+	}
+}
+
+void wifiSecurityFields(SecretPrompt& p, const Group* sec, const std::vector<std::string>& hints) {
+	const auto& km = p.keyMgmt;
+	if (km == "wpa-psk" || km == "sae") {
+		add(p.fields, "psk");
+	} else if (km == "none") {
+		uint64_t idx = 0;
+		if (const auto* v = value(sec, "wep-tx-keyidx")) idx = dbus::asUint(*v).value_or(0);
+		add(p.fields, "wep-key" + std::to_string(idx <= 3 ? idx : 0));
+	} else if (km == "ieee8021x" && text(sec, "auth-alg") == "leap") {
+		add(p.fields, "leap-password");
+	} else {
+		for (const auto& h: hints) add(p.fields, h);
+	}
+}
+
+void dot1xFields(SecretPrompt& p, const Group* dot1x) {
+	std::vector<std::string> eap;
+	if (const auto* v = value(dot1x, "eap")) eap = dbus::asStrings(*v).value_or(std::vector<std::string>{});
+	add(p.fields, "identity", false);
+	if (!eap.empty() && eap.front() == "tls") add(p.fields, "private-key-password");
+	else add(p.fields, "password");
+}
+
+void vpnFields(SecretPrompt& p, const Group* vpn, const std::vector<std::string>& hints) {
+	for (const auto& h: hints) {
+		if (starts(h, "x-vpn-message:")) p.message = h.substr(14);
+		else if (!starts(h, "x-")) add(p.fields, h);
+	}
+	if (p.fields.empty())
+		if (const auto* v = value(vpn, "data"))
+			if (auto data = dbus::as<std::map<std::string, std::string>>(*v))
+				flaggedKeys(p.fields, *data, [](const std::string& s) { return parseUint(s); });
+	if (p.fields.empty()) add(p.fields, "password");
+}
+
+void wireguardFields(SecretPrompt& p, const std::vector<std::string>& hints) {
+	bool namesKey = hints.empty();
+	for (const auto& h: hints) {
+		if (h == "private-key") namesKey = true;
+		else if (starts(h, "peers.") && ends(h, ".preshared-key") && h.size() > 20) add(p.fields, h);
+	}
+	if (namesKey) p.fields.insert(p.fields.begin(), SecretField{"private-key", label("private-key"), true});
+}
+
+void otherFields(SecretPrompt& p, const Group* g, const std::vector<std::string>& hints) {
+	for (const auto& h: hints) add(p.fields, h);
+	if (!p.fields.empty()) return;
+	if (g) flaggedKeys(p.fields, *g, [](const sdbus::Variant& v) { return dbus::asUint(v); });
+	if (!p.fields.empty()) return;
+	const auto& s = p.setting;
+	if (s == "gsm" || s == "cdma" || s == "pppoe" || s == "adsl") add(p.fields, "password");
+	else if (s == "macsec") add(p.fields, "mka-cak");
+}
+
+bool isField(const SecretPrompt& p, const std::string& key) {
+	return std::any_of(p.fields.begin(), p.fields.end(), [&](const SecretField& f) { return f.key == key; });
+}
+
+} // namespace
+
+SecretPrompt secretPrompt(const RawSettings& connection, const std::string& setting, const std::vector<std::string>& hints,
+                          uint32_t flags) {
+	SecretPrompt p;
+	const auto* con = group(connection, "connection");
+	p.profile = text(con, "uuid");
+	p.profileName = text(con, "id");
+	p.setting = setting;
+	p.reason = flags & kSecretsRequestNew ? "new" : "missing";
+	p.userRequested = flags & kSecretsUserRequested;
+	auto type = text(con, "type");
+	if (const auto* ssid = value(group(connection, "802-11-wireless"), "ssid"))
+		if (auto bytes = dbus::asBytes(*ssid)) p.ssid = ssidName(*bytes);
+	const auto* vpn = group(connection, "vpn");
+	p.vpnService = vpnServiceName(type, text(vpn, "service-type"));
+	const auto* own = group(connection, setting);
+	if (setting == "802-11-wireless-security") {
+		p.type = "wifi";
+		p.keyMgmt = text(own, "key-mgmt");
+		wifiSecurityFields(p, own, hints);
+	} else if (setting == "802-1x") {
+		p.type = "8021x";
+		dot1xFields(p, own);
+	} else if (setting == "vpn") {
+		p.type = "vpn";
+		vpnFields(p, vpn, hints);
+	} else if (setting == "wireguard") {
+		p.type = "wireguard";
+		wireguardFields(p, hints);
+	} else {
+		p.type = "other";
+		otherFields(p, own, hints);
+	}
+	return p;
+}
+
+json promptJson(const SecretPrompt& p, const std::string& id, const std::string& createdAt) {
+	json fields = json::array();
+	for (const auto& f: p.fields) fields.push_back({{"key", f.key}, {"label", f.label}, {"secret", f.secret}});
+	auto opt = [](const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); };
+	return {{"id", id},
+	        {"profile", p.profile},
+	        {"profileName", p.profileName},
+	        {"type", p.type},
+	        {"setting", p.setting},
+	        {"fields", std::move(fields)},
+	        {"ssid", opt(p.ssid)},
+	        {"vpnService", opt(p.vpnService)},
+	        {"message", opt(p.message)},
+	        {"reason", p.reason},
+	        {"userRequested", p.userRequested},
+	        {"createdAt", createdAt}};
+}
+
+std::optional<SecretsProblem> secretsProblem(const SecretPrompt& p, const std::map<std::string, std::string>& secrets) {
+	std::string names;
+	for (const auto& f: p.fields) names += (names.empty() ? "" : ", ") + f.key;
+	if (secrets.empty()) return SecretsProblem{"secrets", "at least one of the request's fields: " + names};
+	for (const auto& [key, v]: secrets) {
+		if (!isField(p, key)) return SecretsProblem{"secrets." + key, "one of the request's fields: " + names};
+		// D-Bus strings end at the first NUL: the value would arrive cut short.
+		if (v.find('\0') != std::string::npos) return SecretsProblem{"secrets." + key, "a string without NUL characters"};
+	}
+	if (p.setting == "802-11-wireless-security" && (p.keyMgmt == "wpa-psk" || p.keyMgmt.empty()))
+		if (auto it = secrets.find("psk"); it != secrets.end() && pskProblem(it->second))
+			return SecretsProblem{"secrets.psk", "a WPA passphrase of 8..63 printable ASCII characters or 64 hex digits"};
+	return std::nullopt;
+}
+
+RawSettings secretsReply(const SecretPrompt& p, const std::map<std::string, std::string>& secrets) {
+	RawSettings out;
+	if (p.setting == "vpn") {
+		out["vpn"].emplace("secrets", sdbus::Variant(secrets));
+		return out;
+	}
+	auto& g = out[p.setting];
+	std::vector<std::map<std::string, sdbus::Variant>> peers;
+	for (const auto& [key, v]: secrets) {
+		if (p.setting == "wireguard" && starts(key, "peers.") && ends(key, ".preshared-key")) {
+			auto publicKey = key.substr(6, key.size() - 6 - 14);
+			peers.push_back({{"public-key", sdbus::Variant(publicKey)}, {"preshared-key", sdbus::Variant(v)}});
+		} else {
+			g.insert_or_assign(key, sdbus::Variant(v));
+		}
+	}
+	if (!peers.empty()) g.insert_or_assign("peers", sdbus::Variant(peers));
+	return out;
+}
+
+std::string profileTypeName(std::string_view type) {
+	if (type == "802-11-wireless") return "wifi";
+	if (type == "802-3-ethernet") return "wired";
+	if (type == "802-11-olpc-mesh") return "olpcMesh";
+	std::string out;
+	bool upper = false;
+	for (char c: type) {
+		if (c == '-' || c == '_') {
+			upper = !out.empty();
+			continue;
+		}
+		out += upper ? char(std::toupper(static_cast<unsigned char>(c))) : c;
+		upper = false;
+	}
+	return out;
+}
+
+std::optional<std::string> vpnServiceName(std::string_view type, std::string_view serviceType) {
+	if (type == "wireguard") return "wireguard";
+	if (type != "vpn" || serviceType.empty()) return std::nullopt;
+	auto dot = serviceType.rfind('.');
+	auto name = dot == std::string_view::npos ? serviceType : serviceType.substr(dot + 1);
+	if (name.empty()) return std::nullopt;
+	return std::string(name);
+}
+
+} // namespace qsd::nm

@@ -1,0 +1,98 @@
+#pragma once
+// The secret agent's pure part: what a prompt asks for, given NetworkManager's GetSecrets
+// arguments, and the reply NetworkManager expects for the values a shell typed. Also the names
+// /network/profiles gives connection types and VPN services. No I/O and no state: every rule is
+// unit-tested (tests/unit/nm_secrets_test.cpp) and documented in docs/backends/nm.md.
+//
+// Nothing here keeps a secret: a prompt holds the names of the fields only. The connection
+// NetworkManager passes to GetSecrets may carry secrets the agent is allowed to see (a VPN's
+// vpn.secrets); they are never read.
+
+#include "settings.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qsd::nm {
+
+// NMSecretAgentGetSecretsFlags.
+inline constexpr uint32_t kSecretsAllowInteraction = 0x1;
+inline constexpr uint32_t kSecretsRequestNew = 0x2;
+inline constexpr uint32_t kSecretsUserRequested = 0x4;
+// NMSecretAgentCapabilities: the agent handles VPN secrets for the VPN plugin (hints).
+inline constexpr uint32_t kAgentCapabilityVpnHints = 0x1;
+// NMSettingSecretFlags.
+inline constexpr uint32_t kSecretFlagAgentOwned = 0x1;
+inline constexpr uint32_t kSecretFlagNotSaved = 0x2;
+inline constexpr uint32_t kSecretFlagNotRequired = 0x4;
+
+struct SecretField {
+	std::string key;      // the setting's key ("psk", "password", "wep-key0", a VPN plugin's name)
+	std::string label;    // for people ("Password")
+	bool secret = true;   // false: shown for context (802.1x identity), not a secret
+	bool operator==(const SecretField&) const = default;
+};
+
+// One GetSecrets call, as a shell is asked to answer it.
+struct SecretPrompt {
+	std::string profile;                  // connection.uuid
+	std::string profileName;              // connection.id
+	std::string type;                     // "wifi", "vpn", "wireguard", "8021x" or "other"
+	std::string setting;                  // the setting NetworkManager asks for ("802-11-wireless-security")
+	std::vector<SecretField> fields;      // what to ask for; empty: nothing an agent can answer
+	std::optional<std::string> ssid;      // Wi-Fi: the SSID as text
+	std::optional<std::string> vpnService;   // "openvpn", "wireguard"...
+	std::optional<std::string> message;   // a VPN plugin's text for the prompt ("x-vpn-message:" hint)
+	std::string reason;                   // "new" (REQUEST_NEW: the last secret was wrong) or "missing"
+	bool userRequested = false;           // USER_REQUESTED: someone asked for this activation
+	std::string keyMgmt;                  // 802-11-wireless-security.key-mgmt, for checking a psk
+};
+
+// What to ask for: from the setting NetworkManager names, the connection (without reading a
+// secret), the hints and the flags.
+//  - 802-11-wireless-security: key-mgmt wpa-psk/sae -> psk; none (WEP) -> wep-key<wep-tx-keyidx>;
+//    ieee8021x with auth-alg leap -> leap-password; else the hints.
+//  - 802-1x: eap tls -> identity (not secret), private-key-password; any other method ->
+//    identity (not secret), password.
+//  - vpn: the hints (a plugin's secret names; "x-vpn-message:" gives `message`), else every
+//    vpn.data "<key>-flags" that is agent-owned or not saved and not "not required", else password.
+//  - wireguard: private-key when the hints name it or there are none; "peers.<key>.preshared-key"
+//    hints as they are.
+//  - any other setting: the hints, else every "<key>-flags" key that is agent-owned or not saved
+//    and not "not required", else password for gsm, cdma, pppoe and adsl, mka-cak for macsec.
+[[nodiscard]] SecretPrompt secretPrompt(const RawSettings& connection, const std::string& setting,
+                                        const std::vector<std::string>& hints, uint32_t flags);
+
+// The prompt as /network/secretRequests/<id> and the network.secretsRequested event carry it.
+[[nodiscard]] nlohmann::json promptJson(const SecretPrompt& prompt, const std::string& id, const std::string& createdAt);
+
+// Why `secrets` cannot answer `prompt`: {param, expected} of the -32602 error, nullopt when they
+// can. Each key must be one of the prompt's fields, and a WPA-PSK key must be one NetworkManager
+// takes (pskProblem).
+struct SecretsProblem {
+	std::string param;      // "secrets.psk"
+	std::string expected;
+};
+[[nodiscard]] std::optional<SecretsProblem> secretsProblem(const SecretPrompt& prompt,
+                                                           const std::map<std::string, std::string>& secrets);
+
+// The GetSecrets reply for `secrets`: {setting: {key: value}}; a VPN's {vpn: {secrets: a{ss}}};
+// WireGuard peers' keys as {wireguard: {peers: [{public-key, preshared-key}]}}.
+[[nodiscard]] RawSettings secretsReply(const SecretPrompt& prompt, const std::map<std::string, std::string>& secrets);
+
+// /network/profiles/<uuid>/type from connection.type: "802-11-wireless" -> "wifi",
+// "802-3-ethernet" -> "wired", "802-11-olpc-mesh" -> "olpcMesh", anything else in camelCase
+// ("wireguard", "vpn", "ip-tunnel" -> "ipTunnel", "wifi-p2p" -> "wifiP2p"); "" stays "".
+[[nodiscard]] std::string profileTypeName(std::string_view connectionType);
+// The VPN plugin's short name: vpn.service-type's last dot-separated part
+// ("org.freedesktop.NetworkManager.openvpn" -> "openvpn"), "wireguard" for a WireGuard
+// profile, nullopt for anything else (or a VPN without a service type).
+[[nodiscard]] std::optional<std::string> vpnServiceName(std::string_view connectionType, std::string_view serviceType);
+
+} // namespace qsd::nm
