@@ -3,14 +3,17 @@ playing Ogg files that sox makes with title/artist tags, checked through qsd's s
 playerctl, and by mpv's own state over its JSON IPC. The position a client extrapolates from
 the tree matches playerctl's while qsd makes no D-Bus call at all (dbus-monitor counts them)."""
 
+import json
 import os
+import re
 import shutil
+import subprocess
 import time
 
 import pytest
 
 import mprisutil as m
-from qsdtest import RpcError, wait_until
+from qsdtest import QSCTL, RpcError, wait_until
 
 pytestmark = pytest.mark.skipif(not (shutil.which("mpv") and os.path.exists(m.MPV_MPRIS) and shutil.which("playerctl")
                                      and shutil.which("sox")),
@@ -244,3 +247,42 @@ def test_playerctld_is_never_listed(media):
     wait_player(c, sub, "sentinel")
     assert sorted(players(c, sub)) == sorted([key, "sentinel"])
     assert ctld.poll() is None
+
+
+def test_the_waybar_media_module(media):
+    """The custom/media module of docs/waybar.md, its commands run as Waybar runs them
+    (sh -c), with docs/waybar/qsd.jq where the config says."""
+    env, c, sub = media
+    docs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs")
+    with open(os.path.join(docs, "waybar.md")) as f:
+        blocks = re.findall(r"```json\n(.*?)```", f.read(), re.S)
+    module = json.loads("{" + next(b for b in blocks if '"custom/media"' in b) + "}")["custom/media"]
+    conf = os.path.join(env.env["HOME"], ".config", "waybar")
+    os.makedirs(conf)
+    shutil.copy(os.path.join(docs, "waybar", "qsd.jq"), conf)
+    sh_env = dict(env.env, QSD_SOCKET=env.socket, PATH=os.path.dirname(QSCTL) + ":" + env.env["PATH"])
+    out = os.path.join(env.dir, "module.out")
+    env.spawn(["sh", "-c", module["exec"] + " > " + out], "module", env=sh_env)
+
+    def lines():
+        return [json.loads(x) for x in open(out).read().splitlines()] if os.path.exists(out) else []
+
+    wait_until(lambda: lines() and lines()[-1] == {"text": ""}, 10, what="an empty module without players")
+    mpv, key = start_mpv(env, c, sub, [m.track(env, "w1", title="Bar Song", artist="Bar Band"),
+                                       m.track(env, "w2", title="Next Song", artist="Other")])
+    wait_until(lambda: lines()[-1] == {"text": "Bar Song — Bar Band", "tooltip": "mpv: paused", "class": "paused",
+                                       "alt": "paused"}, 10, what="the paused track")
+    subprocess.run(["sh", "-c", module["on-click"]], env=sh_env, check=True, capture_output=True)
+    wait_until(lambda: lines()[-1]["class"] == "playing", 10, what="playing after a click")
+    assert mpv.get("pause") is False
+    count = len(lines())
+    subprocess.run(["sh", "-c", module["on-click-right"]], env=sh_env, check=True, capture_output=True)
+    wait_until(lambda: lines()[-1]["text"] == "Next Song — Other", 10, what="the next track")
+    # One line per change the bar shows, none as the position moves.
+    m.playerctl(env, "-p", key, "position", "3")
+    c.call("media.setVolume", {"player": key, "volume": 0.7})
+    wait_player(c, sub, key, lambda p: p["volume"] == pytest.approx(0.7))
+    assert len(lines()) <= count + 2, lines()[count:]
+    # The plain form prints the active player's key.
+    r = env.qsctl("get", "--raw", "/media/active")
+    assert r.stdout.strip() == key
