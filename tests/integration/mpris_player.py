@@ -18,8 +18,9 @@ at /org/mpris/MediaPlayer2: Calls() the method calls it got as JSON, Change(ifac
 changes a property and emits PropertiesChanged, SetStatus(s) changes PlaybackStatus as a
 player does (the position stops or starts moving), EmitSeeked(us) emits Seeked with that value
 without moving, Invalidate(iface, prop) emits it as invalidated, GoSilent() stops answering
-any call from then on, Emit(n) sends n
-PropertiesChanged of PlaybackStatus and returns CLOCK_MONOTONIC (ns) just before the last.
+any call from then on, Emit(n) toggles
+PlaybackStatus n times (a PropertiesChanged each) and returns CLOCK_MONOTONIC (ns) just before the
+last.
 Prints "ready" once it owns its name."""
 
 import json
@@ -281,11 +282,11 @@ class Player(dbus.service.Object):
     @dbus.service.method(CTL, in_signature="i", out_signature="x")
     def Emit(self, n):
         t = 0
-        for i in range(n):
+        for _ in range(n):
+            status = "Paused" if self.player["PlaybackStatus"] == "Playing" else "Playing"
             t = time.monotonic_ns()
-            self.PropertiesChanged(PLAYER, {"PlaybackStatus": dbus.String("Playing" if i % 2 else "Paused")}, [])
+            self.change(PLAYER, {"PlaybackStatus": status})
         return t
-
 
 arg = sys.argv[1]
 cfg = json.load(open(arg[1:])) if arg.startswith("@") else json.loads(arg)

@@ -5,6 +5,7 @@
 #include <qsd/protocol/mirror.hpp>
 
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -56,6 +57,8 @@ std::optional<Unavailable> MprisBackend::availability() const {
 
 void MprisBackend::onBusStart() {
 	icons_ = std::make_unique<IconLookup>();
+	positionDefer_ = context_.loop.addDefer([this] { sendPositionReads(); }, "mpris-position-reads");
+	positionDefer_.setEnabled(SD_EVENT_OFF);
 	// Signals first, one match each for every player: the sender is checked against the players'
 	// owners when a signal arrives (a match cannot name a namespace of senders).
 	match(fmt::format("type='signal',interface='{}',member='PropertiesChanged',path='{}',arg0namespace='{}'",
@@ -73,6 +76,8 @@ void MprisBackend::onBusStart() {
 void MprisBackend::onBusStop() {
 	names_.reset();
 	relistTimer_.reset();
+	positionDefer_.reset();
+	positionQueue_.clear();
 	players_.clear();
 	waiting_.clear();
 	pinned_.reset();
@@ -316,8 +321,8 @@ void MprisBackend::digest(Player& p) {
 	}
 	if (p.published && !position && (statusChanged || rateChanged || trackChanged)) readPosition(p);
 	if (p.published && statusChanged) {
-		p.late = context_.loop.addTimer(
-		    kLateRead, [this, &p] { readPosition(p); }, "mpris-late-position");
+		if (!p.late) p.late = context_.loop.addIdleTimer([this, &p] { readPosition(p); }, "mpris-late-position");
+		p.late.setTime(context_.loop.now() + uint64_t(std::chrono::microseconds(kLateRead).count()));
 	}
 
 	trim(v, kPlayerProps);
@@ -424,7 +429,26 @@ void MprisBackend::advance(Player& p) {
 	p.positionAt = nowRfc3339();
 }
 
+std::optional<int64_t> MprisBackend::estimate(const Player& p) const {
+	if (!p.positionUs) return std::nullopt;
+	uint64_t now = context_.loop.now();
+	if (p.status != "playing" || now <= p.positionMono) return p.positionUs;
+	return *p.positionUs + int64_t(std::llround(double(now - p.positionMono) * p.rate));
+}
+
 void MprisBackend::readPosition(Player& p) {
+	positionQueue_.insert(p.key);
+	positionDefer_.setEnabled(SD_EVENT_ONESHOT);
+}
+
+void MprisBackend::sendPositionReads() {
+	auto queue = std::move(positionQueue_);
+	positionQueue_.clear();
+	for (const auto& key: queue)
+		if (auto* p = find(key)) sendPositionRead(*p);
+}
+
+void MprisBackend::sendPositionRead(Player& p) {
 	// One Get out per player; a request while it is out is served by one more after it, so the
 	// answer that stays is never older than the event that asked.
 	if (p.positionOut) {
@@ -443,12 +467,17 @@ void MprisBackend::readPosition(Player& p) {
 		             if (e) {
 			             log::debug("mpris", "{}: Position: {}", q->name, e->getMessage());
 		             } else if (auto us = dbus::asInt(value)) {
-			             positionIs(*q, *us);
-			             publish(*q);
+			             // What qsd already says, to within what no one can see: the pair stays, and
+			             // subscribers are not woken for nothing.
+			             auto now = estimate(*q);
+			             if (!now || std::llabs(std::max<int64_t>(0, *us) - *now) > kPositionSlackUs) {
+				             positionIs(*q, *us);
+				             publish(*q);
+			             }
 		             } else {
 			             reader_.wrongType(key, "Position", &value);
 		             }
-		             if (q->positionAgain) readPosition(*q);
+		             if (q->positionAgain) sendPositionRead(*q);
 	             });
 }
 

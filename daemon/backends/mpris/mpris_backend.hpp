@@ -38,6 +38,8 @@ constexpr std::chrono::seconds kCallTimeout{5};
 constexpr int kMaxActionsInFlight = 8;
 // Position is read again this long after a status change, for players that update it late.
 constexpr std::chrono::milliseconds kLateRead{100};
+// A position read back within this of qsd's own estimate leaves the tree as it is.
+constexpr int64_t kPositionSlackUs = 10'000;
 
 class MprisBackend final: public BusBackend {
 public:
@@ -122,7 +124,13 @@ private:
 	// --- position
 	void positionIs(Player& p, int64_t us);
 	void advance(Player& p);   // position extrapolated to now under the current status and rate
+	// Asks for one Get(Position), sent from a defer source: after the flush of the change that
+	// asked, which is what a subscriber waits for.
 	void readPosition(Player& p);
+	void sendPositionReads();
+	void sendPositionRead(Player& p);
+	// The position now under the current status and rate.
+	[[nodiscard]] std::optional<int64_t> estimate(const Player& p) const;
 
 	// --- actions.cpp
 	void play(Call& c);
@@ -162,6 +170,8 @@ private:
 	uint64_t seq_ = 0;
 	std::optional<std::string> pinned_;
 	std::unique_ptr<IconLookup> icons_;
+	std::set<std::string> positionQueue_;   // players whose Get(Position) is to be sent
+	EventSource positionDefer_;
 };
 
 } // namespace qsd::mpris
