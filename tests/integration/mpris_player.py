@@ -90,7 +90,7 @@ class Player(dbus.service.Object):
         self.player["Metadata"] = cfg.get("metadata", {"mpris:trackid": "/track/1", "xesam:title": "One",
                                                        "xesam:artist": ["Artist"], "mpris:length": 60000000})
         self.calls = []
-        self.pos_us = 0
+        self.pos_us = int(self.player.pop("Position", 0))   # where it starts
         self.pos_at = time.monotonic()
         self.get_all_fails = cfg.get("getAllFails", 0)
         self.track = 1
