@@ -29,6 +29,15 @@ def media(env):
     return env, c, sub
 
 
+def assert_schema(doc, media):
+    """/media as the API description says it is."""
+    import jsonschema
+    resolver = jsonschema.RefResolver(base_uri="", referrer=doc)
+    v = jsonschema.Draft7Validator({"$ref": "#/components/schemas/Media"}, resolver=resolver)
+    errors = [f"{list(e.path)}: {e.message}" for e in v.iter_errors(media)]
+    assert not errors, errors
+
+
 def players(c, sub):
     return c.mirror(sub)["media"]["players"]
 
@@ -71,9 +80,11 @@ def test_metadata_of_tagged_files(media):
     assert m.playerctl(env, "-p", "mpv", "metadata", "title").stdout.strip() == "First Song"
     assert m.playerctl(env, "-p", "mpv", "metadata", "artist").stdout.strip() == "The Tester"
     # Every field of the schema, no more; the only player is the active one.
-    schema = c.call("rpc.discover")["components"]["schemas"]["MediaPlayer"]
+    doc = c.call("rpc.discover")
+    schema = doc["components"]["schemas"]["MediaPlayer"]
     assert set(p) == set(schema["required"]) == set(schema["properties"])
     assert c.mirror(sub)["media"]["active"] == "mpv"
+    assert_schema(doc, c.mirror(sub)["media"])
 
 
 def test_actions_reach_mpv(media):

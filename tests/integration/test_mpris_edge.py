@@ -221,6 +221,9 @@ def test_hostile_values_are_bounded(media):
     assert len(p["metadata"]["artists"]) == 16 and all(len(a) == 1024 for a in p["metadata"]["artists"])
     assert p["metadata"]["artUrl"] is None and p["metadata"]["url"] == "https://example.org/ok.ogg"
     assert p["metadata"]["trackNumber"] is None
+    # Still what the schema says, garbage and all.
+    from test_mpris import assert_schema
+    assert_schema(c.call("rpc.discover"), c.mirror(sub)["media"])
     # Metadata too large to be believed is dropped as a whole.
     m.control(env, P + "evil").Change(PLAYER, "Metadata", json.dumps(big))
     wait_player(c, sub, "evil", lambda p: p["metadata"]["title"] is None)

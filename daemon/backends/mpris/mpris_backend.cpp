@@ -320,7 +320,8 @@ void MprisBackend::digest(Player& p) {
 		p.lastActiveAt = nowRfc3339();
 	}
 	if (p.published && !position && (statusChanged || rateChanged || trackChanged)) readPosition(p);
-	if (p.published && statusChanged) {
+	// Players update late: mpv answers a Get during a track change with the last track's position.
+	if (p.published && (statusChanged || trackChanged)) {
 		if (!p.late) p.late = context_.loop.addIdleTimer([this, &p] { readPosition(p); }, "mpris-late-position");
 		p.late.setTime(context_.loop.now() + uint64_t(std::chrono::microseconds(kLateRead).count()));
 	}
