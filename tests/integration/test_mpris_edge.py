@@ -161,6 +161,12 @@ def test_an_unresponsive_player_holds_up_only_itself(media):
     wait_player(c, sub, "mute", lambda p: p["identity"] == "going silent")
     # From now on mute answers nothing.
     m.control(env, P + "mute").GoSilent()
+    # 51 status changes, each asking for its Position: one Get goes out, the rest wait behind it.
+    before = len([x for x in m.calls(env, P + "mute") if x[:3] == ["Get", PLAYER, "Position"]])
+    m.control(env, P + "mute").Emit(51)
+    wait_player(c, sub, "mute", lambda p: p["playbackStatus"] == "playing")
+    wait_until(lambda: len([x for x in m.calls(env, P + "mute") if x[:3] == ["Get", PLAYER, "Position"]]) > before, 10,
+               what="a Position read")
 
     ids = []
     for _ in range(8):
@@ -185,6 +191,9 @@ def test_an_unresponsive_player_holds_up_only_itself(media):
         err = c.responses.pop(i)["error"]
         assert err["code"] == -32002 and err["data"]["name"] == "org.freedesktop.DBus.Error.NoReply", err
     assert "mute" in players(c, sub)
+    # Reads never piled up: the one Get timed out, one more was sent after it, nothing else.
+    gets = [x for x in m.calls(env, P + "mute") if x[:3] == ["Get", PLAYER, "Position"]][before:]
+    assert 1 <= len(gets) <= 2, gets
 
 
 def test_invalidated_properties_are_read_again(media):
