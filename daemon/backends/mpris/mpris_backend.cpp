@@ -395,9 +395,23 @@ json MprisBackend::playerJson(Player& p) {
 void MprisBackend::publish(Player& p) {
 	// Never half: both interfaces read, or nothing.
 	if (!p.root.loaded() || !p.player.loaded()) return;
-	p.state = playerJson(p);
-	context_.tree.sync(path(p.key), p.state);
-	if (!p.published) log::info("mpris", "player {} ({})", p.key, p.owner);
+	auto next = playerJson(p);
+	auto at = path(p.key);
+	if (!p.published) {
+		context_.tree.set(at, next);
+		log::info("mpris", "player {} ({})", p.key, p.owner);
+	} else {
+		// Only the fields that changed (a status change touches three or four of them): the tree
+		// is what was published last, which only this backend writes.
+		for (const auto& [field, value]: next.items()) {
+			auto old = p.state.find(field);
+			if (old != p.state.end() && *old == value) continue;
+			if (value.is_object() && old != p.state.end() && old->is_object())
+				context_.tree.sync(pointer::join(at, field), value);
+			else context_.tree.set(pointer::join(at, field), value);
+		}
+	}
+	p.state = std::move(next);
 	p.published = true;
 	updateActive();
 }
