@@ -187,7 +187,8 @@ int main(int argc, char** argv) {
 	if (shown.contains(QStringLiteral("network")) && daemon.drive(QStringLiteral("nm-ask-secrets"), {QStringLiteral("Neighbour")})[QStringLiteral("code")].toInt() != 0)
 		std::fprintf(stderr, "NetworkManager's mock could not ask qsd for secrets\n"), status = 1;
 	const QMap<QString, QString> menuOf {{QStringLiteral("wifi"), QStringLiteral("network")}, {QStringLiteral("profile"), QStringLiteral("profile")},
-	                                     {QStringLiteral("audio"), QStringLiteral("volume")},  {QStringLiteral("tray"), QStringLiteral("tray")}};
+	                                     {QStringLiteral("audio"), QStringLiteral("volume")},  {QStringLiteral("tray"), QStringLiteral("tray")},
+	                                     {QStringLiteral("media"), QStringLiteral("media")}};
 	for (const auto& menu: bar->property("menus").toStringList()) {
 		if (!shown.contains(menuOf.value(menu))) continue;
 		if (menu != QStringLiteral("wifi")) bar->setProperty("openMenu", menu);

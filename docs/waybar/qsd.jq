@@ -41,3 +41,14 @@ def network:
     elif .available then {text: "offline", class: "disconnected"}
     else {text: ""}
     end;
+
+# /media: the active player's title and artist, its state as class and icon (nothing without one).
+def media:
+  .players[.active // ""] as $p
+  | if $p == null then {text: ""}
+    else ([$p.metadata.title, ($p.metadata.artists | join(", "))] | map(select(. != null and . != "")) | join(" — ")) as $t
+      | {text: (if $t == "" then ($p.identity // .active) else $t end),
+         tooltip: "\($p.identity // .active): \($p.playbackStatus)",
+         class: $p.playbackStatus,
+         alt: $p.playbackStatus}
+    end;

@@ -1,5 +1,5 @@
 // A status bar over qsd in plain Qt Quick: battery, power profile, network with a Wi-Fi menu,
-// volume with an output menu, and the tray with its menus. Run it with
+// volume with an output menu, the tray with its menus, and the active media player. Run it with
 //   QML_IMPORT_PATH=<build>/client-qml/qml /usr/lib/qt6/bin/qml bar.qml
 // Every part binds to the tree; a part whose domain the daemon does not have stays hidden.
 import QtQuick
@@ -14,15 +14,15 @@ Window {
     color: Theme.background
     title: "qsd bar"
 
-    // The menu shown under its chip: "", "wifi", "profile", "audio" or "tray".
+    // The menu shown under its chip: "", "wifi", "profile", "audio", "tray" or "media".
     property string openMenu: ""
     property string trayItem: ""
-    readonly property var menus: ["wifi", "profile", "audio", "tray"]
+    readonly property var menus: ["wifi", "profile", "audio", "tray", "media"]
     function toggle(name) { openMenu = openMenu === name ? "" : name }
     // The parts shown now, by name (the render test checks them).
     function visibleSections() {
         var shown = []
-        for (var part of [tray, volume, network, profile, battery])
+        for (var part of [media, tray, volume, network, profile, battery])
             if (part.visible) shown.push(part.objectName)
         return shown
     }
@@ -70,6 +70,11 @@ Window {
         anchors.verticalCenter: parent.verticalCenter
         spacing: 6
 
+        MediaChip {
+            id: media
+            highlighted: bar.openMenu === "media"
+            onMenuRequested: bar.toggle("media")
+        }
         TrayArea {
             id: tray
             anchors.verticalCenter: parent.verticalCenter
@@ -118,6 +123,13 @@ Window {
         bar: bar
         anchorItem: volume
         open: bar.openMenu === "audio" && volume.visible
+        onDismissed: bar.openMenu = ""
+    }
+    MediaMenu {
+        bar: bar
+        anchorItem: media
+        player: media.key
+        open: bar.openMenu === "media" && media.visible
         onDismissed: bar.openMenu = ""
     }
     TrayMenu {

@@ -145,12 +145,35 @@ def tray(env):
     return {}
 
 
+def mpris(env):
+    """A media player (tests/integration/mpris_player.py) playing "Blue in Green" by Miles Davis,
+    1:10 into its 5:37, with cover art from a file."""
+    import json
+    import icons
+    from qsdtest import wait_until
+    art = os.path.join(env.dir, "cover.png")
+    with open(art, "wb") as f:
+        f.write(icons.png("notes", 96))
+    config = {"name": "org.mpris.MediaPlayer2.barplayer", "root": {"Identity": "Bar Player"},
+              "player": {"PlaybackStatus": "Playing", "Position": 70000000},
+              "metadata": {"mpris:trackid": "/track/1", "xesam:title": "Blue in Green",
+                           "xesam:artist": ["Miles Davis"], "xesam:album": "Kind of Blue",
+                           "mpris:length": 337000000, "mpris:artUrl": "file://" + art}}
+    player = os.path.join(os.environ.get("QSD_INTEGRATION_DIR", os.path.join(HERE, "..", "..", "..", "tests", "integration")),
+                          "mpris_player.py")
+    p = env.spawn([PY, player, json.dumps(config)], "media-player")
+    wait_until(lambda: p.poll() is None and "ready" in open(os.path.join(env.dir, "media-player.log")).read(), 30,
+               what="the media player")
+    return {}
+
+
 # backend id -> the service that feeds it.
 SERVICES = {
     "nm": networkmanager,
     "upower": upower,
     "pipewire": pipewire,
     "tray": tray,
+    "mpris": mpris,
 }
 
 
@@ -160,6 +183,7 @@ PARTS = {
     "upower": ["battery", "profile"],
     "pipewire": ["volume"],
     "tray": ["tray"],
+    "mpris": ["media"],
 }
 
 
@@ -174,6 +198,7 @@ MENUS = {
     # adds when it is about to be shown.
     "tray": [("--click", "tray=Options"),
              ("--menu-expect", "tray=Open,Options,Sync,Mode A,Mode B,Recent,Disabled,Quit,Ctrl+q,#checkmark,#radio,#trayMenuIcon")],
+    "mpris": [("--menu-expect", "media=Bar Player,Blue in Green,Miles Davis,Kind of Blue,5:37,#seekBar,#mediaArt")],
 }
 
 

@@ -1,0 +1,88 @@
+#pragma once
+// Pure mapping from MPRIS D-Bus values to /media tree values, and the rule that picks the
+// active player. No I/O and no state: unit-tested in tests/unit/mpris_mapping_test.cpp and
+// documented in docs/backends/mpris.md, with every limit below.
+
+#include "../../dbus/variant.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qsd::mpris {
+
+constexpr const char* kPrefix = "org.mpris.MediaPlayer2";        // the namespace of player names
+constexpr const char* kPath = "/org/mpris/MediaPlayer2";
+constexpr const char* kRootIface = "org.mpris.MediaPlayer2";
+constexpr const char* kPlayerIface = "org.mpris.MediaPlayer2.Player";
+
+// What a player can make qsd hold (any process may own an org.mpris.MediaPlayer2.* name).
+constexpr size_t kMaxPlayers = 32;            // players in the tree (and being read) at once
+constexpr size_t kMaxWaiting = 256;           // names beyond the cap remembered for a free slot
+constexpr size_t kMaxText = 1024;             // bytes of a text field (title, artist, identity…)
+constexpr size_t kMaxUrl = 8192;              // bytes of a URL (url, artUrl); longer: null
+constexpr size_t kMaxTrackId = 4096;          // bytes of a track id (an object path); longer: null
+constexpr size_t kMaxArtists = 16;            // entries of artists and albumArtists
+constexpr size_t kMaxMetadataEntries = 128;   // keys of Metadata; more: the metadata is ignored
+constexpr size_t kMaxDesktopEntry = 255;      // bytes of DesktopEntry that qsd looks a file up for
+constexpr size_t kMaxDesktopFile = 64 * 1024; // bytes of a .desktop file that are read
+
+// The key of a player: its bus name after "org.mpris.MediaPlayer2." ("mpv",
+// "firefox.instance_1_42"). nullopt for a name outside the namespace, for the namespace's own
+// name, and for playerctld (a proxy that mirrors another player: never listed).
+[[nodiscard]] std::optional<std::string> playerKey(std::string_view busName);
+
+// `s` cut to at most `max` bytes at a UTF-8 character boundary.
+[[nodiscard]] std::string cutText(std::string s, size_t max = kMaxText);
+
+// PlaybackStatus "Playing"/"Paused"/"Stopped" -> "playing"/"paused"/"stopped"; nullopt otherwise.
+[[nodiscard]] std::optional<std::string> playbackStatus(std::string_view wire);
+// LoopStatus "None"/"Track"/"Playlist" <-> "none"/"track"/"playlist"; nullopt otherwise.
+[[nodiscard]] std::optional<std::string> loopStatus(std::string_view wire);
+[[nodiscard]] std::optional<std::string> wireLoopStatus(std::string_view tree);
+
+// Microseconds on the wire -> seconds in the tree.
+[[nodiscard]] inline double seconds(int64_t us) { return double(us) / 1e6; }
+// Seconds from a client -> microseconds on the wire (rounded, saturated to int64).
+[[nodiscard]] int64_t microseconds(double seconds);
+
+// Metadata (a{sv}) -> the tree's metadata object, the length and the raw track id.
+struct Metadata {
+	nlohmann::json value;                    // {trackId, title, artists, album, albumArtists, artUrl, url, trackNumber}
+	nlohmann::json length = nullptr;         // seconds, or null
+	std::optional<std::string> trackId;      // as sent (for SetPosition), when it is usable
+	std::string trackKey;                    // tells one track from the next (track id, else title and url)
+	std::vector<std::string> badEntries;     // keys of an unexpected type (logged once by the caller)
+	bool tooLarge = false;                   // more than kMaxMetadataEntries keys: ignored
+};
+// `metadata` is the Metadata property (nullptr when absent). Missing or wrongly typed entries
+// give null (or [] for the artist lists); xesam:artist and xesam:albumArtist may be `as` or `s`.
+[[nodiscard]] Metadata mapMetadata(const sdbus::Variant* metadata);
+
+// A URL field: kept when it fits kMaxUrl, null otherwise (a cut URL would name something else).
+[[nodiscard]] nlohmann::json urlField(const std::optional<std::string>& url);
+
+// Whether DesktopEntry may be looked up as a file name: not empty, at most kMaxDesktopEntry
+// bytes, no '/', no NUL, not "." or "..".
+[[nodiscard]] bool validDesktopEntry(std::string_view entry);
+// The Icon= of the [Desktop Entry] group of a .desktop file's text (nullopt when absent or empty).
+[[nodiscard]] std::optional<std::string> desktopIcon(std::string_view text);
+
+// The active player. `pinned` (media.setActive) wins while it is a candidate; otherwise a
+// playing player beats one that is not, then the one that started playing most recently
+// (startedSeq, 0 = never), then the one that appeared most recently.
+struct Candidate {
+	std::string key;
+	bool playing = false;
+	uint64_t startedSeq = 0;
+	uint64_t appearedSeq = 0;
+};
+[[nodiscard]] std::optional<std::string> pickActive(const std::vector<Candidate>& players,
+                                                    const std::optional<std::string>& pinned);
+
+} // namespace qsd::mpris

@@ -1,0 +1,307 @@
+"""/media against players that real ones do not show on demand (mpris_player.py): an artist as a
+plain string, no Rate, a Position that fails, no Seeked, a player that cannot be read at first
+or that never answers, properties invalidated, and hostile values — every bound of
+docs/backends/mpris.md, and one player's garbage never touching another."""
+
+import json
+import os
+import time
+
+import pytest
+
+import mprisutil as m
+from qsdtest import RpcError, wait_until
+
+P = "org.mpris.MediaPlayer2."
+PLAYER = "org.mpris.MediaPlayer2.Player"
+ROOT = "org.mpris.MediaPlayer2"
+
+
+@pytest.fixture
+def media(env):
+    data = os.path.join(env.dir, "data")
+    os.makedirs(os.path.join(data, "applications"))
+    env.env["XDG_DATA_HOME"] = data
+    env.env["XDG_DATA_DIRS"] = os.path.join(env.dir, "nodata")
+    env.start_qsd(backends=["mpris"])
+    c = env.client()
+    sub = c.subscribe(["/media"])
+    c.wait_value(sub, "/media/available", True, timeout=30)
+    return env, c, sub
+
+
+def players(c, sub):
+    return c.mirror(sub)["media"]["players"]
+
+
+def wait_player(c, sub, key, pred=lambda p: True, what=None, timeout=30):
+    c.wait_for(lambda: key in players(c, sub) and pred(players(c, sub)[key]), timeout=timeout, what=what or f"player {key}")
+    return players(c, sub)[key]
+
+
+def start(env, c, sub, key, **config):
+    config["name"] = P + key
+    proc = m.start_player(env, config)
+    return proc, wait_player(c, sub, key)
+
+
+def test_artist_as_a_plain_string_and_no_rate(media):
+    env, c, sub = media
+    _, p = start(env, c, sub, "plain", omit=["Rate", "MinimumRate", "MaximumRate", "LoopStatus", "Shuffle"],
+                 player={"PlaybackStatus": "Playing"},
+                 metadata={"mpris:trackid": "/t/1", "xesam:title": "Solo", "xesam:artist": "Only One",
+                           "xesam:albumArtist": "Band", "mpris:length": 90000000})
+    assert p["metadata"]["artists"] == ["Only One"]
+    assert p["metadata"]["albumArtists"] == ["Band"]
+    # No Rate: the position moves at 1×, and there is nothing to set.
+    assert p["rate"] == 1 and p["minRate"] is None and p["maxRate"] is None
+    assert p["loopStatus"] is None and p["shuffle"] is None
+    assert p["playbackStatus"] == "playing" and p["lastActiveAt"] is not None
+    for method, params, capability in (("media.setRate", {"rate": 1.5}, "rate"),
+                                       ("media.setLoopStatus", {"loopStatus": "track"}, "loopStatus"),
+                                       ("media.setShuffle", {"shuffle": True}, "shuffle")):
+        with pytest.raises(RpcError) as e:
+            c.call(method, {"player": "plain", **params})
+        assert e.value.code == -32002 and e.value.data["capability"] == capability, method
+    # The client's extrapolation matches the player's own position.
+    told = float(m.playerctl(env, "-p", "plain", "position").stdout)
+    assert m.client_position(players(c, sub)["plain"]) == pytest.approx(told, abs=0.25)
+
+
+def test_a_position_that_fails(media):
+    env, c, sub = media
+    name = P + "nopos"
+    _, p = start(env, c, sub, "nopos", positionFails=True)
+    assert p["position"] is None and p["positionAt"] is None
+    # Playing: the Gets fail, the player is still shown and controllable.
+    c.call("media.play", {"player": "nopos"})
+    wait_player(c, sub, "nopos", lambda p: p["playbackStatus"] == "playing")
+    wait_until(lambda: sum(1 for x in m.calls(env, name) if x[:3] == ["Get", PLAYER, "Position"]) >= 2, 10,
+               what="the Position reads of a status change")
+    assert players(c, sub)["nopos"]["position"] is None
+    # Seeked gives it a position all the same.
+    m.control(env, name).EmitSeeked(7_000_000)
+    p = wait_player(c, sub, "nopos", lambda p: p["position"] is not None)
+    assert p["position"] == pytest.approx(7, abs=0.01) and p["positionAt"]
+    # A track change starts the new track at 0 when the player cannot be asked.
+    c.call("media.next", {"player": "nopos"})
+    wait_player(c, sub, "nopos", lambda p: p["metadata"]["title"] == "Track 2")
+    assert m.client_position(players(c, sub)["nopos"]) < 1
+
+
+def test_a_player_that_never_sends_seeked(media):
+    env, c, sub = media
+    name = P + "noseek"
+    _, p = start(env, c, sub, "noseek", noSeeked=True)
+    assert p["position"] == 0
+    c.call("media.seek", {"player": "noseek", "offset": 20})
+    # qsd reads the position once the seek was answered.
+    wait_player(c, sub, "noseek", lambda p: p["position"] == pytest.approx(20, abs=0.01), what="position 20")
+    c.call("media.setPosition", {"player": "noseek", "position": 33})
+    wait_player(c, sub, "noseek", lambda p: p["position"] == pytest.approx(33, abs=0.01), what="position 33")
+    assert ["SetPosition", "/track/1", 33000000] in m.calls(env, name)
+    # SetPosition needs a track id: without one it is refused before reaching the player.
+    m.control(env, name).Change(PLAYER, "Metadata", '{"xesam:title": "no id"}')
+    wait_player(c, sub, "noseek", lambda p: p["metadata"]["trackId"] is None)
+    with pytest.raises(RpcError) as e:
+        c.call("media.setPosition", {"player": "noseek", "position": 1})
+    assert e.value.code == -32002 and "track id" in e.value.message
+
+
+def test_rate_is_the_factor_of_the_extrapolation(media):
+    env, c, sub = media
+    name = P + "fast"
+    start(env, c, sub, "fast")
+    c.call("media.setRate", {"player": "fast", "rate": 2.0})
+    wait_player(c, sub, "fast", lambda p: p["rate"] == 2.0)
+    c.call("media.play", {"player": "fast"})
+    wait_player(c, sub, "fast", lambda p: p["playbackStatus"] == "playing")
+    ctl = m.control(env, name)
+    wait_until(lambda: float(m.playerctl(env, "-p", "fast", "position").stdout) > 1, 10, interval=0.1, what="1 s of play at 2×")
+    told = float(m.playerctl(env, "-p", "fast", "position").stdout)
+    assert m.client_position(players(c, sub)["fast"]) == pytest.approx(told, abs=0.25)
+    # Out of the player's range: refused naming the param.
+    with pytest.raises(RpcError) as e:
+        c.call("media.setRate", {"player": "fast", "rate": 3})
+    assert e.value.code == -32602 and e.value.data["param"] == "rate"
+    assert e.value.data["minimum"] == 0.5 and e.value.data["maximum"] == 2.0
+    with pytest.raises(RpcError) as e:
+        c.call("media.setRate", {"player": "fast", "rate": 0})
+    assert e.value.code == -32602 and e.value.data["param"] == "rate"
+    ctl.SetStatus("Paused")
+    wait_player(c, sub, "fast", lambda p: p["playbackStatus"] == "paused")
+
+
+def test_a_player_appears_once_it_can_be_read_never_half(media):
+    env, c, sub = media
+    name = P + "late"
+    proc = m.start_player(env, {"name": name, "getAllFails": 3})
+    p = wait_player(c, sub, "late")
+    # Read again after the failures (3 GetAll errors, then both interfaces).
+    getalls = [x for x in m.calls(env, name) if x[0] == "GetAll"]
+    assert len(getalls) >= 5
+    # It appeared in one piece: the first change that named it held every field.
+    schema = c.call("rpc.discover")["components"]["schemas"]["MediaPlayer"]
+    firsts = [op for n in c.notifications if n["method"] == "tree.changed" for op in n["params"]["changes"]
+              if op["path"].startswith("/media/players/late")]
+    assert firsts[0]["path"] == "/media/players/late" and firsts[0]["op"] == "add"
+    assert set(firsts[0]["value"]) == set(schema["required"])
+    assert p["identity"] == "Test Player"
+    proc.terminate()
+    c.wait_for(lambda: "late" not in players(c, sub), what="late gone")
+
+
+def test_an_unresponsive_player_holds_up_only_itself(media):
+    env, c, sub = media
+    # Answers its property reads, then nothing: every action waits for the call timeout.
+    mute = m.start_player(env, {"name": P + "mute"})
+    wait_player(c, sub, "mute")
+    start(env, c, sub, "fine")
+    m.control(env, P + "mute").Change(ROOT, "Identity", '"going silent"')
+    wait_player(c, sub, "mute", lambda p: p["identity"] == "going silent")
+    # From now on mute answers nothing.
+    m.control(env, P + "mute").GoSilent()
+    # 51 status changes, each asking for its Position: one Get goes out, the rest wait behind it.
+    before = len([x for x in m.calls(env, P + "mute") if x[:3] == ["Get", PLAYER, "Position"]])
+    m.control(env, P + "mute").Emit(51)
+    wait_player(c, sub, "mute", lambda p: p["playbackStatus"] == "playing")
+    wait_until(lambda: len([x for x in m.calls(env, P + "mute") if x[:3] == ["Get", PLAYER, "Position"]]) > before, 10,
+               what="a Position read")
+
+    ids = []
+    for _ in range(8):
+        rid = c.next_id
+        c.next_id += 1
+        c.send_raw(f'{{"jsonrpc":"2.0","id":{rid},"method":"media.play","params":{{"player":"mute"}}}}\n')
+        ids.append(rid)
+    # Calls in flight are bounded: the ninth is refused at once.
+    with pytest.raises(RpcError) as e:
+        c.call("media.play", {"player": "mute"}, timeout=2)
+    assert e.value.code == -32002 and e.value.data["name"] == "org.freedesktop.DBus.Error.LimitsExceeded"
+    # The other player is not held up.
+    assert c.call("media.play", {"player": "fine"}, timeout=2) == {"player": "fine"}
+    wait_player(c, sub, "fine", lambda p: p["playbackStatus"] == "playing")
+    # The eight time out (5 s) with the D-Bus error.
+    deadline = time.monotonic() + 20
+    while not all(i in c.responses for i in ids):
+        msg = c.read_message(max(0.01, deadline - time.monotonic()))
+        if "id" in msg:
+            c.responses[msg["id"]] = msg
+    for i in ids:
+        err = c.responses.pop(i)["error"]
+        assert err["code"] == -32002 and err["data"]["name"] == "org.freedesktop.DBus.Error.NoReply", err
+    assert "mute" in players(c, sub)
+    # Reads never piled up: the one Get timed out, one more was sent after it, nothing else.
+    gets = [x for x in m.calls(env, P + "mute") if x[:3] == ["Get", PLAYER, "Position"]][before:]
+    assert 1 <= len(gets) <= 2, gets
+
+
+def test_invalidated_properties_are_read_again(media):
+    env, c, sub = media
+    name = P + "inval"
+    start(env, c, sub, "inval")
+    ctl = m.control(env, name)
+    # The player changes Volume without saying its value, only that it changed.
+    ctl.Change(PLAYER, "Volume", "0.25")
+    wait_player(c, sub, "inval", lambda p: p["volume"] == 0.25)
+    before = len([x for x in m.calls(env, name) if x[0] == "GetAll"])
+    ctl.Invalidate(PLAYER, "Volume")
+    wait_until(lambda: len([x for x in m.calls(env, name) if x[0] == "GetAll"]) > before, 10, what="a GetAll")
+    wait_player(c, sub, "inval", lambda p: p["volume"] == 0.25)
+
+
+def test_hostile_values_are_bounded(media):
+    env, c, sub = media
+    big = {f"x:{i}": i for i in range(200)}
+    big["xesam:title"] = "lost"
+    start(env, c, sub, "good", metadata={"mpris:trackid": "/t/1", "xesam:title": "Good", "xesam:artist": ["G"]})
+    _, p = start(env, c, sub, "evil",
+                 root={"Identity": "I" * 100_000, "DesktopEntry": "../../../../etc/passwd"},
+                 player={"PlaybackStatus": "Buffering", "Volume": {"type": "s", "value": "loud"},
+                         "Rate": float("nan"), "CanControl": {"type": "i", "value": 1}},
+                 metadata={"mpris:trackid": "/t/1", "xesam:title": "T" * 5000,
+                           "xesam:artist": ["A" * 3000] * 50, "mpris:artUrl": "file:///" + "a" * 9000,
+                           "xesam:url": "https://example.org/ok.ogg", "xesam:trackNumber": "three"})
+    assert len(p["identity"]) == 1024
+    assert p["desktopEntry"].startswith("../") and p["iconUrl"] is None
+    assert p["playbackStatus"] == "stopped"
+    assert p["volume"] is None and p["rate"] == 1 and p["canControl"] is False and p["canPlay"] is False
+    assert len(p["metadata"]["title"]) == 1024
+    assert len(p["metadata"]["artists"]) == 16 and all(len(a) == 1024 for a in p["metadata"]["artists"])
+    assert p["metadata"]["artUrl"] is None and p["metadata"]["url"] == "https://example.org/ok.ogg"
+    assert p["metadata"]["trackNumber"] is None
+    # Still what the schema says, garbage and all.
+    from test_mpris import assert_schema
+    assert_schema(c.call("rpc.discover"), c.mirror(sub)["media"])
+    # Metadata too large to be believed is dropped as a whole.
+    m.control(env, P + "evil").Change(PLAYER, "Metadata", json.dumps(big))
+    wait_player(c, sub, "evil", lambda p: p["metadata"]["title"] is None)
+    # Nothing of it touched the other player; each oddity is logged once.
+    assert players(c, sub)["good"]["metadata"]["title"] == "Good"
+    log = env.qsd_log()
+    assert log.count('PlaybackStatus "Buffering" is not an MPRIS value') == 1
+    assert "property Volume has the unexpected D-Bus type 's'" in log
+    assert "Metadata has more than 128 entries" in log
+    # Refused before reaching the player: it cannot be controlled.
+    with pytest.raises(RpcError) as e:
+        c.call("media.play", {"player": "evil"})
+    assert e.value.code == -32002 and e.value.data["capability"] == "canPlay"
+    assert not [x for x in m.calls(env, P + "evil") if x[0] == "Play"]
+
+
+def test_icon_from_the_desktop_entry(media):
+    env, c, sub = media
+    icon = os.path.join(env.dir, "player-icon.png")
+    with open(icon, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+    apps = os.path.join(env.env["XDG_DATA_HOME"], "applications")
+    with open(os.path.join(apps, "org.qsdtest.Player.desktop"), "w") as f:
+        f.write(f"[Desktop Entry]\nType=Application\nName=Test\nIcon={icon}\n[Desktop Action x]\nIcon=other\n")
+    os.mkfifo(os.path.join(apps, "fifo.desktop"))
+    _, p = start(env, c, sub, "withicon", root={"DesktopEntry": "org.qsdtest.Player"})
+    assert p["iconUrl"] == "file://" + icon
+    # A FIFO where the .desktop file should be does not stall qsd.
+    _, p = start(env, c, sub, "fifo", root={"DesktopEntry": "fifo"})
+    assert p["iconUrl"] is None
+    _, p = start(env, c, sub, "noentry", root={"DesktopEntry": "no-such-app"})
+    assert p["iconUrl"] is None
+
+
+def test_the_number_of_players_is_bounded(media):
+    env, c, sub = media
+    first, _ = start(env, c, sub, "first")
+    m.start_player(env, {"name": P + "many", "aliases": 40})
+    c.wait_for(lambda: len(players(c, sub)) == 32, what="32 players")
+    assert "first" in players(c, sub)
+    assert "more than 32 media players" in env.qsd_log()
+    # A slot that frees is taken by a name that waited.
+    first.terminate()
+    c.wait_for(lambda: "first" not in players(c, sub) and len(players(c, sub)) == 32, what="a waiting player admitted")
+
+
+def test_actions_answer_errors_as_documented(media):
+    env, c, sub = media
+    name = P + "limited"
+    start(env, c, sub, "limited", player={"CanGoNext": False}, root={"CanQuit": False})
+    for method, capability in (("media.next", "canGoNext"), ("media.quit", "canQuit")):
+        with pytest.raises(RpcError) as e:
+            c.call(method, {"player": "limited"})
+        assert e.value.code == -32002 and e.value.data["capability"] == capability
+    with pytest.raises(RpcError) as e:
+        c.call("media.play", {"player": "ghost"})
+    assert e.value.code == -32001 and e.value.data["param"] == "player"
+    with pytest.raises(RpcError) as e:
+        c.call("media.play", {})
+    assert e.value.code == -32602 and e.value.data["param"] == "player"
+    with pytest.raises(RpcError) as e:
+        c.call("media.setVolume", {"player": "limited", "volume": -1})
+    assert e.value.code == -32602 and e.value.data["param"] == "volume"
+    with pytest.raises(RpcError) as e:
+        c.call("media.setActive", {"player": "ghost"})
+    assert e.value.code == -32001
+    # A player error comes back with its name.
+    m.control(env, name).Change(ROOT, "Identity", '"x"')
+    assert c.call("media.raise", {"player": "limited"}) == {"player": "limited"}
+    assert ["Raise"] in m.calls(env, name)
+    assert c.call("media.setVolume", {"player": "limited", "volume": 0.3}) == {"player": "limited"}
+    wait_player(c, sub, "limited", lambda p: p["volume"] == pytest.approx(0.3))

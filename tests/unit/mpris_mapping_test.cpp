@@ -1,0 +1,269 @@
+// The mpris backend's pure parts (daemon/backends/mpris/mapping.hpp, icons.hpp): player keys,
+// the MPRIS enums against protocol/api/media.json, metadata with every bound, desktop entries
+// and the active player's rule.
+
+#ifdef QSD_MPRIS_BACKEND
+
+#include "backends/mpris/icons.hpp"
+#include "backends/mpris/mapping.hpp"
+
+#include <qsd/protocol/api.hpp>
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+using namespace qsd;
+using namespace qsd::mpris;
+using json = nlohmann::json;
+
+namespace {
+
+using Entries = std::map<std::string, sdbus::Variant>;
+
+std::set<std::string> schemaEnum(const char* name) {
+	const auto& e = api::openrpc()["components"]["schemas"][name]["enum"];
+	return std::set<std::string>(e.begin(), e.end());
+}
+
+Metadata map(Entries entries) {
+	sdbus::Variant v(entries);
+	return mapMetadata(&v);
+}
+
+struct TempDir {
+	std::filesystem::path path;
+	TempDir() {
+		std::string tmpl = (std::filesystem::temp_directory_path() / "qsd-mpris-test.XXXXXX").string();
+		if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+		path = tmpl;
+	}
+	~TempDir() {
+		std::error_code ec;
+		std::filesystem::remove_all(path, ec);
+	}
+	void write(const std::string& name, const std::string& text) const {
+		std::filesystem::create_directories((path / name).parent_path());
+		std::ofstream(path / name) << text;
+	}
+};
+
+} // namespace
+
+TEST(MprisMapping, PlayerKeys) {
+	EXPECT_EQ(playerKey("org.mpris.MediaPlayer2.mpv"), "mpv");
+	EXPECT_EQ(playerKey("org.mpris.MediaPlayer2.firefox.instance_1_42"), "firefox.instance_1_42");
+	EXPECT_EQ(playerKey("org.mpris.MediaPlayer2"), std::nullopt);
+	EXPECT_EQ(playerKey("org.mpris.MediaPlayer2."), std::nullopt);
+	EXPECT_EQ(playerKey("org.mpris.MediaPlayer2x.mpv"), std::nullopt);
+	EXPECT_EQ(playerKey("org.example.Player"), std::nullopt);
+	// A proxy that mirrors another player: never listed.
+	EXPECT_EQ(playerKey("org.mpris.MediaPlayer2.playerctld"), std::nullopt);
+	EXPECT_EQ(playerKey("org.mpris.MediaPlayer2.playerctld2"), "playerctld2");
+}
+
+TEST(MprisMapping, PlaybackAndLoopStatus) {
+	auto documented = schemaEnum("MediaPlaybackStatus");
+	EXPECT_EQ(documented, (std::set<std::string>{"playing", "paused", "stopped"}));
+	EXPECT_EQ(playbackStatus("Playing"), "playing");
+	EXPECT_EQ(playbackStatus("Paused"), "paused");
+	EXPECT_EQ(playbackStatus("Stopped"), "stopped");
+	EXPECT_EQ(playbackStatus("playing"), std::nullopt);
+	EXPECT_EQ(playbackStatus("Buffering"), std::nullopt);
+
+	auto loops = schemaEnum("MediaLoopStatus");
+	EXPECT_EQ(loops, (std::set<std::string>{"none", "track", "playlist"}));
+	for (const auto& [wire, tree]: std::map<std::string, std::string>{{"None", "none"}, {"Track", "track"}, {"Playlist", "playlist"}}) {
+		EXPECT_EQ(loopStatus(wire), tree);
+		EXPECT_EQ(wireLoopStatus(tree), wire);
+	}
+	EXPECT_EQ(loopStatus("Shuffle"), std::nullopt);
+	EXPECT_EQ(wireLoopStatus("None"), std::nullopt);
+}
+
+TEST(MprisMapping, Units) {
+	EXPECT_DOUBLE_EQ(seconds(1'500'000), 1.5);
+	EXPECT_EQ(microseconds(1.5), 1'500'000);
+	EXPECT_EQ(microseconds(-2.25), -2'250'000);
+	EXPECT_EQ(microseconds(1e300), std::numeric_limits<int64_t>::max());
+	EXPECT_EQ(microseconds(-1e300), std::numeric_limits<int64_t>::min());
+}
+
+TEST(MprisMapping, CutTextKeepsWholeCharacters) {
+	EXPECT_EQ(cutText("short", 10), "short");
+	EXPECT_EQ(cutText("abcdef", 3), "abc");
+	// "é" is two bytes: a cut in its middle drops it whole.
+	EXPECT_EQ(cutText("aé", 2), "a");
+	EXPECT_EQ(cutText("a€b", 3), "a");
+	EXPECT_EQ(cutText("a€b", 4), "a€");
+	EXPECT_EQ(cutText(std::string(5000, 'x')).size(), kMaxText);
+}
+
+TEST(MprisMapping, MetadataAsTheSpecificationHasIt) {
+	auto m = map({{"mpris:trackid", sdbus::Variant(sdbus::ObjectPath("/org/mpv/Track/3"))},
+	              {"xesam:title", sdbus::Variant(std::string("Song"))},
+	              {"xesam:artist", sdbus::Variant(std::vector<std::string>{"A", "B"})},
+	              {"xesam:album", sdbus::Variant(std::string("Album"))},
+	              {"xesam:albumArtist", sdbus::Variant(std::vector<std::string>{"AA"})},
+	              {"mpris:artUrl", sdbus::Variant(std::string("file:///tmp/cover.png"))},
+	              {"xesam:url", sdbus::Variant(std::string("https://example.org/song.ogg"))},
+	              {"xesam:trackNumber", sdbus::Variant(int32_t(7))},
+	              {"mpris:length", sdbus::Variant(int64_t(215'000'000))},
+	              {"xesam:genre", sdbus::Variant(std::vector<std::string>{"ignored"})}});
+	EXPECT_EQ(m.value, (json{{"trackId", "/org/mpv/Track/3"},
+	                         {"title", "Song"},
+	                         {"artists", {"A", "B"}},
+	                         {"album", "Album"},
+	                         {"albumArtists", {"AA"}},
+	                         {"artUrl", "file:///tmp/cover.png"},
+	                         {"url", "https://example.org/song.ogg"},
+	                         {"trackNumber", 7}}));
+	EXPECT_EQ(m.length, 215.0);
+	EXPECT_EQ(m.trackId, "/org/mpv/Track/3");
+	EXPECT_TRUE(m.badEntries.empty());
+	EXPECT_FALSE(m.tooLarge);
+	// Every field of the schema, no more.
+	const auto& schema = api::openrpc()["components"]["schemas"]["MediaMetadata"];
+	std::set<std::string> fields;
+	for (const auto& [k, _]: m.value.items()) fields.insert(k);
+	EXPECT_EQ(fields, std::set<std::string>(schema["required"].begin(), schema["required"].end()));
+}
+
+TEST(MprisMapping, MetadataThatPlayersGetWrong) {
+	// A plain string artist, a string track id, a uint64 length, a wrongly typed title.
+	auto m = map({{"mpris:trackid", sdbus::Variant(std::string("/track/1"))},
+	              {"xesam:artist", sdbus::Variant(std::string("Solo"))},
+	              {"xesam:albumArtist", sdbus::Variant(int32_t(3))},
+	              {"xesam:title", sdbus::Variant(int32_t(5))},
+	              {"mpris:length", sdbus::Variant(uint64_t(1'000'000))}});
+	EXPECT_EQ(m.value["artists"], json({"Solo"}));
+	EXPECT_EQ(m.value["albumArtists"], json::array());
+	EXPECT_EQ(m.value["title"], nullptr);
+	EXPECT_EQ(m.value["trackId"], "/track/1");
+	EXPECT_EQ(m.length, 1.0);
+	EXPECT_EQ(std::set<std::string>(m.badEntries.begin(), m.badEntries.end()),
+	          (std::set<std::string>{"xesam:albumArtist", "xesam:title"}));
+
+	// A length as a double, or zero (unknown).
+	EXPECT_EQ(map({{"mpris:length", sdbus::Variant(2.5e6)}}).length, 2.5);
+	EXPECT_EQ(map({{"mpris:length", sdbus::Variant(int64_t(0))}}).length, nullptr);
+
+	// No metadata at all, or metadata of another type.
+	auto none = mapMetadata(nullptr);
+	EXPECT_EQ(none.value["title"], nullptr);
+	EXPECT_EQ(none.value["artists"], json::array());
+	sdbus::Variant notAMap(std::string("x"));
+	EXPECT_EQ(mapMetadata(&notAMap).badEntries, std::vector<std::string>{"Metadata"});
+}
+
+TEST(MprisMapping, MetadataIsBounded) {
+	std::vector<std::string> many(100, std::string(2000, 'a'));
+	auto m = map({{"xesam:title", sdbus::Variant(std::string(100'000, 't'))},
+	              {"xesam:artist", sdbus::Variant(many)},
+	              {"mpris:artUrl", sdbus::Variant("file:///" + std::string(kMaxUrl, 'u'))},
+	              {"xesam:url", sdbus::Variant("https://x/" + std::string(100, 'u'))},
+	              {"mpris:trackid", sdbus::Variant(sdbus::ObjectPath("/" + std::string(kMaxTrackId, 'p')))}});
+	EXPECT_EQ(m.value["title"].get<std::string>().size(), kMaxText);
+	EXPECT_EQ(m.value["artists"].size(), kMaxArtists);
+	EXPECT_EQ(m.value["artists"][0].get<std::string>().size(), kMaxText);
+	// A cut URL would name something else: too long is null.
+	EXPECT_EQ(m.value["artUrl"], nullptr);
+	EXPECT_EQ(m.value["url"], "https://x/" + std::string(100, 'u'));
+	EXPECT_EQ(m.value["trackId"], nullptr);
+	EXPECT_EQ(m.trackId, std::nullopt);
+
+	Entries big;
+	for (size_t i = 0; i <= kMaxMetadataEntries; ++i) big["x:" + std::to_string(i)] = sdbus::Variant(int32_t(1));
+	big["xesam:title"] = sdbus::Variant(std::string("lost"));
+	auto large = map(big);
+	EXPECT_TRUE(large.tooLarge);
+	EXPECT_EQ(large.value["title"], nullptr);
+}
+
+TEST(MprisMapping, TrackKeysTellTracksApart) {
+	auto a = map({{"mpris:trackid", sdbus::Variant(sdbus::ObjectPath("/1"))}, {"xesam:title", sdbus::Variant(std::string("T"))}});
+	auto b = map({{"mpris:trackid", sdbus::Variant(sdbus::ObjectPath("/2"))}, {"xesam:title", sdbus::Variant(std::string("T"))}});
+	auto c = map({{"xesam:title", sdbus::Variant(std::string("T"))}});
+	auto d = map({{"xesam:title", sdbus::Variant(std::string("U"))}});
+	EXPECT_NE(a.trackKey, b.trackKey);
+	EXPECT_NE(c.trackKey, d.trackKey);
+	EXPECT_EQ(c.trackKey, map({{"xesam:title", sdbus::Variant(std::string("T"))}}).trackKey);
+}
+
+TEST(MprisMapping, DesktopEntriesArePlainFileNames) {
+	EXPECT_TRUE(validDesktopEntry("mpv"));
+	EXPECT_TRUE(validDesktopEntry("org.mozilla.firefox"));
+	EXPECT_FALSE(validDesktopEntry(""));
+	EXPECT_FALSE(validDesktopEntry("."));
+	EXPECT_FALSE(validDesktopEntry(".."));
+	EXPECT_FALSE(validDesktopEntry("../../etc/passwd"));
+	EXPECT_FALSE(validDesktopEntry("/dev/zero"));
+	EXPECT_FALSE(validDesktopEntry(std::string("a\0b", 3)));
+	EXPECT_TRUE(validDesktopEntry(std::string(kMaxDesktopEntry, 'a')));
+	EXPECT_FALSE(validDesktopEntry(std::string(kMaxDesktopEntry + 1, 'a')));
+}
+
+TEST(MprisMapping, DesktopFileIcon) {
+	EXPECT_EQ(desktopIcon("[Desktop Entry]\nName=mpv\nIcon=mpv\n"), "mpv");
+	EXPECT_EQ(desktopIcon("[Desktop Entry]\r\nIcon = /opt/app/icon.png \r\n"), "/opt/app/icon.png");
+	// Localised keys and other groups are not the icon.
+	EXPECT_EQ(desktopIcon("[Desktop Entry]\nIcon[de]=x\n[Desktop Action new]\nIcon=y\n"), std::nullopt);
+	EXPECT_EQ(desktopIcon("# Icon=no\n[Other]\nIcon=no\n[Desktop Entry]\nIcon=yes"), "yes");
+	EXPECT_EQ(desktopIcon("[Desktop Entry]\nIcon=\n"), std::nullopt);
+	EXPECT_EQ(desktopIcon(""), std::nullopt);
+}
+
+TEST(MprisMapping, DesktopEntryFilesAreFoundWithoutBlocking) {
+	TempDir home, system;
+	home.write("applications/app.desktop", "[Desktop Entry]\nIcon=from-home\n");
+	system.write("applications/app.desktop", "[Desktop Entry]\nIcon=from-system\n");
+	system.write("applications/other.desktop", "[Desktop Entry]\nIcon=other\n");
+	system.write("applications/huge.desktop", "[Desktop Entry]\nIcon=huge\n" + std::string(kMaxDesktopFile, '#'));
+	std::vector<std::string> dirs = {(home.path / "applications").string(), (system.path / "applications").string()};
+	EXPECT_EQ(desktopEntryIcon("app", dirs), "from-home");
+	EXPECT_EQ(desktopEntryIcon("other", dirs), "other");
+	EXPECT_EQ(desktopEntryIcon("missing", dirs), std::nullopt);
+	EXPECT_EQ(desktopEntryIcon("huge", dirs), std::nullopt);
+	EXPECT_EQ(desktopEntryIcon("../applications/app", dirs), std::nullopt);
+	// A FIFO under the name would block a plain open() until a writer came.
+	ASSERT_EQ(::mkfifo((home.path / "applications/fifo.desktop").c_str(), 0600), 0);
+	EXPECT_EQ(desktopEntryIcon("fifo", dirs), std::nullopt);
+}
+
+TEST(MprisMapping, ApplicationDirsFollowXdg) {
+	::setenv("XDG_DATA_HOME", "/h/share", 1);
+	::setenv("XDG_DATA_DIRS", "/a:/b", 1);
+	EXPECT_EQ(applicationDirs(), (std::vector<std::string>{"/h/share/applications", "/a/applications", "/b/applications"}));
+	::unsetenv("XDG_DATA_DIRS");
+	EXPECT_EQ(applicationDirs(),
+	          (std::vector<std::string>{"/h/share/applications", "/usr/local/share/applications", "/usr/share/applications"}));
+	::unsetenv("XDG_DATA_HOME");
+}
+
+TEST(MprisMapping, TheActivePlayer) {
+	EXPECT_EQ(pickActive({}, std::nullopt), std::nullopt);
+	EXPECT_EQ(pickActive({}, std::string("gone")), std::nullopt);
+	// Playing beats not playing, whatever else.
+	std::vector<Candidate> c = {{"paused", false, 9, 1}, {"playing", true, 2, 2}};
+	EXPECT_EQ(pickActive(c, std::nullopt), "playing");
+	// Among players that play, the one that started last.
+	c = {{"a", true, 5, 1}, {"b", true, 7, 2}, {"c", true, 6, 3}};
+	EXPECT_EQ(pickActive(c, std::nullopt), "b");
+	// Among players that do not, the one that played last; then the one that appeared last.
+	c = {{"played", false, 3, 1}, {"never", false, 0, 5}};
+	EXPECT_EQ(pickActive(c, std::nullopt), "played");
+	c = {{"old", false, 0, 1}, {"new", false, 0, 5}};
+	EXPECT_EQ(pickActive(c, std::nullopt), "new");
+	// A pin wins while its player is there.
+	c = {{"pinned", false, 0, 1}, {"playing", true, 9, 2}};
+	EXPECT_EQ(pickActive(c, std::string("pinned")), "pinned");
+	EXPECT_EQ(pickActive(c, std::string("gone")), "playing");
+}
+
+#endif // QSD_MPRIS_BACKEND
