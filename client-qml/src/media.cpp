@@ -119,8 +119,11 @@ void QsdMediaPosition::update() {
 void QsdMediaPosition::schedule() {
 	bool run = this->mComplete && this->mEnabled && this->mPlaying && this->mKnown;
 	if (run == this->mTimer.isActive()) return;
-	if (run) this->mTimer.start();
-	else this->mTimer.stop();
+	if (run) {
+		this->mTimer.start();
+	} else {
+		this->mTimer.stop();
+	}
 	emit this->tickingChanged();
 }
 

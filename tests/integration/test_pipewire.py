@@ -147,7 +147,7 @@ def test_default_sink_and_source_are_one_path_each(env):
     pw.add_null("qsd_mic", media_class="Audio/Source/Virtual", positions="MONO", description="Test Mic")
     pw.run(["wpctl", "set-default", str(a)])
     env.start_qsd(backends=["pipewire"])
-    c, sub = watch(env)
+    c, sub = env.watch("/audio")
     ka, kb, km = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b", "qsd_mic"))
     c.wait_value(sub, "/audio/sink", {"node": ka, "id": a, "description": "Test Sink A", "volume": 1.0,
                                       "volumes": [1.0, 1.0], "muted": False})
