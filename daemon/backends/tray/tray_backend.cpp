@@ -50,13 +50,7 @@ void TrayBackend::start() {
 	setState(BackendState::Starting);
 	conn_ = &context_.sessionBus->connection();
 
-	std::string source;
-	auto options = IconTheme::fromEnvironment(kDefaultIconSize);
-	theme_ = std::make_unique<IconTheme>(options);
-	IconTheme::currentTheme(&source);
-	log::info("tray", "icon theme {} (from {}), searched as {}", options.theme, source, fmt::join(theme_->chain(), " > "));
-	store_ = std::make_unique<IconStore>(IconStore::defaultDir());
-	resolver_ = std::make_unique<IconResolver>(*theme_, *store_);
+	setupIcons();
 
 	deferred_ = context_.loop.addDefer([this] { runDeferred(); }, "tray-deferred");
 	deferred_.setEnabled(SD_EVENT_OFF);
@@ -108,9 +102,7 @@ void TrayBackend::stop() {
 	graveyard_.clear();
 	deferred_.reset();
 	reaper_.reset();
-	resolver_.reset();
-	store_.reset();
-	theme_.reset();
+	dropIcons();
 	role_ = Role::None;
 	context_.tree.remove(kRoot);
 	setState(BackendState::Stopped);

@@ -87,6 +87,8 @@ private:
 		std::unique_ptr<Menu> menu;
 		bool menuDirty = true;               // the menu in the tree is not the current one
 		std::vector<IconRef> menuFiles;
+		IconMemo menuIcons;                  // the menu's icon names, as last resolved
+		std::set<std::string> warned;        // warnings logged once per item
 	};
 
 	// --- tray_backend.cpp: start-up, roles, the watcher object, hosting another watcher
@@ -139,6 +141,11 @@ private:
 	// The menu as JSON (null without one); its icon files replace menuFiles.
 	[[nodiscard]] nlohmann::json menuJson(Item& item);
 
+	// --- tray_icons.cpp: the icon theme, the icon files, and following theme changes
+	void setupIcons();
+	void dropIcons();
+	void themesChanged();
+
 	// --- tray_actions.cpp
 	void registerMethods();
 	Item& actionItem(const rpc::Params& p);
@@ -177,6 +184,8 @@ private:
 	std::unique_ptr<IconTheme> theme_;
 	std::unique_ptr<IconStore> store_;
 	std::unique_ptr<IconResolver> resolver_;
+	EventSource themeWatch_;                     // inotify on the installed icon themes
+	EventSource themeRescan_;                    // items' icons resolved again after a change
 };
 
 } // namespace qsd::tray

@@ -120,6 +120,8 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	bury(std::move(item.proxy));
 	if (item.published) context_.tree.remove(itemPath(key));
 	reader_.forget(key);
+	// What was indexed of the item's own icon trees goes with it.
+	if (const auto* p = dbus::find(item.props, "IconThemePath"); p && theme_) theme_->forget(dbus::asString(*p).value_or(""));
 	// Last: the item's icon files are released (and deleted) with it.
 	items_.erase(it);
 	if (role_ == Role::Watcher) {
@@ -326,7 +328,10 @@ void TrayBackend::refresh(Item& item) {
 			    if (affectsIcon(prop)) it->iconsDirty = true;
 			    // Menu icons are looked up in it; rebuilding a large menu for an unchanged
 			    // path (NewIcon re-reads it every time) would be wasted.
-			    if (prop == "IconThemePath" && themePath() != oldThemePath) it->menuDirty = true;
+			    if (prop == "IconThemePath" && themePath() != oldThemePath) {
+				    it->menuDirty = true;
+				    if (!oldThemePath.empty()) theme_->forget(oldThemePath);
+			    }
 			    // One publish for the signals of one burst: after the last answer.
 			    if (it->pendingGets == 0) propertiesRead(*it, false);
 		    },
@@ -344,6 +349,10 @@ void TrayBackend::publish(Item& item) {
 	if (!item.read || item.pendingGets > 0 || (!item.published && !menuReady)) return;
 	auto m = mapItem(item.props, &item.pixmaps);
 	for (const auto& name: m.badProperties) reader_.wrongType(item.key, name, item.props);
+	// IconTheme refuses such names before any lookup; the item hears of it once.
+	for (const auto* name: {&m.icons.name, &m.icons.attentionName, &m.icons.overlayName})
+		if (name->size() > IconTheme::kMaxNameBytes && name->front() != '/' && item.warned.insert("long icon name").second)
+			log::warning("tray", "{}: an icon name of {} bytes is longer than a file name; it is not looked up", item.key, name->size());
 	if (item.iconsDirty) {
 		// The new files are made before the old handles go, so an unchanged icon keeps its file.
 		item.icon = resolver_->resolve(m.icons);

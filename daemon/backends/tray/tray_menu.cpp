@@ -163,11 +163,14 @@ json TrayBackend::menuJson(Item& item) {
 	if (const auto* p = dbus::find(item.props, "IconThemePath"))
 		if (auto s = dbus::asString(*p)) themePath = *s;
 	std::vector<IconRef> files;
+	auto memo = resolver_->beginMemo(themePath);
 	json value = menuToJson(*item.menu->root, [&](const std::string& name, const std::vector<uint8_t>& data) {
-		return resolver_->menuIcon(name, data, themePath, files);
+		return resolver_->menuIcon(name, data, files, item.menuIcons, memo);
 	});
-	// Swapped in after the new files exist: an unchanged icon keeps its file.
+	// Swapped in after the new files exist: an unchanged icon keeps its file. The memo keeps
+	// only the names this menu has now.
 	item.menuFiles.swap(files);
+	item.menuIcons = std::move(memo);
 	return value;
 }
 

@@ -1,0 +1,220 @@
+"""Tray items that are broken or hostile (tray_item.py playing them, on a private session bus):
+nothing they send may hang qsd, stall it for long, or grow its memory without bound. Each test
+is one way an item once did; the state each waits for arrives at once with the limits in place
+(docs/architecture.md, "Hostile peers"), and only after minutes, or never, without them.
+
+Also what a desktop shows for icons: the platform's default theme, a raster before an SVG, and
+an icon installed while qsd runs."""
+
+import os
+
+import pytest
+
+import trayutil as t
+
+HICOLOR_INDEX = """[Icon Theme]
+Name=Hicolor
+Directories=48x48/apps
+
+[48x48/apps]
+Size=48
+Type=Fixed
+"""
+
+
+def start(env, **kw):
+    env.start_qsd(backends=["tray"], **kw)
+    c = env.client()
+    sub = c.subscribe(["/tray"])
+    c.wait_value(sub, "/tray/available", True, timeout=30)
+    return c, sub
+
+
+def key_of(name):
+    return name + "/StatusNotifierItem"
+
+
+def wait_item(c, sub, key, timeout=30, predicate=lambda it: True):
+    c.wait_for(lambda: key in c.mirror(sub)["tray"]["items"] and predicate(c.mirror(sub)["tray"]["items"][key]),
+               timeout=timeout, what=key)
+    return c.mirror(sub)["tray"]["items"][key]
+
+
+def responsive(env):
+    """Another client's tree.get is answered (the daemon's loop is not stuck)."""
+    other = env.client()
+    try:
+        assert other.call("tree.get", {"path": "/tray/available"}, timeout=10)["value"] is True
+    finally:
+        other.close()
+
+
+def private_tree(root, dirs):
+    """A bare theme tree of `dirs` directories (no index.theme), as apps ship."""
+    sizes = [16, 20, 22, 24, 28, 32, 36, 40, 42, 44, 48, 56, 60, 64, 72, 80, 96, 100, 112, 128, 150, 160, 192, 256, 384, 512]
+    cats = ["actions", "animations", "apps", "categories", "devices", "emblems", "emotes", "filesystems", "intl",
+            "mimetypes", "places", "status", "stock", "panel", "legacy", "symbolic", "extra", "misc", "ui", "ui2"]
+    made = 0
+    for s in sizes:
+        for c in cats:
+            if made == dirs:
+                return
+            os.makedirs(os.path.join(root, "hicolor", f"{s}x{s}", c), exist_ok=True)
+            made += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# stalls and hangs
+
+
+def test_a_fifo_for_index_theme_does_not_hang_qsd(env):
+    # An IconThemePath whose hicolor/index.theme is a FIFO, and a name that is not found: qsd
+    # once waited in open() for a writer, for ever (even SIGTERM went unanswered).
+    theme = os.path.join(env.dir, "fifo-theme")
+    os.makedirs(os.path.join(theme, "hicolor"))
+    os.mkfifo(os.path.join(theme, "hicolor", "index.theme"))
+    os.mkfifo(os.path.join(theme, "qsd-fifo.png"))
+    c, sub = start(env)
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Fifo",
+                         "props": {"Id": "fifo", "IconThemePath": theme, "IconName": "qsd-not-there"}}])
+    it = wait_item(c, sub, key_of("org.qsdtest.Fifo"))
+    assert it["icon"] is None
+    responsive(env)
+    assert env.stop_qsd() == 0
+
+
+def test_menu_icons_are_looked_up_in_an_index_not_per_entry(env):
+    # 1000 menu entries whose icon-names are not found, with an IconThemePath of 520
+    # directories: each lookup once walked the whole tree (about 30 ms an entry).
+    theme = os.path.join(env.dir, "big-theme")
+    private_tree(theme, 520)
+    t.write_png(os.path.join(theme, "hicolor", "48x48", "apps", "qsd-big-found.png"), 48, 48, (1, 2, 3, 255))
+    c, sub = start(env)
+    name = "org.qsdtest.BigMenu"
+    t.start_items(env, [{"register": "name", "name": name, "menu": "icons:1000",
+                         "props": {"Id": "big", "IconThemePath": theme, "IconName": "qsd-big-found"}}])
+    it = wait_item(c, sub, key_of(name))
+    assert t.file_of(it["icon"]).endswith("/hicolor/48x48/apps/qsd-big-found.png")
+    assert len(it["menu"]["children"]) == 1000 and it["menu"]["children"][0]["icon"] is None
+    # Every change of the menu rebuilds it; names already resolved are not looked up again.
+    t.control(env, name).Flood(0, 5)
+    c.wait_for(lambda: c.mirror(sub)["tray"]["items"][key_of(name)]["menu"]["children"][0]["label"] == "Flood 5",
+               timeout=30, what="the last update")
+    # An icon that appears in the item's tree is found at the next rebuild.
+    t.write_png(os.path.join(theme, "hicolor", "48x48", "apps", "qsd-missing-2.png"), 48, 48, (4, 5, 6, 255))
+    t.control(env, name).Flood(0, 1)
+    c.wait_for(lambda: c.mirror(sub)["tray"]["items"][key_of(name)]["menu"]["children"][1]["icon"] is not None,
+               timeout=30, what="the new menu icon")
+    responsive(env)
+
+
+def test_icon_names_longer_than_a_file_name_are_refused(env):
+    # Distinct 1 MiB icon names, one NewIcon each: every lookup once built thousands of
+    # candidate paths that long (a path per directory of every theme, and of the item's tree).
+    theme = os.path.join(env.dir, "tree")
+    private_tree(theme, 520)
+    c, sub = start(env)
+    name = "org.qsdtest.LongNames"
+    t.start_items(env, [{"register": "name", "name": name,
+                         "props": {"Id": "long", "IconName": "qsd-short", "IconThemePath": theme}}])
+    wait_item(c, sub, key_of(name))
+    t.control(env, name).LongNames(120, 1 << 20)
+    it = wait_item(c, sub, key_of(name), predicate=lambda it: it["title"] == "long names done")
+    assert it["icon"] is None and len(it["iconName"]) > 1 << 20
+    assert env.qsd_log().count("is longer than a file name; it is not looked up") == 1
+    responsive(env)
+
+
+def test_a_huge_icon_with_an_overlay_is_not_decoded_on_every_new_icon(env):
+    # A 4096 px theme PNG and an overlay: once decoded, composed and encoded again on every
+    # NewIcon (1.4 s each). Files beyond the pixmap limit are left to the client, with the overlay
+    # beside them; smaller ones are composed once per (file, overlay).
+    theme = os.path.join(env.dir, "huge-theme")
+    huge = os.path.join(theme, "hicolor", "64x64", "apps", "qsd-huge.png")
+    t.write_png(huge, 4096, 4096, (0, 0, 255, 255))
+    small = os.path.join(theme, "hicolor", "64x64", "apps", "qsd-small.png")
+    t.write_png(small, 64, 64, (0, 0, 255, 255))
+    overlay = [t.pixmap(16, 16, (255, 0, 0, 255), quadrant=True)]
+    c, sub = start(env)
+    huge_name, small_name = "org.qsdtest.Huge", "org.qsdtest.Small"
+    t.start_items(env, [{"register": "name", "name": huge_name,
+                         "props": {"Id": "huge", "IconThemePath": theme, "IconName": "qsd-huge", "OverlayIconPixmap": overlay}}])
+    t.start_items(env, [{"register": "name", "name": small_name,
+                         "props": {"Id": "small", "IconThemePath": theme, "IconName": "qsd-small", "OverlayIconPixmap": overlay}}])
+    it = wait_item(c, sub, key_of(huge_name))
+    assert t.file_of(it["icon"]) == huge and it["overlayIcon"] is not None
+    composed = wait_item(c, sub, key_of(small_name))["icon"]
+    w, h, rows = t.read_png(t.file_of(composed))
+    assert (w, h) == (64, 64) and rows[0][0] == (255, 0, 0, 255) and rows[63][63] == (0, 0, 255, 255)
+    t.control(env, huge_name).NewIcons(30)
+    t.control(env, small_name).NewIcons(30)
+    wait_item(c, sub, key_of(huge_name), predicate=lambda it: it["title"] == "new icons done")
+    assert wait_item(c, sub, key_of(small_name), predicate=lambda it: it["title"] == "new icons done")["icon"] == composed
+    responsive(env)
+
+
+# ---------------------------------------------------------------------------------------------
+# what a desktop would show
+
+
+def private_data_dirs(env):
+    """$XDG_DATA_DIRS of its own, with a hicolor index, so only the test's themes are installed."""
+    share = os.path.join(env.dir, "share")
+    os.makedirs(os.path.join(share, "icons", "hicolor", "48x48", "apps"))
+    with open(os.path.join(share, "icons", "hicolor", "index.theme"), "w") as f:
+        f.write(HICOLOR_INDEX)
+    env.env["XDG_DATA_DIRS"] = share
+    return share
+
+
+def test_without_a_configured_theme_the_platform_default_is_searched(env):
+    # pasystray's audio-volume-high was null with Adwaita installed and no theme configured.
+    share = private_data_dirs(env)
+    adwaita = os.path.join(share, "icons", "Adwaita")
+    os.makedirs(adwaita)
+    with open(os.path.join(adwaita, "index.theme"), "w") as f:
+        f.write("[Icon Theme]\nName=Adwaita\nInherits=hicolor\nDirectories=48x48/status\n\n[48x48/status]\nSize=48\nType=Fixed\n")
+    t.write_png(os.path.join(adwaita, "48x48", "status", "qsd-volume-high.png"), 48, 48, (7, 7, 7, 255))
+    c, sub = start(env)
+    assert "searched as Adwaita > hicolor" in env.qsd_log()
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Volume", "props": {"Id": "volume", "IconName": "qsd-volume-high"}}])
+    it = wait_item(c, sub, key_of("org.qsdtest.Volume"))
+    assert t.file_of(it["icon"]) == os.path.join(adwaita, "48x48", "status", "qsd-volume-high.png")
+
+
+def test_a_raster_is_chosen_over_an_svg(env):
+    # nm-applet's nm-device-wired: a 22 px PNG and a scalable SVG; a QML Image without Qt's SVG
+    # plugin shows nothing for the SVG.
+    theme = os.path.join(env.dir, "nm-theme")
+    png = os.path.join(theme, "hicolor", "22x22", "devices", "qsd-wired.png")
+    t.write_png(png, 22, 22, (0, 9, 0, 255))
+    os.makedirs(os.path.join(theme, "hicolor", "scalable", "devices"))
+    with open(os.path.join(theme, "hicolor", "scalable", "devices", "qsd-wired.svg"), "w") as f:
+        f.write('<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"/>')
+    c, sub = start(env)
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Wired",
+                         "props": {"Id": "wired", "IconThemePath": theme, "IconName": "qsd-wired"}}])
+    assert t.file_of(wait_item(c, sub, key_of("org.qsdtest.Wired"))["icon"]) == png
+
+
+def test_an_icon_installed_while_qsd_runs_shows_up(env):
+    share = private_data_dirs(env)
+    c, sub = start(env)
+    name = "org.qsdtest.Later"
+    t.start_items(env, [{"register": "name", "name": name, "menu": "icons:3",
+                         "props": {"Id": "later", "IconName": "qsd-missing-1"}}])
+    it = wait_item(c, sub, key_of(name))
+    assert it["icon"] is None and it["menu"]["children"][0]["icon"] is None
+    # Installed in the theme (a package, or an app at its first start): the item's icon and its
+    # menu's icon appear, without the app doing anything.
+    icon = os.path.join(share, "icons", "hicolor", "48x48", "apps", "qsd-missing-1.png")
+    t.write_png(icon + ".tmp", 48, 48, (3, 3, 3, 255))
+    os.rename(icon + ".tmp", icon)
+    it = wait_item(c, sub, key_of(name), predicate=lambda it: it["icon"] is not None and
+                   it["menu"]["children"][0]["icon"] is not None)
+    assert t.file_of(it["icon"]) == icon and t.file_of(it["menu"]["children"][0]["icon"]) == icon
+    # In a base directory that did not exist when qsd started.
+    user = os.path.join(env.dir, "home", ".local", "share", "icons", "qsd-missing-2.png")
+    t.write_png(user, 16, 16, (3, 3, 3, 255))
+    it = wait_item(c, sub, key_of(name), predicate=lambda it: it["menu"]["children"][1]["icon"] is not None)
+    assert t.file_of(it["menu"]["children"][1]["icon"]) == user
