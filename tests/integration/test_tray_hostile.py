@@ -125,6 +125,19 @@ def test_icon_names_longer_than_a_file_name_are_refused(env):
     responsive(env)
 
 
+def test_menu_updates_naming_unknown_entries_cost_a_probe_each(env):
+    # ItemsPropertiesUpdated naming 100 000 entries a 4095-entry menu does not have: each id was
+    # once searched for through the whole menu.
+    c, sub = start(env)
+    name = "org.qsdtest.Flood"
+    t.start_items(env, [{"register": "name", "name": name, "menu": 4095, "props": {"Id": "flood"}}])
+    wait_item(c, sub, key_of(name), timeout=60)
+    t.control(env, name).Flood(100000, 20, timeout=300)
+    c.wait_for(lambda: c.mirror(sub)["tray"]["items"][key_of(name)]["menu"]["children"][0]["label"] == "Flood 20",
+               timeout=30, what="the last update")
+    responsive(env)
+
+
 def test_a_huge_icon_with_an_overlay_is_not_decoded_on_every_new_icon(env):
     # A 4096 px theme PNG and an overlay: once decoded, composed and encoded again on every
     # NewIcon (1.4 s each). Files beyond the pixmap limit are left to the client, with the overlay

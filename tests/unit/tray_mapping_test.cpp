@@ -257,6 +257,23 @@ TEST(TrayMenu, PropertiesSetFromTheWireAndResetToTheirDefaults) {
 	EXPECT_EQ(findNode(root, 9), nullptr);
 }
 
+TEST(TrayMenu, TheIndexFindsEntriesByIdAsFindNodeDoes) {
+	MenuNode root;
+	root.children.resize(3);
+	for (int i = 0; i < 3; ++i) root.children[size_t(i)].id = i + 1;
+	root.children[1].children.resize(2);
+	root.children[1].children[0].id = 20;
+	root.children[1].children[1].id = 3;   // a duplicate id: the first in menu order wins
+	MenuIndex index;
+	index.rebuild(&root);
+	EXPECT_EQ(index.size(), 5u);
+	for (int id: {0, 1, 2, 3, 20}) EXPECT_EQ(index.find(id), findNode(root, id)) << id;
+	EXPECT_EQ(index.find(3), &root.children[1].children[1]);
+	EXPECT_EQ(index.find(99), nullptr);
+	index.rebuild(nullptr);
+	EXPECT_EQ(index.find(0), nullptr);
+}
+
 TEST(TrayMenu, MnemonicsAndShortcuts) {
 	std::string m;
 	EXPECT_EQ(stripMnemonic("_File", &m), "File");

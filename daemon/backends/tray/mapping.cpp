@@ -323,6 +323,25 @@ MenuNode* findNode(MenuNode& root, int32_t id) {
 	return nullptr;
 }
 
+void MenuIndex::rebuild(MenuNode* root) {
+	byId_.clear();
+	if (!root) return;
+	// Depth first, in menu order, without recursion (an explicit stack; menus are bounded, but
+	// the index must not be the thing that limits them).
+	std::vector<MenuNode*> stack{root};
+	while (!stack.empty()) {
+		MenuNode* n = stack.back();
+		stack.pop_back();
+		byId_.try_emplace(n->id, n);
+		for (auto it = n->children.rbegin(); it != n->children.rend(); ++it) stack.push_back(&*it);
+	}
+}
+
+MenuNode* MenuIndex::find(int32_t id) const {
+	auto it = byId_.find(id);
+	return it == byId_.end() ? nullptr : it->second;
+}
+
 std::string fileUrl(std::string_view path) {
 	static const char* hex = "0123456789ABCDEF";
 	std::string out = "file://";

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace qsd::tray {
@@ -166,6 +167,20 @@ using IconUrl = std::function<nlohmann::json(const std::string& iconName, const 
 
 // Finds the node with `id` in the tree (nullptr when absent).
 [[nodiscard]] MenuNode* findNode(MenuNode& root, int32_t id);
+
+// A menu's entries by id, for signals that name entries by id (ItemsPropertiesUpdated with a
+// few hundred thousand ids must not cost ids x entries). Built from a tree, and built again
+// whenever the tree's shape changes (its nodes move). With duplicate ids (a broken menu), the
+// first in menu order wins, as findNode finds it.
+class MenuIndex {
+public:
+	void rebuild(MenuNode* root);
+	[[nodiscard]] MenuNode* find(int32_t id) const;
+	[[nodiscard]] size_t size() const { return byId_.size(); }
+
+private:
+	std::unordered_map<int32_t, MenuNode*> byId_;
+};
 
 // ------------------------------------------------------------------------------------------
 

@@ -64,6 +64,7 @@ private:
 		std::string path;
 		std::unique_ptr<sdbus::IProxy> proxy;
 		std::optional<MenuNode> root;       // the layout; nullopt until read (or when it failed)
+		MenuIndex index;                    // root's entries by id, rebuilt when its shape changes
 		bool settled = false;               // the first GetLayout answered, either way
 		std::set<int32_t> pendingParents;   // LayoutUpdated parents not yet fetched
 	};

@@ -60,9 +60,10 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 		    if (error) failure = *error;
 		    MenuNode node;
 		    size_t skipped = 0;
+		    bool rootProperties = true;
 		    if (reply) {
 			    try {
-				    node = readLayout(*reply, skipped);
+				    node = readLayout(*reply, skipped, &rootProperties);
 			    } catch (const sdbus::Error& x) {
 				    failure = x;
 			    }
@@ -88,13 +89,17 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 		    if (parent == 0 || !menu.root) {
 			    if (parent == 0) menu.root = std::move(node);
 			    else menu.pendingParents.insert(0);   // a submenu before the root: fetch everything
-		    } else if (MenuNode* at = findNode(*menu.root, parent)) {
-			    at->props = std::move(node.props);
+		    } else if (MenuNode* at = menu.index.find(parent)) {
+			    // Qt answers GetLayout(submenu, -1) with no properties for the submenu's own
+			    // entry: what is known of it stays, only its children are new.
+			    if (rootProperties) at->props = std::move(node.props);
 			    at->children = std::move(node.children);
 		    } else {
 			    // The submenu left the tree meanwhile: the whole menu is re-read.
 			    menu.pendingParents.insert(0);
 		    }
+		    // The nodes moved: the index by id is made again (once per layout read).
+		    menu.index.rebuild(menu.root ? &*menu.root : nullptr);
 		    if (!menu.pendingParents.empty()) {
 			    menuQueue_.insert(key);
 			    deferred_.setEnabled(SD_EVENT_ONESHOT);
@@ -137,7 +142,7 @@ void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 		} else if (member == "ItemsPropertiesUpdated") {
 			// Applied in place, no call. Before the first layout there is nothing to apply to:
 			// that layout is newer.
-			if (item->menu->root && readPropertiesUpdated(msg, *item->menu->root)) {
+			if (item->menu->root && readPropertiesUpdated(msg, item->menu->index)) {
 				item->menuDirty = true;
 				queuePublish(*item);
 			}

@@ -88,8 +88,9 @@ void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& p
 	props[name] = std::move(v);
 }
 
-// An entry's a{sv} at the message's position.
-void readMenuProps(sdbus::Message& msg, MenuProps& props) {
+// An entry's a{sv} at the message's position; the number of properties it held.
+size_t readMenuProps(sdbus::Message& msg, MenuProps& props) {
+	size_t count = 0;
 	sd_bus_message* m = Raw::of(msg);
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}"), "menu properties");
 	for (;;) {
@@ -117,16 +118,18 @@ void readMenuProps(sdbus::Message& msg, MenuProps& props) {
 			setMenuProperty(props, name, v);
 		}
 		check(sd_bus_message_exit_container(m), "menu property");
+		++count;
 	}
 	check(sd_bus_message_exit_container(m), "menu properties");
+	return count;
 }
 
 // One (ia{sv}av) at the message's position (inside its variant, for a child).
-void readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count, size_t& skipped) {
+size_t readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count, size_t& skipped) {
 	sd_bus_message* m = Raw::of(msg);
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "ia{sv}av"), "menu entry");
 	check(sd_bus_message_read_basic(m, 'i', &node.id), "menu entry id");
-	readMenuProps(msg, node.props);
+	size_t properties = readMenuProps(msg, node.props);
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "v"), "menu children");
 	for (;;) {
 		char type = 0;
@@ -147,21 +150,23 @@ void readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count, 
 	}
 	check(sd_bus_message_exit_container(m), "menu children");
 	check(sd_bus_message_exit_container(m), "menu entry");
+	return properties;
 }
 
 } // namespace
 
-MenuNode readLayout(sdbus::Message& reply, size_t& skipped) {
+MenuNode readLayout(sdbus::Message& reply, size_t& skipped, bool* rootProperties) {
 	sd_bus_message* m = Raw::of(reply);
 	uint32_t revision = 0;
 	check(sd_bus_message_read_basic(m, 'u', &revision), "layout revision");
 	MenuNode root;
 	size_t count = 1;
-	readNode(reply, root, 0, count, skipped);
+	size_t properties = readNode(reply, root, 0, count, skipped);
+	if (rootProperties) *rootProperties = properties > 0;
 	return root;
 }
 
-bool readPropertiesUpdated(sdbus::Message& signal, MenuNode& root) {
+bool readPropertiesUpdated(sdbus::Message& signal, const MenuIndex& index) {
 	sd_bus_message* m = Raw::of(signal);
 	bool changed = false;
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(ia{sv})"), "updated");
@@ -171,7 +176,7 @@ bool readPropertiesUpdated(sdbus::Message& signal, MenuNode& root) {
 		if (r == 0) break;
 		int32_t id = 0;
 		check(sd_bus_message_read_basic(m, 'i', &id), "updated id");
-		MenuNode* node = findNode(root, id);
+		MenuNode* node = index.find(id);
 		MenuProps scratch;   // an entry the tree does not have: read and dropped
 		readMenuProps(signal, node ? node->props : scratch);
 		changed |= node != nullptr;
@@ -185,7 +190,7 @@ bool readPropertiesUpdated(sdbus::Message& signal, MenuNode& root) {
 		if (r == 0) break;
 		int32_t id = 0;
 		check(sd_bus_message_read_basic(m, 'i', &id), "removed id");
-		MenuNode* node = findNode(root, id);
+		MenuNode* node = index.find(id);
 		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "s"), "removed names");
 		for (;;) {
 			const char* name = nullptr;
