@@ -231,3 +231,117 @@ def test_an_icon_installed_while_qsd_runs_shows_up(env):
     t.write_png(user, 16, 16, (3, 3, 3, 255))
     it = wait_item(c, sub, key_of(name), predicate=lambda it: it["menu"]["children"][1]["icon"] is not None)
     assert t.file_of(it["menu"]["children"][1]["icon"]) == user
+
+
+# ---------------------------------------------------------------------------------------------
+# what one connection may register
+
+
+class LoopBus:
+    """A dbus-python connection of the test's own, on a GLib main loop: calls pipelined, signals
+    counted."""
+
+    def __init__(self, env):
+        import dbus
+        import dbus.mainloop.glib
+        from gi.repository import GLib
+        self.dbus, self.GLib = dbus, GLib
+        self.bus = dbus.bus.BusConnection(env.env["DBUS_SESSION_BUS_ADDRESS"], mainloop=dbus.mainloop.glib.DBusGMainLoop())
+        self.watcher = self.bus.get_object(t.WATCHER, "/StatusNotifierWatcher")
+        self.signals = []
+        for member in ("StatusNotifierHostRegistered", "StatusNotifierHostUnregistered", "StatusNotifierItemRegistered"):
+            self.bus.add_signal_receiver(lambda *a, m=member: self.signals.append(m), member, t.WATCHER,
+                                         path="/StatusNotifierWatcher")
+        self.bus.add_signal_receiver(lambda *a: self.signals.append("PropertiesChanged"), "PropertiesChanged",
+                                     "org.freedesktop.DBus.Properties", path="/StatusNotifierWatcher")
+
+    def pump(self, done, timeout=60, what="replies"):
+        ctx = self.GLib.MainContext.default()
+        expired = []
+        source = self.GLib.timeout_add(int(timeout * 1000), lambda: expired.append(1) or False)
+        while not done():
+            if expired:
+                raise TimeoutError(f"timed out waiting for {what}")
+            ctx.iteration(True)
+        self.GLib.source_remove(source)
+
+    def calls(self, method, args, window=100):
+        """Calls `method` with each argument, `window` calls outstanding at a time (the bus
+        refuses more pending calls than that on its own); the replies: "ok" or the error's
+        name, in order."""
+        results = [None] * len(args)
+        sent = [0]
+
+        def send():
+            i = sent[0]
+            sent[0] += 1
+            getattr(self.watcher, method)(args[i], dbus_interface=t.WATCHER,
+                                          reply_handler=lambda *r: answered(i, "ok"),
+                                          error_handler=lambda e: answered(i, e.get_dbus_name()))
+
+        def answered(i, result):
+            results[i] = result
+            if sent[0] < len(args):
+                send()
+
+        for _ in range(min(window, len(args))):
+            send()
+        self.pump(lambda: None not in results)
+        return results
+
+    def sync(self):
+        """Waits until everything qsd sent before now has arrived (one round trip)."""
+        done = []
+        self.watcher.Get(t.WATCHER, "ProtocolVersion", dbus_interface="org.freedesktop.DBus.Properties",
+                         reply_handler=lambda *r: done.append(1), error_handler=lambda e: done.append(1))
+        self.pump(lambda: done, what="a round trip")
+
+    def close(self):
+        self.bus.close()
+
+
+LIMIT = "org.freedesktop.DBus.Error.LimitsExceeded"
+
+
+def test_hosts_are_kept_per_connection_within_a_limit(env):
+    # RegisterStatusNotifierHost with names nobody owns was kept for ever, each broadcast and
+    # logged: 300 000 calls took 98 MiB.
+    c, sub = start(env)
+    peer = LoopBus(env)
+    results = peer.calls("RegisterStatusNotifierHost", [f"org.qsdtest.Nobody{i}" for i in range(2000)])
+    assert results.count("ok") == 16 and results.count(LIMIT) == 2000 - 16
+    peer.sync()
+    # At most one StatusNotifierHostRegistered per loop pass, and only for hosts kept; the log
+    # is rate-limited.
+    assert 1 <= peer.signals.count("StatusNotifierHostRegistered") <= 16
+    assert env.qsd_log().count("org.qsdtest.Nobody") <= 33
+    # Another connection has its own share; the hosts go with their connection.
+    other = LoopBus(env)
+    assert other.calls("RegisterStatusNotifierHost", ["org.qsdtest.Other"]) == ["ok"]
+    peer.close()
+    other.pump(lambda: "StatusNotifierHostUnregistered" in other.signals, timeout=30, what="StatusNotifierHostUnregistered")
+    responsive(env)
+
+
+def test_items_are_kept_per_connection_and_the_list_is_announced_once_a_pass(env):
+    # One connection registering thousands of object paths: each registration broadcast the
+    # whole RegisteredStatusNotifierItems (quadratic: 10 000 paths took 813 MiB).
+    c, sub = start(env)
+    rss = env.rss_kib()
+    peer = LoopBus(env)
+    results = peer.calls("RegisterStatusNotifierItem", [f"/qsdtest/Item{i}" for i in range(2000)])
+    assert results.count("ok") == 64 and results.count(LIMIT) == 2000 - 64
+    peer.sync()
+    assert peer.signals.count("StatusNotifierItemRegistered") == 64
+    # At most one PropertiesChanged(RegisteredStatusNotifierItems) per loop pass.
+    assert 1 <= peer.signals.count("PropertiesChanged") <= 64
+    mine = [k for k in t.registered(env) if k.startswith(peer.bus.get_unique_name() + "/")]
+    assert len(mine) == 64
+    assert env.rss_kib() - rss < 10 * 1024
+    # They go with the connection; then it may register again.
+    peer.close()
+    wait_until_registered = lambda: not any(k.startswith(":") and "/qsdtest/Item" in k for k in t.registered(env))
+    c.wait_for(wait_until_registered, timeout=30, what="the items gone")
+    again = LoopBus(env)
+    assert again.calls("RegisterStatusNotifierItem", ["/qsdtest/Again"]) == ["ok"]
+    responsive(env)

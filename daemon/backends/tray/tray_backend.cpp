@@ -90,6 +90,8 @@ void TrayBackend::stop() {
 	}
 	object_.reset();
 	items_.clear();
+	itemsPerOwner_.clear();
+	hosts_ = HostRegistry();
 	order_.clear();
 	services_.clear();
 	itemSignals_.clear();
@@ -323,12 +325,10 @@ void TrayBackend::emitWatcher(const char* member, const std::string* arg) {
 }
 
 void TrayBackend::watcherItemsChanged() {
+	// One PropertiesChanged with the whole list per loop pass, not per registration (tray_peers.cpp).
 	if (!object_ || role_ != Role::Watcher) return;
-	try {
-		object_->emitPropertiesChangedSignal(kWatcherIface, {"RegisteredStatusNotifierItems"});
-	} catch (const sdbus::Error& e) {
-		log::warning("tray", "emitting PropertiesChanged failed: {}", e.getMessage());
-	}
+	itemsChanged_ = true;
+	if (deferred_) deferred_.setEnabled(SD_EVENT_ONESHOT);
 }
 
 void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
@@ -342,6 +342,9 @@ void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
 	}
 	// The caller's own name (a path registration or its unique name): its owner is the caller.
 	if (a->service == sender || items_.count(a->key())) {
+		if (!items_.count(a->key()) && overItemLimit(sender, a->key()))
+			throw sdbus::Error("org.freedesktop.DBus.Error.LimitsExceeded",
+			                   fmt::format("{} has {} items already (the limit)", sender, kMaxItemsPerConnection));
 		addItem(*a, sender);
 		call.createReply().send();
 		return;
@@ -359,6 +362,13 @@ void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
 			                 .send();
 			             return;
 		             }
+		             if (!items_.count(address.key()) && overItemLimit(owner, address.key())) {
+			             call.createErrorReply(sdbus::Error("org.freedesktop.DBus.Error.LimitsExceeded",
+			                                                fmt::format("{} has {} items already (the limit)", owner,
+			                                                            kMaxItemsPerConnection)))
+			                 .send();
+			             return;
+		             }
 		             addItem(address, owner);
 		             call.createReply().send();
 	             });
@@ -367,11 +377,22 @@ void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
 void TrayBackend::onRegisterHost(sdbus::MethodCall call) {
 	std::string arg;
 	call >> arg;
-	std::string name = arg.empty() || arg[0] == '/' ? std::string(call.getSender()) : arg;
+	std::string sender = call.getSender();
+	std::string name = arg.empty() || arg[0] == '/' ? sender : arg;
 	if (!isValidBusName(name)) throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", "\"" + arg + "\" is not a bus name");
-	if (hosts_.insert(name).second) {
-		log::info("tray", "host {} registered", name);
-		emitWatcher("StatusNotifierHostRegistered");
+	// Kept per calling connection, which is what goes away (a name nobody owns never does).
+	uint64_t suppressed = 0;
+	switch (hosts_.add(sender, name)) {
+	case HostRegistry::Result::Added:
+		if (peerLog(suppressed)) log::info("tray", "host {} registered by {}{}", name, sender, suppressed ? fmt::format(" ({} more registrations and refusals not logged)", suppressed) : "");
+		hostsChanged(true);
+		break;
+	case HostRegistry::Result::Known:
+		break;
+	case HostRegistry::Result::TooMany:
+		if (peerLog(suppressed)) log::warning("tray", "{} registered more than {} hosts; refused", sender, kMaxHostsPerConnection);
+		throw sdbus::Error("org.freedesktop.DBus.Error.LimitsExceeded",
+		                   fmt::format("{} has registered {} hosts already (the limit)", sender, kMaxHostsPerConnection));
 	}
 	call.createReply().send();
 }
@@ -390,10 +411,12 @@ void TrayBackend::onNameOwnerChanged(sdbus::Message& msg) {
 			}
 			for (const auto& key: gone) removeItem(key, "left the bus");
 		}
-		if (newOwner.empty() && hosts_.erase(name)) {
-			log::info("tray", "host {} left", name);
-			emitWatcher("StatusNotifierHostUnregistered");
-		}
+		if (newOwner.empty())
+			for (const auto& host: hosts_.nameLeft(name)) {
+				uint64_t suppressed = 0;
+				if (peerLog(suppressed)) log::info("tray", "host {} left", host);
+				hostsChanged(false);
+			}
 	} catch (const sdbus::Error& e) {
 		log::warning("tray", "malformed NameOwnerChanged: {}", e.getMessage());
 	}

@@ -12,6 +12,7 @@
 #include "icon_theme.hpp"
 #include "icons.hpp"
 #include "mapping.hpp"
+#include "peers.hpp"
 
 #include "../../dbus/call_set.hpp"
 #include "../../dbus/name_watcher.hpp"
@@ -108,6 +109,11 @@ private:
 	void readListed();
 	void emitWatcher(const char* member, const std::string* arg = nullptr);
 	void watcherItemsChanged();
+	// tray_peers.cpp: the watcher's limits per connection, its coalesced signals.
+	[[nodiscard]] bool overItemLimit(const std::string& owner, const std::string& what);
+	void hostsChanged(bool registered);
+	void flushWatcherSignals();
+	bool peerLog(uint64_t& suppressed);
 	void updateAvailable();
 	[[nodiscard]] std::vector<std::string> registeredItems() const;
 
@@ -166,7 +172,12 @@ private:
 	Role role_ = Role::None;
 	std::string otherOwner_;                     // its unique name
 	bool listRead_ = false;                      // its RegisteredStatusNotifierItems read
-	std::set<std::string> hosts_;                // other hosts registered with our watcher
+	HostRegistry hosts_;                         // other hosts registered with our watcher
+	std::map<std::string, size_t> itemsPerOwner_;   // unique name -> its items
+	LogLimiter peerLog_{32, 10'000'000};         // host registrations, refusals: 32 lines per 10 s
+	bool itemsChanged_ = false;                  // RegisteredStatusNotifierItems changed this pass
+	bool hostRegistered_ = false;                // ... a host registered, or one left
+	bool hostUnregistered_ = false;
 
 	std::map<std::string, Item> items_;          // by key
 	std::vector<std::string> order_;             // keys in registration order (as the watcher lists them)

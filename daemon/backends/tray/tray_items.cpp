@@ -60,6 +60,7 @@ bool TrayBackend::addItem(const ItemAddress& address, std::string owner) {
 	auto key = address.key();
 	if (items_.count(key)) return false;
 	if (address.service[0] == ':') owner = address.service;
+	if (!owner.empty() && overItemLimit(owner, key)) return false;
 	// The same object under a second key (an app registering by name and by path): one icon.
 	if (!owner.empty() && itemSignals_.count(index(owner, address.path))) {
 		log::info("tray", "{} is the item {} again; not added twice", key, itemSignals_[index(owner, address.path)]);
@@ -90,6 +91,10 @@ bool TrayBackend::addItem(const ItemAddress& address, std::string owner) {
 				             removeItem(key, "a second key for an item already listed");
 				             return;
 			             }
+			             if (overItemLimit(found, key)) {
+				             removeItem(key, "its connection has too many items");
+				             return;
+			             }
 			             it->owner = found;
 			             ownerKnown(*it);
 		             });
@@ -106,6 +111,8 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	if (it == items_.end()) return;
 	auto& item = it->second;
 	log::info("tray", "item {} removed: {}", key, why);
+	if (!item.owner.empty())
+		if (auto n = itemsPerOwner_.find(item.owner); n != itemsPerOwner_.end() && --n->second == 0) itemsPerOwner_.erase(n);
 	calls_.cancelPrefix(group(key));
 	if (!item.owner.empty()) {
 		auto s = itemSignals_.find(index(item.owner, item.address.path));
@@ -131,6 +138,7 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 }
 
 void TrayBackend::ownerKnown(Item& item) {
+	++itemsPerOwner_[item.owner];
 	itemSignals_[index(item.owner, item.address.path)] = item.key;
 	// Calls go to the owner's unique name: the process this item belongs to, whatever happens
 	// to a well-known name later (a new owner is a new item and must register).
@@ -288,6 +296,7 @@ void TrayBackend::runDeferred() {
 		if (Item* item = findItem(key)) refreshMenu(*item);
 	for (const auto& key: take(publishQueue_))
 		if (Item* item = findItem(key)) publish(*item);
+	flushWatcherSignals();
 }
 
 void TrayBackend::refresh(Item& item) {
