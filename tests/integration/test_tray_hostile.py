@@ -345,3 +345,33 @@ def test_items_are_kept_per_connection_and_the_list_is_announced_once_a_pass(env
     again = LoopBus(env)
     assert again.calls("RegisterStatusNotifierItem", ["/qsdtest/Again"]) == ["ok"]
     responsive(env)
+
+
+def icon_dir_bytes(env):
+    d = os.path.join(env.run, "qsd", "icons")
+    return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".png"))
+
+
+def test_menu_icon_data_is_bounded_per_item_and_in_all(env):
+    # 300 entries with 100 KB of icon-data each: 30 MB of PNG files in $XDG_RUNTIME_DIR (a
+    # tmpfs shared with every socket of the session), and as much in qsd's memory.
+    from qsdtest import wait_until
+    c, sub = start(env)
+    rss = env.rss_kib()
+    name = "org.qsdtest.IconData"
+    t.start_items(env, [{"register": "name", "name": name, "menu": "icondata:300:100000", "props": {"Id": "icondata"}}])
+    it = wait_item(c, sub, key_of(name), timeout=60)
+    icons = [ch["icon"] for ch in it["menu"]["children"]]
+    assert icons[0] is not None and icons[-1] is None
+    assert 0 < icon_dir_bytes(env) <= 4 << 20
+    assert env.qsd_log().count("its icon files would take more than 4096 KiB") == 1
+    # The bytes are in the files, not in qsd's memory (the heap is trimmed a second after).
+    wait_until(lambda: env.rss_kib() - rss < 10 * 1024, 30, what="qsd's RSS back within 10 MiB of its start")
+    # Other items have their own share; the item's files go with it.
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Other", "menu": "icondata:2:1000", "props": {"Id": "other"}}])
+    other = wait_item(c, sub, key_of("org.qsdtest.Other"))
+    assert all(ch["icon"] is not None for ch in other["menu"]["children"])
+    t.control(env, name).Quit()
+    c.wait_for(lambda: key_of(name) not in c.mirror(sub)["tray"]["items"], timeout=30, what="the item gone")
+    assert icon_dir_bytes(env) == 2000
+    responsive(env)

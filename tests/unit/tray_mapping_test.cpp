@@ -188,7 +188,8 @@ TEST(TrayMenu, LayoutToJson) {
 	                           {"icon-name", sdbus::Variant(std::string("application-exit"))},
 	                           {"shortcut", sdbus::Variant(std::vector<std::vector<std::string>>{{"Control", "q"}})}})});
 	std::vector<std::string> asked;
-	auto j = menuToJson(root, [&](const std::string& name, const std::vector<uint8_t>&) -> json {
+	auto j = menuToJson(root, [&](const MenuProps& props) -> json {
+		const auto& name = props.iconName;
 		asked.push_back(name);
 		return name.empty() ? json(nullptr) : json("file:///icons/" + name + ".svg");
 	});

@@ -32,16 +32,16 @@ std::string IconResolver::identity(const Source& s) {
 	return fmt::format("f:{}:{}:{}:{}.{}:{}", st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, s.file);
 }
 
-json IconResolver::url(const Source& s, std::vector<IconRef>& files) {
+json IconResolver::url(const Source& s, std::vector<IconRef>& files, const std::string& owner) {
 	if (!s.file.empty()) return fileUrl(s.file);
-	if (auto f = store_.put(s.image)) {
+	if (auto f = store_.put(s.image, owner)) {
 		files.push_back(f);
 		return f->url();
 	}
 	return nullptr;
 }
 
-ResolvedIcon IconResolver::resolve(const IconSources& src) {
+ResolvedIcon IconResolver::resolve(const IconSources& src, const std::string& owner) {
 	ResolvedIcon r;
 	Source base;
 	// While the item needs attention its attention variant is shown; without one, the normal icon.
@@ -76,7 +76,7 @@ ResolvedIcon IconResolver::resolve(const IconSources& src) {
 			++compositions_;
 			Source composed;
 			composed.image = std::move(pixels);
-			r.icon = url(composed, r.files);
+			r.icon = url(composed, r.files, owner);
 			if (!r.files.empty()) {
 				// Only files some item holds are worth remembering: the rest are pruned here.
 				for (auto it = composed_.begin(); it != composed_.end();) it = it->second.expired() ? composed_.erase(it) : std::next(it);
@@ -84,11 +84,11 @@ ResolvedIcon IconResolver::resolve(const IconSources& src) {
 			}
 			return r;
 		}
-		r.overlayIcon = url(overlay, r.files);
+		r.overlayIcon = url(overlay, r.files, owner);
 	} else if (overlay.found()) {
-		r.overlayIcon = url(overlay, r.files);
+		r.overlayIcon = url(overlay, r.files, owner);
 	}
-	if (base.found()) r.icon = url(base, r.files);
+	if (base.found()) r.icon = url(base, r.files, owner);
 	return r;
 }
 
@@ -99,13 +99,12 @@ IconMemo IconResolver::beginMemo(const std::string& themePath) {
 	return m;
 }
 
-json IconResolver::menuIcon(const std::string& name, const std::vector<uint8_t>& data, std::vector<IconRef>& files,
-                            const IconMemo& previous, IconMemo& next) {
-	if (!data.empty())
-		if (auto f = store_.putPng(data)) {
-			files.push_back(f);
-			return f->url();
-		}
+json IconResolver::menuIcon(const MenuProps& props, std::vector<IconRef>& files, const IconMemo& previous, IconMemo& next) {
+	if (props.iconFile) {
+		files.push_back(props.iconFile);
+		return props.iconFile->url();
+	}
+	const auto& name = props.iconName;
 	if (name.empty()) return nullptr;
 	auto [slot, added] = next.files.try_emplace(name);
 	if (added) {

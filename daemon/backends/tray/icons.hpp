@@ -36,14 +36,15 @@ class IconResolver {
 public:
 	IconResolver(IconTheme& theme, IconStore& store): theme_(theme), store_(store) {}
 
-	[[nodiscard]] ResolvedIcon resolve(const IconSources& sources);
+	// `owner` (the item's key) is charged for the files written (IconStoreLimits).
+	[[nodiscard]] ResolvedIcon resolve(const IconSources& sources, const std::string& owner = {});
 
-	// A DBusMenu entry's icon: icon-data (PNG bytes, stored as a file) first, else icon-name
-	// looked up in the theme (with the item's IconThemePath). Adds stored files to `files`.
-	// Answers for names are taken from `previous` when still valid, and recorded in `next`
-	// (begun with beginMemo for this build).
-	[[nodiscard]] nlohmann::json menuIcon(const std::string& name, const std::vector<uint8_t>& data, std::vector<IconRef>& files,
-	                                      const IconMemo& previous, IconMemo& next);
+	// A DBusMenu entry's icon: its icon-data's file (MenuProps::iconFile) first, else icon-name
+	// looked up in the theme (with the item's IconThemePath). Adds the file to `files`. Answers
+	// for names are taken from `previous` when still valid, and recorded in `next` (begun with
+	// beginMemo for this build).
+	[[nodiscard]] nlohmann::json menuIcon(const MenuProps& props, std::vector<IconRef>& files, const IconMemo& previous,
+	                                      IconMemo& next);
 	[[nodiscard]] IconMemo beginMemo(const std::string& themePath);
 
 	[[nodiscard]] IconTheme& theme() { return theme_; }
@@ -58,7 +59,7 @@ private:
 		[[nodiscard]] bool found() const { return !file.empty() || !image.empty(); }
 	};
 	Source pick(const std::string& name, const std::vector<Pixmap>& pixmaps, const std::string& themePath);
-	nlohmann::json url(const Source& s, std::vector<IconRef>& files);
+	nlohmann::json url(const Source& s, std::vector<IconRef>& files, const std::string& owner);
 
 	// The identity of what a source shows: a file's device, inode, size and mtime, or the
 	// pixels' hash. An icon and overlay seen before give the composed file made then.

@@ -267,6 +267,7 @@ void setMenuProperty(MenuProps& p, const std::string& key, const sdbus::Variant&
 	else if (key == "icon-data") {
 		p.iconData = dbus::asBytes(value).value_or(std::vector<uint8_t>());
 		if (p.iconData.size() > kMaxIconData) p.iconData.clear();
+		p.iconFile.reset();
 	}
 	else if (key == "shortcut") {
 		auto s = dbus::as<std::vector<std::vector<std::string>>>(value);
@@ -284,7 +285,10 @@ void resetMenuProperty(MenuProps& p, const std::string& key) {
 	else if (key == "toggle-type") p.toggleType = defaults.toggleType;
 	else if (key == "toggle-state") p.toggleState = defaults.toggleState;
 	else if (key == "icon-name") p.iconName = defaults.iconName;
-	else if (key == "icon-data") p.iconData.clear();
+	else if (key == "icon-data") {
+		p.iconData.clear();
+		p.iconFile.reset();
+	}
 	else if (key == "shortcut") p.shortcut.clear();
 	else if (key == "children-display") p.submenu = defaults.submenu;
 }
@@ -309,7 +313,7 @@ json menuEntry(const MenuNode& node) {
 
 json menuToJson(const MenuNode& root, const IconUrl& iconUrl) {
 	json e = menuEntry(root);
-	e["icon"] = iconUrl(root.props.iconName, root.props.iconData);
+	e["icon"] = iconUrl(root.props);
 	json children = json::array();
 	for (const auto& c: root.children) children.push_back(menuToJson(c, iconUrl));
 	e["children"] = std::move(children);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,8 @@
 #include <vector>
 
 namespace qsd::tray {
+
+class IconFile;   // icon_store.hpp
 
 // ------------------------------------------------------------------------------------------
 // Item addresses
@@ -124,7 +127,8 @@ struct MenuProps {
 	std::string toggleType;          // "checkmark", "radio" or ""
 	int toggleState = -1;            // 1, 0, or -1 (anything else)
 	std::string iconName;
-	std::vector<uint8_t> iconData;   // PNG bytes
+	std::vector<uint8_t> iconData;   // PNG bytes, as read (until the backend stores them in a file)
+	std::shared_ptr<const IconFile> iconFile;   // the file made of icon-data (then iconData is empty)
 	std::string shortcut;            // shortcutText() of the aas
 	bool submenu = false;            // children-display "submenu"
 };
@@ -147,6 +151,10 @@ constexpr size_t kMaxMenuDepth = 16;
 constexpr size_t kMaxMenuEntries = 4096;
 // A menu entry's icon-data larger than this is ignored (it is written to a file).
 constexpr size_t kMaxIconData = 1 << 20;
+// icon-data read from one layout or one ItemsPropertiesUpdated, all entries together: what is
+// beyond is dropped unread. Twice what an item's icon files may take (IconStoreLimits), so that
+// limit is the one an item meets (and is told of), and this one only bounds the copies made.
+constexpr size_t kMaxMenuIconBytes = 8 << 20;
 
 // One entry's own fields (without icon and children): {id, label, mnemonic, enabled,
 // visible, type, toggleType, toggleState, iconName, shortcut, submenu}.
@@ -161,8 +169,8 @@ constexpr size_t kMaxIconData = 1 << 20;
 [[nodiscard]] std::string shortcutText(const std::vector<std::vector<std::string>>& shortcut);
 
 // The menu tree as JSON: menuEntry() of each node plus `icon` (from `iconUrl`, called for every
-// node with its icon-name and icon-data) and `children`, in menu order.
-using IconUrl = std::function<nlohmann::json(const std::string& iconName, const std::vector<uint8_t>& iconData)>;
+// node with its properties) and `children`, in menu order.
+using IconUrl = std::function<nlohmann::json(const MenuProps& props)>;
 [[nodiscard]] nlohmann::json menuToJson(const MenuNode& root, const IconUrl& iconUrl);
 
 // Finds the node with `id` in the tree (nullptr when absent).

@@ -147,6 +147,9 @@ private:
 	void refreshMenu(Item& item);
 	// The menu as JSON (null without one); its icon files replace menuFiles.
 	[[nodiscard]] nlohmann::json menuJson(Item& item);
+	// Writes the icon-data of `node` and below to icon files, charged to the item.
+	void storeMenuIcons(Item& item, MenuNode& node);
+	[[nodiscard]] static size_t iconBytes(const MenuNode& node);
 
 	// --- tray_icons.cpp: the icon theme, the icon files, and following theme changes
 	void setupIcons();

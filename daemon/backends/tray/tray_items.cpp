@@ -129,6 +129,7 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	reader_.forget(key);
 	// What was indexed of the item's own icon trees goes with it.
 	if (const auto* p = dbus::find(item.props, "IconThemePath"); p && theme_) theme_->forget(dbus::asString(*p).value_or(""));
+	if (store_) store_->forget(key);
 	// Last: the item's icon files are released (and deleted) with it.
 	items_.erase(it);
 	if (role_ == Role::Watcher) {
@@ -364,7 +365,7 @@ void TrayBackend::publish(Item& item) {
 			log::warning("tray", "{}: an icon name of {} bytes is longer than a file name; it is not looked up", item.key, name->size());
 	if (item.iconsDirty) {
 		// The new files are made before the old handles go, so an unchanged icon keeps its file.
-		item.icon = resolver_->resolve(m.icons);
+		item.icon = resolver_->resolve(m.icons, item.key);
 		item.iconsDirty = false;
 	}
 	json v = std::move(m.value);
