@@ -440,9 +440,10 @@ void ClientSession::overflow(Subscription& sub) {
 
 size_t ClientSession::shedChanges() {
 	size_t before = queuedBytes_;
-	for (auto& [id, sub]: subscriptions_) {
-		bool queued = std::any_of(queue_.begin(), queue_.end(), [&](const Outgoing& o) { return o.subscription == id; });
-		if (queued || !sub->pending.empty()) overflow(*sub);
+	for (auto& entry: subscriptions_) {
+		auto id = entry.first;
+		bool queued = std::any_of(queue_.begin(), queue_.end(), [id](const Outgoing& o) { return o.subscription == id; });
+		if (queued || !entry.second->pending.empty()) overflow(*entry.second);
 	}
 	return before - queuedBytes_;
 }
