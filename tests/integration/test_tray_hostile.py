@@ -49,6 +49,19 @@ def responsive(env):
         other.close()
 
 
+_sanitized = {}
+
+
+def rss_judged(env):
+    """RSS is judged in the optimised build only: AddressSanitizer's allocator keeps freed memory
+    in a quarantine and pads every allocation (scripts/soak does the same)."""
+    exe = os.path.realpath(f"/proc/{env.daemon.pid}/exe")
+    if exe not in _sanitized:
+        with open(exe, "rb") as f:
+            _sanitized[exe] = b"AddressSanitizer" in f.read()
+    return not _sanitized[exe]
+
+
 def private_tree(root, dirs):
     """A bare theme tree of `dirs` directories (no index.theme), as apps ship."""
     sizes = [16, 20, 22, 24, 28, 32, 36, 40, 42, 44, 48, 56, 60, 64, 72, 80, 96, 100, 112, 128, 150, 160, 192, 256, 384, 512]
@@ -135,6 +148,29 @@ def test_menu_updates_naming_unknown_entries_cost_a_probe_each(env):
     t.control(env, name).Flood(100000, 20, timeout=300)
     c.wait_for(lambda: c.mirror(sub)["tray"]["items"][key_of(name)]["menu"]["children"][0]["label"] == "Flood 20",
                timeout=30, what="the last update")
+    responsive(env)
+
+
+def test_distinct_icon_names_leave_no_memory_behind(env):
+    # Every name looked up was cached for good, found or not: distinct names (an app that makes
+    # a new one per change, or a hostile one) grew qsd from 7 to 34 MiB in a minute. 20 layouts
+    # of 2000 entries, each entry's icon-name new every time.
+    from qsdtest import wait_until
+    c, sub = start(env)
+    name = "org.qsdtest.Names"
+    t.start_items(env, [{"register": "name", "name": name, "menu": 1, "props": {"Id": "names"}}])
+    wait_item(c, sub, key_of(name))
+    rss = env.rss_kib()
+    t.control(env, name).Relayout(2000, 20, 200)
+
+    def last_round():
+        children = c.mirror(sub)["tray"]["items"][key_of(name)]["menu"]["children"]
+        return len(children) == 2000 and children[0]["iconName"].startswith("r20-1-")
+
+    c.wait_for(last_round, timeout=60, what="the last layout")
+    # What stays is the current menu; the heap is trimmed a second after large replies.
+    if rss_judged(env):
+        wait_until(lambda: env.rss_kib() - rss < 10 * 1024, 30, what="qsd's RSS within 10 MiB of where it was")
     responsive(env)
 
 
@@ -337,7 +373,7 @@ def test_items_are_kept_per_connection_and_the_list_is_announced_once_a_pass(env
     assert 1 <= peer.signals.count("PropertiesChanged") <= 64
     mine = [k for k in t.registered(env) if k.startswith(peer.bus.get_unique_name() + "/")]
     assert len(mine) == 64
-    assert env.rss_kib() - rss < 10 * 1024
+    assert not rss_judged(env) or env.rss_kib() - rss < 10 * 1024
     # They go with the connection; then it may register again.
     peer.close()
     wait_until_registered = lambda: not any(k.startswith(":") and "/qsdtest/Item" in k for k in t.registered(env))
@@ -366,7 +402,8 @@ def test_menu_icon_data_is_bounded_per_item_and_in_all(env):
     assert 0 < icon_dir_bytes(env) <= 4 << 20
     assert env.qsd_log().count("its icon files would take more than 4096 KiB") == 1
     # The bytes are in the files, not in qsd's memory (the heap is trimmed a second after).
-    wait_until(lambda: env.rss_kib() - rss < 10 * 1024, 30, what="qsd's RSS back within 10 MiB of its start")
+    if rss_judged(env):
+        wait_until(lambda: env.rss_kib() - rss < 10 * 1024, 30, what="qsd's RSS back within 10 MiB of its start")
     # Other items have their own share; the item's files go with it.
     t.start_items(env, [{"register": "name", "name": "org.qsdtest.Other", "menu": "icondata:2:1000", "props": {"Id": "other"}}])
     other = wait_item(c, sub, key_of("org.qsdtest.Other"))
