@@ -2,26 +2,39 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace qsd {
 
+namespace {
+struct Fd {
+	int fd;
+	~Fd() {
+		if (fd >= 0) ::close(fd);
+	}
+};
+} // namespace
+
 std::optional<std::string> readFile(const std::string& path, size_t limit) {
-	int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0) return std::nullopt;
+	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, for ever.
+	// O_NOCTTY: a terminal named by a peer must not become our controlling terminal.
+	Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
+	if (f.fd < 0) return std::nullopt;
+	struct stat st{};
+	// Only regular files: a FIFO, socket or device reads forever or blocks. The size is checked
+	// first, and reading stops at the limit anyway (the file may grow, and /proc files say 0).
+	if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) || size_t(st.st_size) > limit) return std::nullopt;
 	std::string out;
+	out.reserve(size_t(st.st_size));
 	char buf[8192];
 	for (;;) {
-		ssize_t n = ::read(fd, buf, sizeof buf);
+		ssize_t n = ::read(f.fd, buf, sizeof buf);
 		if (n < 0 && errno == EINTR) continue;
-		if (n < 0 || out.size() + size_t(n) > limit) {
-			::close(fd);
-			return std::nullopt;
-		}
+		if (n < 0 || out.size() + size_t(n) > limit) return std::nullopt;
 		if (n == 0) break;
 		out.append(buf, size_t(n));
 	}
-	::close(fd);
 	return out;
 }
 

@@ -2,6 +2,11 @@
 // Reading small files (an icon theme's index.theme, a PNG, /proc/<pid>/comm) with plain read(2).
 // Why not <fstream>: iostreams page in libstdc++'s locale machinery, about half a MiB of RSS
 // for a daemon that reads a few small files (docs/performance.md, "memory").
+//
+// Many of these paths come from peers (a tray item's IconThemePath, an icon file it names), so
+// a read must never block the loop: a FIFO or a device put where a file is expected would hang
+// open() or read() for good. Files are opened with O_NONBLOCK, checked with fstat to be regular
+// files, and read up to a limit (docs/architecture.md, "Hostile peers").
 
 #include <cstddef>
 #include <optional>
@@ -9,7 +14,8 @@
 
 namespace qsd {
 
-// The whole file, or std::nullopt when it cannot be opened or read or is larger than `limit`.
+// The whole file, or std::nullopt when it cannot be opened or read, is not a regular file, or is
+// larger than `limit`.
 [[nodiscard]] std::optional<std::string> readFile(const std::string& path, size_t limit = 16u << 20);
 
 } // namespace qsd

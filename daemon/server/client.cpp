@@ -6,6 +6,7 @@
 #include <qsd/protocol/jsonrpc.hpp>
 #include <qsd/protocol/mirror.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sys/epoll.h>
@@ -19,9 +20,13 @@ using rpc::ErrorCode;
 ClientSession::ClientSession(Server& server, EventLoop& loop, Tree& tree, uint64_t id, int fd, const ucred& peer,
                              const ClientLimits& limits)
     : server_(server), loop_(loop), tree_(tree), id_(id), fd_(fd), peer_(peer), limits_(limits),
-      reader_(limits.maxLineBytes) {}
+      reader_(limits.maxLineBytes) {
+	server_.track(this);
+}
 
 ClientSession::~ClientSession() {
+	server_.queueShrank(queuedBytes_, droppableBytes_);
+	server_.untrack(this);
 	io_.reset();
 	resume_.reset();
 	subscriptions_.clear();
@@ -120,12 +125,34 @@ bool ClientSession::overBudget(size_t extraBytes) const {
 	       queue_.size() + answersHeld_ + 1 > limits_.maxQueuedMessages;
 }
 
-void ClientSession::enqueue(std::string data, uint64_t subscription) {
+size_t ClientSession::costOf(const std::string& line) {
+	// The string's buffer (its capacity and terminator: lines grown by appending hold up to
+	// twice their length), malloc's header, and the queue's entry. Counting only the text once
+	// let real memory reach 1.6 times the budget.
+	return line.capacity() + 1 + 16 + sizeof(Outgoing);
+}
+
+void ClientSession::push(std::string data, uint64_t subscription, bool droppable) {
+	size_t cost = costOf(data);
+	queuedBytes_ += cost;
+	if (droppable) droppableBytes_ += cost;
+	peakQueuedBytes_ = std::max(peakQueuedBytes_, queuedBytes_);
+	queue_.push_back({std::move(data), subscription, cost, droppable});
+	// Last: over the server's budget, this may drop queued changes, this connection's included.
+	server_.queueGrew(cost, droppable);
+}
+
+std::deque<ClientSession::Outgoing>::iterator ClientSession::drop(std::deque<Outgoing>::iterator at) {
+	queuedBytes_ -= at->cost;
+	if (at->droppable) droppableBytes_ -= at->cost;
+	server_.queueShrank(at->cost, at->droppable ? at->cost : 0);
+	return queue_.erase(at);
+}
+
+void ClientSession::enqueue(std::string data, uint64_t subscription, bool droppable) {
 	if (closing_) return;
 	bool wasEmpty = queue_.empty();
-	queuedBytes_ += data.size();
-	peakQueuedBytes_ = std::max(peakQueuedBytes_, queuedBytes_);
-	queue_.push_back({std::move(data), subscription});
+	push(std::move(data), subscription, droppable);
 	// Write at once: most messages leave in this call, without waiting for EPOLLOUT.
 	if (wasEmpty) writeSome();
 	else updateIoEvents();
@@ -141,7 +168,7 @@ void ClientSession::sendResponse(const json& message) {
 		// Their batch is complete only at the end of the dispatch, when the post source
 		// flushes it; the answer leaves right after that batch's tree.changed.
 		++answersHeld_;
-		heldBytes_ += line.size();
+		heldBytes_ += costOf(line);
 		server_.holdResponse(id_, std::move(line));
 		tree_.flushAfterDispatch();
 		pauseIfOverBudget();
@@ -155,17 +182,19 @@ void ClientSession::sendResponse(const json& message) {
 
 void ClientSession::deliverHeldResponse(std::string line) {
 	--answersHeld_;
-	heldBytes_ -= line.size();
+	heldBytes_ -= costOf(line);
 	deliverResponse(std::move(line));
 }
 
 void ClientSession::deliverResponse(std::string line) {
-	enqueue(std::move(line), 0);
+	enqueue(std::move(line), 0, false);
 	pauseIfOverBudget();
 }
 
 void ClientSession::pauseIfOverBudget() {
-	if (!closing_ && !readPaused_ && overBudget(0)) {
+	// Answers are never dropped: past its own budget, or past the server's while it has answers
+	// waiting, a connection is not read until it catches up.
+	if (!closing_ && !readPaused_ && (overBudget(0) || (server_.overQueueBudget() && !queue_.empty()))) {
 		log::warning("server", "client {} is not reading its answers ({} bytes queued), pausing its requests", id_,
 		             queuedBytes_ + heldBytes_);
 		readPaused_ = true;
@@ -175,11 +204,11 @@ void ClientSession::pauseIfOverBudget() {
 
 void ClientSession::sendEvent(const std::string& topic, const json& data, uint64_t revision) {
 	auto line = rpc::toLine(rpc::makeNotification("event", {{"topic", topic}, {"data", data}, {"revision", revision}}));
-	if (overBudget(line.size())) {
+	if (overBudget(costOf(line)) || server_.droppableFull(costOf(line))) {
 		++droppedEvents_;
 		return;
 	}
-	enqueue(std::move(line), 0);
+	enqueue(std::move(line), 0, true);
 }
 
 void ClientSession::writeSome() {
@@ -196,9 +225,8 @@ void ClientSession::writeSome() {
 		}
 		headOffset_ += size_t(n);
 		if (headOffset_ < head.data.size()) break;
-		queuedBytes_ -= head.data.size();
 		headOffset_ = 0;
-		queue_.pop_front();
+		drop(queue_.begin());
 	}
 	if (queue_.empty()) {
 		noteQueueFreed();
@@ -248,15 +276,13 @@ void ClientSession::onDrained() {
 		++resyncs_;
 		auto line = rpc::toLine(rpc::makeNotification(
 		    "tree.resync", {{"subscription", id}, {"revision", tree_.revision()}, {"snapshot", sub->filter.snapshot(tree_.root())}}));
-		queuedBytes_ += line.size();
-		queue_.push_back({std::move(line), id});
+		push(std::move(line), id, true);
 	}
 	if (droppedEvents_ > 0 && queue_.size() < limits_.maxQueuedMessages) {
 		auto line = rpc::toLine(rpc::makeNotification(
 		    "event", {{"topic", "qsd.eventsDropped"}, {"data", {{"count", droppedEvents_}}}, {"revision", tree_.revision()}}));
 		droppedEvents_ = 0;
-		queuedBytes_ += line.size();
-		queue_.push_back({std::move(line), 0});
+		push(std::move(line), 0, true);
 	}
 	if (!queue_.empty()) writeSome();
 }
@@ -288,12 +314,8 @@ void ClientSession::unsubscribe(uint64_t subscription) {
 	subscriptions_.erase(it);
 	// Queued changes of that stream are of no use any more, except a half-written one.
 	for (auto q = queue_.begin(); q != queue_.end();) {
-		if (q->subscription == subscription && !(q == queue_.begin() && headOffset_ > 0)) {
-			queuedBytes_ -= q->data.size();
-			q = queue_.erase(q);
-		} else {
-			++q;
-		}
+		if (q->subscription == subscription && !(q == queue_.begin() && headOffset_ > 0)) q = drop(q);
+		else ++q;
 	}
 }
 
@@ -392,11 +414,11 @@ void ClientSession::sendLine(Subscription& sub, std::string line) {
 	line += std::to_string(sub.id);
 	line += "}}\n";
 	sub.lastSentUs = loop_.now();
-	if (overBudget(line.size())) {
+	if (overBudget(costOf(line))) {
 		overflow(sub);
 		return;
 	}
-	enqueue(std::move(line), sub.id);
+	enqueue(std::move(line), sub.id, true);
 }
 
 void ClientSession::overflow(Subscription& sub) {
@@ -409,17 +431,23 @@ void ClientSession::overflow(Subscription& sub) {
 	sub.timer.reset();
 	++droppedChanges_;
 	for (auto q = queue_.begin(); q != queue_.end();) {
-		if (q->subscription == sub.id && !(q == queue_.begin() && headOffset_ > 0)) {
-			queuedBytes_ -= q->data.size();
-			q = queue_.erase(q);
-		} else {
-			++q;
-		}
+		if (q->subscription == sub.id && !(q == queue_.begin() && headOffset_ > 0)) q = drop(q);
+		else ++q;
 	}
 	// The resync is sent once the client has read what is already in its socket, not now:
 	// the socket is full, and a snapshot queued now would be dropped by the next overflow
 	// (one snapshot per overflow instead of one per drain).
 	updateIoEvents();
+}
+
+size_t ClientSession::shedChanges() {
+	size_t before = queuedBytes_;
+	for (auto& entry: subscriptions_) {
+		auto id = entry.first;
+		bool queued = std::any_of(queue_.begin(), queue_.end(), [id](const Outgoing& o) { return o.subscription == id; });
+		if (queued || !entry.second->pending.empty()) overflow(*entry.second);
+	}
+	return before - queuedBytes_;
 }
 
 void ClientSession::setEventTopics(std::vector<std::string> topics) {

@@ -25,7 +25,9 @@ class Server;
 
 struct ClientLimits {
 	size_t maxLineBytes = 1 << 20;            // longer request lines: error reply, line discarded
-	size_t maxQueuedBytes = 4 << 20;          // outbound budget before change streams are dropped
+	// Outbound budget before change streams are dropped, in bytes of memory the queued lines
+	// hold (their allocations, not only their text: ClientSession::costOf).
+	size_t maxQueuedBytes = 4 << 20;
 	size_t maxQueuedMessages = 8192;
 	size_t maxSubscriptions = 64;
 	size_t maxPathsPerSubscription = 256;
@@ -75,6 +77,16 @@ public:
 	// Closes after the current dispatch; reason is logged.
 	void close(const std::string& reason);
 
+	// Over the server's budget for all queues together (Server::queueGrew): this connection's
+	// queued tree.changed are dropped and each stream it had is resynchronised once it has read
+	// what is in its socket, as when its own budget overflows. The memory freed.
+	size_t shedChanges();
+	[[nodiscard]] size_t queuedBytes() const { return queuedBytes_; }
+	// Of which changes and events: what may be dropped (then resynchronised or counted).
+	[[nodiscard]] size_t droppableBytes() const { return droppableBytes_; }
+	// What a queued line costs: its allocation and the queue's bookkeeping.
+	[[nodiscard]] static size_t costOf(const std::string& line);
+
 	struct Stats {
 		size_t queuedBytes;
 		size_t queuedMessages;
@@ -87,7 +99,13 @@ private:
 	struct Outgoing {
 		std::string data;
 		uint64_t subscription;   // 0: not part of a change stream
+		size_t cost;             // costOf(data) when queued
+		bool droppable;          // a change or an event (not an answer)
 	};
+	// Every change of the queue goes through these, so this connection's and the server's
+	// counts stay right.
+	void push(std::string data, uint64_t subscription, bool droppable);
+	std::deque<Outgoing>::iterator drop(std::deque<Outgoing>::iterator at);
 	struct Subscription {
 		uint64_t id;
 		PathFilter filter;
@@ -106,7 +124,7 @@ private:
 	void writeSome();
 	void updateIoEvents();
 	bool overBudget(size_t extraBytes) const;
-	void enqueue(std::string data, uint64_t subscription);
+	void enqueue(std::string data, uint64_t subscription, bool droppable);
 	void deliverResponse(std::string line);
 	void pauseIfOverBudget();
 	void dispatchLine(std::string_view line);
@@ -144,6 +162,7 @@ private:
 	size_t peakQueuedBytes_ = 0;   // since the queue was last empty
 	std::optional<uint64_t> requestWrites_;   // the tree's writeCount() when the request being dispatched began
 	size_t queuedBytes_ = 0;
+	size_t droppableBytes_ = 0;
 	bool closing_ = false;
 	bool readPaused_ = false;
 	bool eof_ = false;

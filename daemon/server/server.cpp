@@ -4,6 +4,7 @@
 
 #include <qsd/protocol/jsonrpc.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -178,6 +179,49 @@ void Server::heapFreed() {
 	if (trimArmed_) return;
 	trimArmed_ = true;
 	trim_.setTime(loop_.now() + 1'000'000);
+}
+
+void Server::track(ClientSession* session) { sessions_.push_back(session); }
+
+void Server::untrack(ClientSession* session) {
+	sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), session), sessions_.end());
+}
+
+void Server::queueGrew(size_t bytes, bool droppable) {
+	queued_ += bytes;
+	if (!droppable) return;
+	droppable_ += bytes;
+	if (droppable_ > options_.maxQueuedBytesTotal && !shedding_) shed();
+}
+
+void Server::queueShrank(size_t bytes, size_t droppable) {
+	queued_ -= std::min(bytes, queued_);
+	droppable_ -= std::min(droppable, droppable_);
+}
+
+void Server::shed() {
+	// Largest first: the connections that read least lose their queued changes (and get a
+	// tree.resync once they catch up); a connection that keeps up is not touched.
+	shedding_ = true;
+	auto target = options_.maxQueuedBytesTotal / 4 * 3;
+	auto order = sessions_;
+	std::sort(order.begin(), order.end(),
+	          [](const ClientSession* a, const ClientSession* b) { return a->droppableBytes() > b->droppableBytes(); });
+	size_t before = droppable_, shed = 0;
+	for (auto* s: order) {
+		if (droppable_ <= target || s->droppableBytes() == 0) break;
+		shed += s->shedChanges() > 0;
+	}
+	shedding_ = false;
+	// Said at most every 10 s: the sessions' own warnings name who.
+	if (uint64_t now = loop_.now(); now - lastShedLogUs_ >= 10'000'000 || lastShedLogUs_ == 0) {
+		lastShedLogUs_ = now;
+		log::warning("server", "the changes and events queued for clients hold {} KiB, over the {} KiB budget: changes queued for {} slow clients dropped, "
+		             "resync follows ({} KiB left)",
+		             before >> 10, options_.maxQueuedBytesTotal >> 10, shed, droppable_ >> 10);
+	}
+	// Freed in bulk: the pages go back to the system a second later.
+	heapFreed();
 }
 
 void Server::removeLater(uint64_t id) {

@@ -18,6 +18,12 @@ struct ServerOptions {
 	int activatedFd = -1;        // from sd_listen_fds()
 	size_t maxClients = 1024;
 	ClientLimits client;
+	// Every connection's outbound queue together, in bytes of memory (ClientSession::costOf).
+	// Changes and events past it: the largest queues' change streams are dropped and
+	// resynchronised, events dropped; answers past it: connections with answers waiting are not
+	// read (docs/protocol.md, "Slow clients"). A thousand connections that never read cannot
+	// take 1024 x 4 MiB.
+	size_t maxQueuedBytesTotal = 8u << 20;
 };
 
 class Server {
@@ -52,6 +58,18 @@ public:
 	// Removes a session after the current dispatch.
 	void removeLater(uint64_t id);
 
+	// The queues' budget together (ServerOptions::maxQueuedBytesTotal). Sessions report what they
+	// queue and write out (`droppable`: changes and events). When the droppable bytes pass the
+	// budget, queueGrew sheds the change streams of the largest queues until a quarter of it is
+	// free again. Answers are never dropped: they only count towards overQueueBudget.
+	void track(ClientSession* session);
+	void untrack(ClientSession* session);
+	void queueGrew(size_t bytes, bool droppable);
+	void queueShrank(size_t bytes, size_t droppable);
+	[[nodiscard]] bool overQueueBudget() const { return queued_ > options_.maxQueuedBytesTotal; }
+	[[nodiscard]] bool droppableFull(size_t extra) const { return droppable_ + extra > options_.maxQueuedBytesTotal; }
+	[[nodiscard]] size_t queuedBytes() const { return queued_; }
+
 	std::function<void(size_t clients)> onClientCountChanged;
 
 	[[nodiscard]] std::shared_ptr<ClientSession> client(uint64_t id) const;
@@ -61,6 +79,7 @@ private:
 	void reap();
 	void deliverEvent(const std::string& topic, const nlohmann::json& data);
 	void releaseHeld();
+	void shed();
 
 	EventLoop& loop_;
 	Tree& tree_;
@@ -83,6 +102,11 @@ private:
 	};
 	std::vector<Held> held_;
 	Tree::Subscription flushed_;
+	std::vector<ClientSession*> sessions_;   // every session, for shedding (unit tests make their own)
+	size_t queued_ = 0;
+	size_t droppable_ = 0;
+	bool shedding_ = false;
+	uint64_t lastShedLogUs_ = 0;
 };
 
 } // namespace qsd

@@ -9,8 +9,9 @@ process. Each entry:
   path       the item's object path (default /StatusNotifierItem)
   props      item properties; pixmaps are [[w, h, [r, g, b, a], "tl"?], ...] ("tl": only the
              top-left quadrant has the colour, the rest is transparent)
-  menu       "demo" (a submenu, a checkbox and a radio group), "deep" (20 nested submenus) or an
-             integer N (N flat entries)
+  menu       "demo" (a submenu, a checkbox and a radio group), "deep" (20 nested submenus), an
+             integer N (N flat entries), "icons:N" (N entries whose icon-names no theme has) or
+             "icondata:N:BYTES" (N entries, each with its own icon-data of BYTES bytes)
   getAllFails  GetAll answers an error (the host must read property by property)
   slow       seconds Activate takes to answer (an unresponsive item)
   reregister register again whenever the watcher name changes owner (as ayatana does)
@@ -18,10 +19,17 @@ process. Each entry:
 Every item also exports org.qsdtest.Control at its path: Calls() returns the calls and signals it
 saw as JSON, Set(prop, json, signal) changes a property and emits a signal, AddMenuEntry(label)
 adds an entry and emits LayoutUpdated, BenchIcon(n) changes the icon and emits NewIcon,
-returning CLOCK_MONOTONIC (ns) just before the emission. Prints "ready" once every item's
-registration was answered (either way)."""
+returning CLOCK_MONOTONIC (ns) just before the emission. What a broken or hostile item does:
+LongNames(n, bytes) sends n icon names of that length, one NewIcon each (the next once the host
+read the last), then sets Title "long names done"; NewIcons(n) emits NewIcon n times the same way,
+with nothing changed, then sets Title "new icons done"; Flood(ids, times) emits ItemsPropertiesUpdated
+`times` times, each naming `ids` entries the menu does not have and setting entry 1's label to
+"Flood k"; Relayout(n, rounds, bytes) replaces the menu `rounds` times with n entries whose
+icon-names (of that length) are new each round, one LayoutUpdated each (the next once the host
+read the last). Prints "ready" once every item's registration was answered (either way)."""
 
 import json
+import os
 import struct
 import sys
 import time
@@ -103,6 +111,14 @@ class Menu(dbus.service.Object):
             self.add(0, 7, {"label": "Disabled", "enabled": dbus.Boolean(False), "icon-name": "qsd-test-menu-icon"})
             self.add(0, 8, {"label": "Quit", "shortcut": dbus.Array([dbus.Array(["Control", "q"], signature="s")],
                                                                       signature="as")})
+        elif isinstance(spec, str) and spec.startswith("icons:"):
+            for i in range(1, int(spec[6:]) + 1):
+                self.add(0, i, {"label": f"Entry {i}", "icon-name": f"qsd-missing-{i}"})
+        elif isinstance(spec, str) and spec.startswith("icondata:"):
+            _, n, size = spec.split(":")
+            for i in range(1, int(n) + 1):
+                data = b"\x89PNG\r\n\x1a\n" + i.to_bytes(4, "big") + os.urandom(int(size) - 12)
+                self.add(0, i, {"label": f"Entry {i}", "icon-data": dbus.ByteArray(data)})
         elif spec == "deep":
             for i in range(1, 21):  # a chain of 20 submenus
                 self.add(i - 1, i, {"label": f"Level {i}", "children-display": "submenu"})
@@ -110,6 +126,7 @@ class Menu(dbus.service.Object):
             for i in range(1, int(spec) + 1):
                 self.add(0, i, {"label": f"Entry {i}", "enabled": dbus.Boolean(i % 3 != 0)})
         self.next_id = max(self.entries) + 1
+        self.relayout = None
 
     def add(self, parent, eid, props):
         self.entries[eid] = {"props": props, "children": []}
@@ -129,7 +146,37 @@ class Menu(dbus.service.Object):
     def GetLayout(self, parent, depth, names):
         if parent not in self.entries:
             raise dbus.exceptions.DBusException("no such entry", name="org.freedesktop.DBus.Error.InvalidArgs")
-        return dbus.UInt32(self.revision), self.node(parent, 1000 if depth < 0 else depth)
+        reply = dbus.UInt32(self.revision), self.node(parent, 1000 if depth < 0 else depth)
+        if self.relayout and parent == 0:
+            GLib.idle_add(self.next_layout)
+        return reply
+
+    def relayout_start(self, n, rounds, size):
+        self.relayout = [n, rounds, size, 0]
+        self.next_layout()
+
+    def next_layout(self):
+        n, rounds, size, done = self.relayout
+        if done == rounds:
+            self.relayout = None
+            return False
+        done += 1
+        self.relayout[3] = done
+        self.entries = {0: {"props": {"children-display": "submenu"}, "children": []}}
+        for i in range(1, n + 1):
+            name = f"r{done}-{i}-"
+            self.add(0, i, {"label": f"Entry {i}", "icon-name": name + "x" * max(0, size - len(name))})
+        self.revision += 1
+        self.LayoutUpdated(self.revision, 0)
+        return False
+
+    def flood(self, ids, times):
+        unknown = [dbus.Struct((dbus.Int32(100000 + j), dbus.Dictionary({}, signature="sv")), signature="ia{sv}")
+                   for j in range(ids)]
+        for k in range(1, times + 1):
+            self.entries[1]["props"]["label"] = f"Flood {k}"
+            known = dbus.Struct((dbus.Int32(1), dbus.Dictionary({"label": f"Flood {k}"}, signature="sv")), signature="ia{sv}")
+            self.ItemsPropertiesUpdated(dbus.Array(unknown + [known], signature="(ia{sv})"), dbus.Array([], signature="(ias)"))
 
     @dbus.service.method(MENU, in_signature="aias", out_signature="a(ia{sv})")
     def GetGroupProperties(self, ids, names):
@@ -208,6 +255,7 @@ class Item(dbus.service.Object):
         if cfg.get("name"):
             self.bus_name = dbus.service.BusName(cfg["name"], bus, do_not_queue=True)
         self.bench_n = 0
+        self.long_names = None
 
     # --- org.kde.StatusNotifierItem
     def record(self, *call):
@@ -261,6 +309,8 @@ class Item(dbus.service.Object):
 
     @dbus.service.method(PROPS, in_signature="ss", out_signature="v")
     def Get(self, iface, prop):
+        if prop == "IconName" and self.long_names:
+            GLib.idle_add(self.next_long_name)
         if iface != ITEM or prop not in self.props:
             raise dbus.exceptions.DBusException(f"no property {prop}", name="org.freedesktop.DBus.Error.InvalidArgs")
         return self.props[prop]
@@ -292,6 +342,39 @@ class Item(dbus.service.Object):
     @dbus.service.method(CTL, in_signature="s", out_signature="")
     def AddMenuEntry(self, label):
         self.menu.add_entry(label)
+
+    @dbus.service.method(CTL, in_signature="uu", out_signature="")
+    def LongNames(self, n, size):
+        self.long_names = [n, size, 0]
+        self.next_long_name()
+
+    def next_long_name(self):
+        if not self.long_names:
+            return False
+        n, size, done = self.long_names
+        if done == n:
+            self.long_names = None
+            self.props["Title"] = dbus.String("long names done" if size is not None else "new icons done")
+            self.NewTitle()
+            return False
+        self.long_names[2] = done + 1
+        if size is not None:
+            self.props["IconName"] = dbus.String(f"{done}-" + "n" * size)
+        self.NewIcon()
+        return False
+
+    @dbus.service.method(CTL, in_signature="u", out_signature="")
+    def NewIcons(self, n):
+        self.long_names = [n, None, 0]
+        self.next_long_name()
+
+    @dbus.service.method(CTL, in_signature="uu", out_signature="")
+    def Flood(self, ids, times):
+        self.menu.flood(ids, times)
+
+    @dbus.service.method(CTL, in_signature="uuu", out_signature="")
+    def Relayout(self, n, rounds, size):
+        self.menu.relayout_start(n, rounds, size)
 
     @dbus.service.method(CTL, in_signature="u", out_signature="t")
     def BenchIcon(self, n):

@@ -212,6 +212,7 @@ TEST(TheApiDescription, StatesTheLimitsTheDaemonEnforces) {
 	EXPECT_EQ(l["connections"]["value"], server.maxClients);
 	EXPECT_EQ(l["outboundQueueBytes"]["value"], client.maxQueuedBytes);
 	EXPECT_EQ(l["outboundQueueMessages"]["value"], client.maxQueuedMessages);
+	EXPECT_EQ(l["outboundQueueBytesTotal"]["value"], server.maxQueuedBytesTotal);
 	EXPECT_EQ(l["readBytesPerWakeup"]["value"], client.maxReadPerDispatch);
 	for (const auto& [key, v]: l.items()) EXPECT_FALSE(v.value("description", "").empty()) << key;
 	// The schemas repeat two of them.

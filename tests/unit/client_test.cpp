@@ -101,6 +101,60 @@ TEST_F(ClientTest, SlowSubscriberIsResyncedOnceItDrains) {
 	EXPECT_EQ(mirror.document()["d"], tree.root()["d"]);
 }
 
+TEST_F(ClientTest, AllQueuesTogetherStayWithinTheServersBudgetLargestFirst) {
+	ServerOptions options;
+	options.maxQueuedBytesTotal = 96 << 10;
+	Server small(loop, tree, dispatcher, options);
+	ClientLimits limits;
+	limits.maxQueuedBytes = 64 << 10;
+	tree.set("/d/k", 0);
+	tree.flush();
+	auto sub = R"({"jsonrpc":"2.0","id":1,"method":"sub","params":{"paths":["/d"]}})";
+	// Four that never read, and one that reads everything it is sent.
+	std::vector<Connection> idle;
+	for (int i = 0; i < 4; ++i) {
+		idle.push_back(connect(limits, 4096, &small));
+		ASSERT_EQ(exchange(idle.back(), sub).size(), 1u);
+	}
+	auto reader = connect(limits, 0, &small);
+	auto first = exchange(reader, sub);
+	ASSERT_EQ(first.size(), 1u);
+	Mirror mirror;
+	mirror.reset({"/d"}, first[0]["result"]["snapshot"], first[0]["result"]["revision"]);
+	size_t peak = 0;
+	for (int i = 1; i <= 1000; ++i) {
+		tree.set("/d/k", i);
+		tree.set("/d/s" + std::to_string(i % 10), std::string(200, 'x'));
+		tree.flush();
+		settle();
+		peak = std::max(peak, small.queuedBytes());
+		for (const auto& m: reader.peer->read()) {
+			ASSERT_EQ(m["method"], "tree.changed");
+			ASSERT_EQ(mirror.apply(m["params"]["revision"], m["params"]["changes"]), Mirror::Result::Applied);
+		}
+	}
+	// Never over the budget by more than the line that crossed it; each idle one was shed (its
+	// own budget alone would have let the four hold 256 KiB), the reader never.
+	EXPECT_LE(peak, options.maxQueuedBytesTotal + 1024);
+	for (auto& c: idle) EXPECT_GE(c.session->stats().droppedChanges, 1u);
+	EXPECT_EQ(reader.session->stats().droppedChanges, 0u);
+	EXPECT_EQ(mirror.document()["d"], tree.root()["d"]);
+	// An idle one that reads at last gets a resync and equals the tree.
+	auto& late = idle[0];
+	std::vector<json> all;
+	for (int round = 0; round < 1000; ++round) {
+		auto got = late.peer->read();
+		settle();
+		if (got.empty() && (got = late.peer->read()).empty()) break;
+		all.insert(all.end(), got.begin(), got.end());
+	}
+	ASSERT_EQ(changesOf(all, "tree.resync").size(), 1u);
+	EXPECT_EQ(changesOf(all, "tree.resync")[0]["snapshot"]["/d"], tree.root()["d"]);
+	idle.clear();
+	reader = {};
+	EXPECT_EQ(small.queuedBytes(), 0u);
+}
+
 TEST_F(ClientTest, ResponsesAreNeverDroppedAndReadingPausesOverBudget) {
 	ClientLimits limits;
 	limits.maxQueuedBytes = 8 << 10;

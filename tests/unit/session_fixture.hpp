@@ -62,7 +62,8 @@ protected:
 		std::unique_ptr<Peer> peer;
 	};
 
-	Connection connect(ClientLimits limits = {}, int sndbuf = 0) {
+	// A session on `on` (default: the fixture's server).
+	Connection connect(ClientLimits limits = {}, int sndbuf = 0, Server* on = nullptr) {
 		int sv[2];
 		EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
 		if (sndbuf > 0) {
@@ -70,7 +71,7 @@ protected:
 			::setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &sndbuf, sizeof sndbuf);
 		}
 		ucred cred{::getpid(), ::getuid(), ::getgid()};
-		auto s = std::make_shared<ClientSession>(server, loop, tree, nextId++, sv[0], cred, limits);
+		auto s = std::make_shared<ClientSession>(on ? *on : server, loop, tree, nextId++, sv[0], cred, limits);
 		s->start();
 		auto p = std::make_unique<Peer>();
 		p->fd = sv[1];

@@ -1,6 +1,8 @@
 // The icon theme lookup (daemon/backends/tray/icon_theme.hpp) against temporary theme trees:
-// the theme, what it inherits, hicolor, the flat fallbacks, and an item's IconThemePath both as a
-// theme tree without index.theme and flat.
+// the theme, what it inherits, the platform default, hicolor, the flat fallbacks, and an item's
+// IconThemePath both as a theme tree without index.theme and flat; rasters before SVG; the
+// indexes (built once, dropped when inotify reports a change, an item's trees checked once per
+// pass and bounded) and the names refused before any lookup.
 
 #ifdef QSD_TRAY_BACKEND
 
@@ -11,6 +13,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include <csignal>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace qsd::tray;
 namespace fs = std::filesystem;
@@ -39,7 +46,7 @@ struct Trees {
 const char* kTestIndex = R"([Icon Theme]
 Name=Test
 Inherits=Parent
-Directories=16x16/apps,48x48/apps,scalable/apps
+Directories=16x16/apps,48x48/apps,scalable/apps,32x32@2/apps,128x128/apps
 
 [16x16/apps]
 Size=16
@@ -47,6 +54,15 @@ Type=Fixed
 
 [48x48/apps]
 Size=48
+Type=Fixed
+
+[32x32@2/apps]
+Size=32
+Scale=2
+Type=Fixed
+
+[128x128/apps]
+Size=128
 Type=Fixed
 
 [scalable/apps]
@@ -93,6 +109,22 @@ struct Fixture {
 	std::string p(const char* rel) { return (t.root / rel).string(); }
 };
 
+// Runs `check` in a child process: true when it returns true within 30 s (a regression that
+// blocks must fail the test, not hang it).
+template <class F>
+bool finishes(F check) {
+	pid_t pid = ::fork();
+	if (pid == 0) ::_exit(check() ? 0 : 1);
+	for (int i = 0; i < 3000; ++i) {
+		int status = 0;
+		if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		::usleep(10000);
+	}
+	::kill(pid, SIGKILL);
+	::waitpid(pid, nullptr, 0);
+	return false;
+}
+
 } // namespace
 
 TEST(TrayIconTheme, ChainIsTheThemeItsParentsThenHicolor) {
@@ -105,22 +137,61 @@ TEST(TrayIconTheme, ChainIsTheThemeItsParentsThenHicolor) {
 	EXPECT_EQ(IconTheme(f.options).chain(), (std::vector<std::string>{"Missing", "hicolor"}));
 }
 
-TEST(TrayIconTheme, SizeMatchingWithinATheme) {
+TEST(TrayIconTheme, ARasterOfTheNearestSizeAtLeastTheOneAskedForThenSvg) {
 	Fixture f;
+	// No raster of 64 px or more: the largest one, not the SVG that matches exactly.
 	f.t.file("share/icons/Test/16x16/apps/a.png");
 	f.t.file("share/icons/Test/48x48/apps/a.png");
 	f.t.file("share/icons/Test/scalable/apps/a.svg");
-	f.t.file("share/icons/Test/16x16/apps/b.png");
-	f.t.file("share/icons/Test/48x48/apps/b.png");
+	// The smallest raster of at least 64 px.
+	f.t.file("share/icons/Test/48x48/apps/r.png");
+	f.t.file("share/icons/Test/128x128/apps/r.png");
+	f.t.file("share/icons/Test/scalable/apps/r.svg");
+	// 32x32@2 holds 64 px images.
+	f.t.file("share/icons/Test/32x32@2/apps/x.png");
+	f.t.file("share/icons/Test/128x128/apps/x.png");
+	// SVG only when there is no raster; PNG before XPM and SVG in one directory.
+	f.t.file("share/icons/Test/scalable/apps/s.svg");
 	f.t.file("share/icons/Test/48x48/apps/g.svg");
+	f.t.file("share/icons/Test/48x48/apps/g.xpm");
 	f.t.file("share/icons/Test/48x48/apps/g.png");
+	f.t.file("share/icons/Test/48x48/apps/v.svg");
+	f.t.file("share/icons/Test/48x48/apps/v.xpm");
 	IconTheme theme(f.options);
-	// 64 px: the scalable directory matches exactly.
-	EXPECT_EQ(theme.lookup("a"), f.p("share/icons/Test/scalable/apps/a.svg"));
-	// No match: the nearest size.
-	EXPECT_EQ(theme.lookup("b"), f.p("share/icons/Test/48x48/apps/b.png"));
-	// PNG before SVG in one directory.
+	EXPECT_EQ(theme.lookup("a"), f.p("share/icons/Test/48x48/apps/a.png"));
+	EXPECT_EQ(theme.lookup("r"), f.p("share/icons/Test/128x128/apps/r.png"));
+	EXPECT_EQ(theme.lookup("x"), f.p("share/icons/Test/32x32@2/apps/x.png"));
+	EXPECT_EQ(theme.lookup("s"), f.p("share/icons/Test/scalable/apps/s.svg"));
 	EXPECT_EQ(theme.lookup("g"), f.p("share/icons/Test/48x48/apps/g.png"));
+	EXPECT_EQ(theme.lookup("v"), f.p("share/icons/Test/48x48/apps/v.xpm"));
+	// A theme earlier in the chain wins with its SVG over a raster further down: the user's
+	// theme decides how icons look.
+	f.t.file("share/icons/Test/scalable/apps/k.svg");
+	f.t.file("share/icons/hicolor/64x64/apps/k.png");
+	IconTheme again(f.options);
+	EXPECT_EQ(again.lookup("k"), f.p("share/icons/Test/scalable/apps/k.svg"));
+}
+
+TEST(TrayIconTheme, ThePlatformDefaultComesAfterTheThemeAndBeforeHicolor) {
+	Fixture f;
+	f.t.file("share/icons/Adwaita/index.theme", "[Icon Theme]\nName=Adwaita\nInherits=hicolor\nDirectories=48x48/status\n\n"
+	                                             "[48x48/status]\nSize=48\nType=Fixed\n");
+	f.t.file("share/icons/Adwaita/48x48/status/audio-volume-high.png");
+	f.t.file("share/icons/Adwaita/48x48/status/both.png");
+	f.t.file("share/icons/hicolor/64x64/apps/both.png");
+	f.t.file("share/icons/Parent/32x32/apps/both.png");
+	IconTheme theme(f.options);
+	EXPECT_EQ(theme.chain(), (std::vector<std::string>{"Test", "Parent", "Adwaita", "hicolor"}));
+	EXPECT_EQ(theme.lookup("both"), f.p("share/icons/Parent/32x32/apps/both.png"));
+	// No theme configured: what a GTK or Qt app shows, Adwaita's icon.
+	f.options.theme = "hicolor";
+	IconTheme none(f.options);
+	EXPECT_EQ(none.chain(), (std::vector<std::string>{"Adwaita", "hicolor"}));
+	EXPECT_EQ(none.lookup("audio-volume-high"), f.p("share/icons/Adwaita/48x48/status/audio-volume-high.png"));
+	EXPECT_EQ(none.lookup("both"), f.p("share/icons/Adwaita/48x48/status/both.png"));
+	// Not installed: not in the chain.
+	f.options.fallbackThemes = {"Missing"};
+	EXPECT_EQ(IconTheme(f.options).chain(), (std::vector<std::string>{"hicolor"}));
 }
 
 TEST(TrayIconTheme, InheritedThemesHicolorAndFlatFallbacks) {
@@ -182,14 +253,124 @@ TEST(TrayIconTheme, AnItemsIconThemePathAsATreeAndFlat) {
 	EXPECT_EQ(theme.lookup(f.p("app/missing.png")), "");
 }
 
-TEST(TrayIconTheme, CachedResultsFollowRemovedFiles) {
+TEST(TrayIconTheme, ChangesOfTheInstalledThemesAreFollowedThroughInotify) {
 	Fixture f;
 	auto a = f.t.file("share/icons/Test/48x48/apps/z.png");
 	f.t.file("share/icons/hicolor/64x64/apps/z.png");
 	IconTheme theme(f.options);
+	ASSERT_GE(theme.watchFd(), 0);
 	EXPECT_EQ(theme.lookup("z"), a.string());
+	EXPECT_FALSE(theme.readEvents());
+	auto v = theme.version();
+	// Removed: the next one.
 	fs::remove(a);
+	EXPECT_TRUE(theme.readEvents());
+	EXPECT_NE(theme.version(), v);
 	EXPECT_EQ(theme.lookup("z"), f.p("share/icons/hicolor/64x64/apps/z.png"));
+	// "Not found" is not kept once an icon is installed: in a directory that exists, in one
+	// that did not (a new size), in a theme installed later, in a base directory created later.
+	EXPECT_EQ(theme.lookup("later"), "");
+	f.t.file("share/icons/Test/48x48/apps/later.png");
+	EXPECT_TRUE(theme.readEvents());
+	EXPECT_EQ(theme.lookup("later"), f.p("share/icons/Test/48x48/apps/later.png"));
+	EXPECT_EQ(theme.lookup("sized"), "");
+	f.t.file("share/icons/Test/128x128/apps/sized.png");
+	EXPECT_TRUE(theme.readEvents());
+	EXPECT_EQ(theme.lookup("sized"), f.p("share/icons/Test/128x128/apps/sized.png"));
+	EXPECT_EQ(theme.lookup("user"), "");
+	f.t.file("home/.icons/hicolor/index.theme", kHicolorIndex);
+	f.t.file("home/.icons/hicolor/22x22/apps/user.png");
+	EXPECT_TRUE(theme.readEvents());
+	EXPECT_EQ(theme.lookup("user"), f.p("home/.icons/hicolor/22x22/apps/user.png"));
+	// Unrelated changes beside a missing base directory do not count.
+	fs::create_directories(f.t.root / "data");
+	IconTheme other([&] {
+		auto o = f.options;
+		o.baseDirs.insert(o.baseDirs.begin(), (f.t.root / "data/icons").string());
+		return o;
+	}());
+	EXPECT_EQ(other.lookup("nothing"), "");
+	f.t.file("data/recently-used.xbel");
+	EXPECT_FALSE(other.readEvents());
+	f.t.file("data/icons/flat.png");
+	EXPECT_TRUE(other.readEvents());
+	EXPECT_EQ(other.lookup("flat"), f.p("data/icons/flat.png"));
+}
+
+TEST(TrayIconTheme, NamesThatCannotBeFileNamesAreRefusedBeforeAnyLookup) {
+	Fixture f;
+	std::string longName(256, 'a');
+	f.t.file("pixmaps/" + std::string(250, 'b') + ".png");
+	IconTheme theme(f.options);
+	EXPECT_EQ(theme.lookup(longName), "");
+	EXPECT_EQ(theme.lookup(std::string(250, 'b')), f.p(("pixmaps/" + std::string(250, 'b') + ".png").c_str()));
+	EXPECT_EQ(theme.lookup("a/b"), "");
+	EXPECT_EQ(theme.lookup(std::string("a\0b", 3)), "");
+	EXPECT_EQ(theme.lookup("/" + std::string(5000, 'c')), "");
+	// Nothing was indexed for them.
+	EXPECT_EQ(theme.stats().privateTrees, 0u);
+	// An IconThemePath that is not absolute, or too long, is not searched.
+	EXPECT_EQ(theme.lookup("x", "relative/dir"), "");
+	EXPECT_EQ(theme.lookup("x", "/" + std::string(5000, 'd')), "");
+	EXPECT_EQ(theme.stats().privateTrees, 0u);
+}
+
+TEST(TrayIconTheme, AnItemsTreeIsIndexedOnceAndCheckedOncePerPass) {
+	Fixture f;
+	uint64_t pass = 1;
+	f.options.pass = [&] { return pass; };
+	for (int i = 0; i < 40; ++i) f.t.file("app/hicolor/" + std::to_string(16 + i) + "x" + std::to_string(16 + i) + "/apps/i" + std::to_string(i) + ".png");
+	IconTheme theme(f.options);
+	auto app = f.p("app");
+	EXPECT_EQ(theme.lookup("i3", app), f.p("app/hicolor/19x19/apps/i3.png"));
+	EXPECT_EQ(theme.lookup("missing", app), "");
+	auto before = theme.stats();
+	for (int i = 0; i < 1000; ++i) EXPECT_EQ(theme.lookup("missing-" + std::to_string(i), app), "");
+	EXPECT_EQ(theme.stats().privateTrees, before.privateTrees);
+	auto v = theme.version(app);
+	// Within a pass the tree is not read again; the next pass sees the new file.
+	f.t.file("app/hicolor/64x64/apps/new.png");
+	EXPECT_EQ(theme.lookup("new", app), "");
+	EXPECT_EQ(theme.version(app), v);
+	++pass;
+	EXPECT_EQ(theme.lookup("new", app), f.p("app/hicolor/64x64/apps/new.png"));
+	EXPECT_NE(theme.version(app), v);
+	// The flat directory too (Electron writes a new file per icon).
+	f.t.file("app/electron-1.png");
+	++pass;
+	EXPECT_EQ(theme.lookup("electron-1", app), f.p("app/electron-1.png"));
+	// Forgotten with the item.
+	EXPECT_GT(theme.stats().privateTrees, 0u);
+	theme.forget(app);
+	EXPECT_EQ(theme.stats().privateTrees, 0u);
+}
+
+TEST(TrayIconTheme, AnItemsTreesAreBounded) {
+	Fixture f;
+	IconTheme theme(f.options);
+	for (size_t i = 0; i < IconTheme::kMaxPrivateTrees * 2; ++i) {
+		auto dir = "apps/" + std::to_string(i);
+		f.t.file(dir + "/hicolor/48x48/apps/a" + std::to_string(i) + ".png");
+		EXPECT_EQ(theme.lookup("a" + std::to_string(i), f.p(dir.c_str())), f.p((dir + "/hicolor/48x48/apps/a" + std::to_string(i) + ".png").c_str()));
+		EXPECT_LE(theme.stats().privateTrees, IconTheme::kMaxPrivateTrees);
+	}
+	// A tree with more files than it may index: what is indexed stays within the bound.
+	for (int i = 0; i < 5000; ++i) f.t.file("big/" + std::to_string(i) + ".png");
+	(void)theme.lookup("0", f.p("big"));
+	EXPECT_LE(theme.stats().privateNames, IconTheme::kMaxPrivateNames);
+}
+
+TEST(TrayIconTheme, AFifoInAnItemsTreeIsNotOpened) {
+	Fixture f;
+	fs::create_directories(f.t.root / "app/hicolor");
+	ASSERT_EQ(::mkfifo((f.t.root / "app/hicolor/index.theme").c_str(), 0600), 0);
+	f.t.file("app/hicolor/48x48/apps/fifo-ok.png");
+	// In a child: a FIFO opened for reading waits for a writer, for ever.
+	EXPECT_TRUE(finishes([&] {
+		IconTheme theme(f.options);
+		return theme.lookup("not-there", f.p("app")).empty() &&
+		       theme.lookup("fifo-ok", f.p("app")) == f.p("app/hicolor/48x48/apps/fifo-ok.png");
+	}));
 }
 
 TEST(TrayIconTheme, CurrentThemeFromTheEnvironmentAndSettings) {

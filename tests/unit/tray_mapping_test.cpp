@@ -188,7 +188,8 @@ TEST(TrayMenu, LayoutToJson) {
 	                           {"icon-name", sdbus::Variant(std::string("application-exit"))},
 	                           {"shortcut", sdbus::Variant(std::vector<std::vector<std::string>>{{"Control", "q"}})}})});
 	std::vector<std::string> asked;
-	auto j = menuToJson(root, [&](const std::string& name, const std::vector<uint8_t>&) -> json {
+	auto j = menuToJson(root, [&](const MenuProps& props) -> json {
+		const auto& name = props.iconName;
 		asked.push_back(name);
 		return name.empty() ? json(nullptr) : json("file:///icons/" + name + ".svg");
 	});
@@ -255,6 +256,23 @@ TEST(TrayMenu, PropertiesSetFromTheWireAndResetToTheirDefaults) {
 	auto root = node(0, {}, {node(1, {}), node(2, {}, {node(3, {})})});
 	EXPECT_EQ(findNode(root, 3)->id, 3);
 	EXPECT_EQ(findNode(root, 9), nullptr);
+}
+
+TEST(TrayMenu, TheIndexFindsEntriesByIdAsFindNodeDoes) {
+	MenuNode root;
+	root.children.resize(3);
+	for (int i = 0; i < 3; ++i) root.children[size_t(i)].id = i + 1;
+	root.children[1].children.resize(2);
+	root.children[1].children[0].id = 20;
+	root.children[1].children[1].id = 3;   // a duplicate id: the first in menu order wins
+	MenuIndex index;
+	index.rebuild(&root);
+	EXPECT_EQ(index.size(), 5u);
+	for (int id: {0, 1, 2, 3, 20}) EXPECT_EQ(index.find(id), findNode(root, id)) << id;
+	EXPECT_EQ(index.find(3), &root.children[1].children[1]);
+	EXPECT_EQ(index.find(99), nullptr);
+	index.rebuild(nullptr);
+	EXPECT_EQ(index.find(0), nullptr);
 }
 
 TEST(TrayMenu, MnemonicsAndShortcuts) {

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
+
 using namespace qsd::tray;
 namespace fs = std::filesystem;
 
@@ -149,6 +151,56 @@ TEST(TrayIconStore, FilesAreContentAddressedSharedAndRemovedWhenUnused) {
 	EXPECT_EQ(written, bytes);
 	EXPECT_FALSE(store.putPng({1, 2, 3}));
 	EXPECT_FALSE(IconStore("").put(red));
+}
+
+TEST(TrayIconStore, FilesAreBoundedInAllAndPerItem) {
+	TempDir tmp;
+	auto dir = tmp.path / "icons";
+	IconStore store(dir.string(), {.maxBytes = 3000, .maxOwnerBytes = 2000});
+	auto png = [](uint8_t seed) {
+		std::vector<uint8_t> p = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+		p.resize(900, seed);
+		return p;
+	};
+	auto a1 = store.putPng(png(1), "a");
+	auto a2 = store.putPng(png(2), "a");
+	ASSERT_TRUE(a1 && a2);
+	EXPECT_EQ(store.bytesOf("a"), 1800u);
+	// Over the item's share: refused, the others' shares are not touched.
+	EXPECT_FALSE(store.putPng(png(3), "a"));
+	// A file that exists already costs nothing more.
+	EXPECT_EQ(store.putPng(png(1), "b"), a1);
+	auto b1 = store.putPng(png(4), "b");
+	ASSERT_TRUE(b1);
+	EXPECT_EQ(store.bytes(), 2700u);
+	// Over the whole store's.
+	EXPECT_FALSE(store.putPng(png(5), "c"));
+	EXPECT_EQ(pngFiles(dir), 3u);
+	// What no item holds is deleted, and its room is free again.
+	a2.reset();
+	EXPECT_EQ(store.bytes(), 1800u);
+	EXPECT_EQ(pngFiles(dir), 2u);
+	EXPECT_TRUE(store.putPng(png(5), "c"));
+	store.forget("a");
+	a1.reset();
+	b1.reset();
+	EXPECT_EQ(store.bytesOf("a"), 0u);
+}
+
+TEST(TrayIconStore, WhatIsInTheWayOfAFileIsReplacedNotWrittenThrough) {
+	TempDir tmp;
+	auto dir = tmp.path / "icons";
+	IconStore store(dir.string());
+	auto red = toRgba(solid(8, 8, 255, 255, 0, 0));
+	auto name = contentHash(red);
+	// A FIFO where the temporary file goes, and one where the file goes: opening either for
+	// writing would wait for a reader.
+	ASSERT_EQ(::mkfifo((dir / (name + ".png.tmp")).c_str(), 0600), 0);
+	ASSERT_EQ(::mkfifo((dir / (name + ".png")).c_str(), 0600), 0);
+	auto f = store.put(red);
+	ASSERT_TRUE(f);
+	EXPECT_TRUE(fs::is_regular_file(f->path()));
+	EXPECT_EQ(decodePngFile(f->path())->rgba, red.rgba);
 }
 
 #endif // QSD_TRAY_BACKEND

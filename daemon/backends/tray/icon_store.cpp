@@ -18,7 +18,7 @@ namespace qsd::tray {
 namespace fs = std::filesystem;
 
 IconFile::~IconFile() {
-	if (auto store = store_.lock()) (*store)->released(name_, path_);
+	if (auto store = store_.lock()) (*store)->released(name_, path_, size_, owner_);
 }
 
 std::string IconStore::defaultDir() {
@@ -27,7 +27,8 @@ std::string IconStore::defaultDir() {
 	return std::string(rt) + "/qsd/icons";
 }
 
-IconStore::IconStore(std::string dir): dir_(std::move(dir)), self_(std::make_shared<IconStore*>(this)) {
+IconStore::IconStore(std::string dir, Limits limits)
+    : dir_(std::move(dir)), limits_(limits), self_(std::make_shared<IconStore*>(this)) {
 	if (dir_.empty()) {
 		log::warning("tray", "XDG_RUNTIME_DIR is not set: icons from pixmaps are not available");
 		return;
@@ -55,23 +56,49 @@ IconStore::IconStore(std::string dir): dir_(std::move(dir)), self_(std::make_sha
 // Handles that outlive the store (none should) no longer call back into it: self_ goes.
 IconStore::~IconStore() = default;
 
-IconRef IconStore::make(const std::string& name, const std::vector<uint8_t>* bytes, const Image* image) {
+bool IconStore::fits(size_t size, const std::string& owner) {
+	auto o = owners_.find(owner);
+	size_t has = o == owners_.end() ? 0 : o->second.bytes;
+	if (has + size > limits_.maxOwnerBytes) {
+		if (o == owners_.end()) o = owners_.emplace(owner, Owner{}).first;
+		if (!o->second.warned)
+			log::warning("tray", "{}: its icon files would take more than {} KiB; the rest are not written (no icon)",
+			             owner.empty() ? std::string("an icon") : owner, limits_.maxOwnerBytes >> 10);
+		o->second.warned = true;
+		return false;
+	}
+	if (bytes_ + size > limits_.maxBytes) {
+		if (!fullWarned_)
+			log::warning("tray", "the icon files take {} KiB, the limit: new ones are not written until some are released",
+			             bytes_ >> 10);
+		fullWarned_ = true;
+		return false;
+	}
+	return true;
+}
+
+IconRef IconStore::make(const std::string& name, const std::vector<uint8_t>* bytes, const Image* image, const std::string& owner) {
 	if (auto it = live_.find(name); it != live_.end())
 		if (auto f = it->second.lock()) return f;
 	auto path = dir_ + "/" + name + ".png";
-	struct stat st{};
-	if (::stat(path.c_str(), &st) != 0) {
-		std::optional<std::vector<uint8_t>> encoded;
-		if (!bytes) {
-			encoded = encodePng(*image);
-			if (!encoded) {
-				log::warning("tray", "encoding a {}x{} icon as PNG failed", image->width, image->height);
-				return nullptr;
-			}
-			bytes = &*encoded;
+	std::optional<std::vector<uint8_t>> encoded;
+	if (!bytes) {
+		encoded = encodePng(*image);
+		if (!encoded) {
+			log::warning("tray", "encoding a {}x{} icon as PNG failed", image->width, image->height);
+			return nullptr;
 		}
+		bytes = &*encoded;
+	}
+	if (!fits(bytes->size(), owner)) return nullptr;
+	// A regular file of that name (left by a handle that expired a moment ago) has the content;
+	// anything else is replaced.
+	struct stat st{};
+	if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || size_t(st.st_size) != bytes->size()) {
 		auto tmp = path + ".tmp";
-		int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		// O_EXCL and O_NOFOLLOW: whatever else is at that name (a FIFO, a link) is not written through.
+		::unlink(tmp.c_str());
+		int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		bool ok = fd >= 0;
 		for (size_t off = 0; ok && off < bytes->size();) {
 			auto n = ::write(fd, bytes->data() + off, bytes->size() - off);
@@ -87,23 +114,45 @@ IconRef IconStore::make(const std::string& name, const std::vector<uint8_t>* byt
 			return nullptr;
 		}
 	}
-	auto file = std::make_shared<const IconFile>(std::weak_ptr<IconStore*>(self_), name, path, fileUrl(path));
+	bytes_ += bytes->size();
+	owners_[owner].bytes += bytes->size();
+	auto file = std::make_shared<const IconFile>(std::weak_ptr<IconStore*>(self_), name, path, fileUrl(path), bytes->size(), owner);
 	live_[name] = file;
 	return file;
 }
 
-IconRef IconStore::put(const Image& image) {
+IconRef IconStore::put(const Image& image, const std::string& owner) {
 	if (dir_.empty() || image.empty()) return nullptr;
-	return make(contentHash(image), nullptr, &image);
+	return make(contentHash(image), nullptr, &image, owner);
 }
 
-IconRef IconStore::putPng(const std::vector<uint8_t>& png) {
+IconRef IconStore::putPng(const std::vector<uint8_t>& png, const std::string& owner) {
 	if (dir_.empty() || !isPng(png)) return nullptr;
 	// A different seed than raw images: the same bytes as pixels and as a PNG are two files.
-	return make(contentHash(png.data(), png.size(), 0x706e67), &png, nullptr);
+	return make(contentHash(png.data(), png.size(), 0x706e67), &png, nullptr, owner);
 }
 
-void IconStore::released(const std::string& name, const std::string& path) {
+void IconStore::forget(const std::string& owner) {
+	auto o = owners_.find(owner);
+	if (o == owners_.end()) return;
+	if (o->second.bytes == 0) owners_.erase(o);
+	else o->second.warned = false;
+}
+
+size_t IconStore::bytesOf(const std::string& owner) const {
+	auto o = owners_.find(owner);
+	return o == owners_.end() ? 0 : o->second.bytes;
+}
+
+void IconStore::released(const std::string& name, const std::string& path, size_t size, const std::string& owner) {
+	bytes_ -= size;
+	if (auto o = owners_.find(owner); o != owners_.end()) {
+		o->second.bytes -= size;
+		// Its refusals were logged: keep that until the owner is forgotten.
+		if (o->second.bytes == 0 && !o->second.warned) owners_.erase(o);
+	}
+	// Room again: the next time the store fills up is logged too.
+	if (bytes_ < limits_.maxBytes / 2) fullWarned_ = false;
 	auto it = live_.find(name);
 	// A newer handle for the same name (made after this one expired) keeps the file.
 	if (it != live_.end() && it->second.expired()) live_.erase(it);

@@ -1,27 +1,42 @@
 #include "icon_theme.hpp"
 
 #include "../../files.hpp"
+#include "../../log.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <filesystem>
-#include <set>
+#include <cstring>
+#include <optional>
+#include <string_view>
+#include <tuple>
 
+#include <dirent.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace qsd::tray {
 
-namespace fs = std::filesystem;
-
 namespace {
 
-constexpr const char* kExtensions[] = {".png", ".svg", ".xpm"};
-// A private theme tree without index.theme is walked to this depth and at most this many
-// directories ("hicolor/48x48/apps" is depth 2 below the theme directory).
+// In the order a directory's files are preferred: PNG, then XPM (both raster), then SVG.
+enum Ext : uint8_t { kPng = 0, kXpm = 1, kSvg = 2 };
+constexpr const char* kExtNames[] = {".png", ".xpm", ".svg"};
+
+// A private theme tree without index.theme is walked to this depth ("hicolor/48x48/apps" is
+// depth 2 below the theme directory).
 constexpr int kScanDepth = 3;
-constexpr size_t kScanDirs = 512;
+// One theme's files and directories, installed ones included: far above any real theme
+// (Adwaita: 1715 names in 107 directories; hicolor's index lists 649 directories).
+constexpr size_t kMaxInstalledDirs = 4096;
+constexpr size_t kMaxInstalledNames = 65536;
+// Names of one private tree (apps ship a few dozen).
+constexpr size_t kMaxTreeNames = 4096;
+constexpr size_t kMaxIndexBytes = 1u << 20;
+constexpr size_t kMaxChain = 32;
 
 bool isFile(const std::string& path) {
 	struct stat st{};
@@ -57,7 +72,9 @@ std::vector<std::string> splitList(const std::string& s, char sep) {
 using Ini = std::map<std::string, std::map<std::string, std::string>>;
 
 std::optional<Ini> readIni(const std::string& path) {
-	auto text = readFile(path, 1u << 20);
+	// readFile: a regular file of at most 1 MiB, opened without blocking (a FIFO in an item's
+	// tree must not hang the daemon).
+	auto text = readFile(path, kMaxIndexBytes);
 	if (!text) return std::nullopt;
 	Ini ini;
 	std::string section;
@@ -92,11 +109,49 @@ std::string configHome() {
 	return c.empty() ? env("HOME") + "/.config" : c;
 }
 
+// The extension of a file name qsd can show, or -1.
+int extOf(std::string_view file) {
+	if (file.size() < 5) return -1;
+	auto tail = file.substr(file.size() - 4);
+	for (int i = 0; i < 3; ++i)
+		if (tail == kExtNames[i]) return i;
+	return -1;
+}
+
+std::string join(const std::string& a, const std::string& b) { return b.empty() ? a : a.empty() ? b : a + "/" + b; }
+
+// What a private tree was read from: a directory (or index.theme) that changes, or appears,
+// makes it stale.
+struct Stamp {
+	std::string path;
+	bool exists = false;
+	dev_t dev = 0;
+	ino_t ino = 0;
+	timespec mtime{};
+
+	static Stamp of(std::string path) {
+		Stamp s;
+		s.path = std::move(path);
+		struct stat st{};
+		if (::stat(s.path.c_str(), &st) == 0) {
+			s.exists = true;
+			s.dev = st.st_dev;
+			s.ino = st.st_ino;
+			s.mtime = st.st_mtim;
+		}
+		return s;
+	}
+	[[nodiscard]] bool same(const Stamp& o) const {
+		return exists == o.exists && dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec &&
+		       mtime.tv_nsec == o.mtime.tv_nsec;
+	}
+};
+
 } // namespace
 
 struct IconTheme::Directory {
 	enum class Type { Fixed, Scalable, Threshold };
-	std::string path;          // relative to the theme directory
+	std::string path;          // relative to the theme directory ("" for a flat directory)
 	int size = 0;
 	int scale = 1;
 	Type type = Type::Threshold;
@@ -127,30 +182,134 @@ struct IconTheme::Directory {
 		if (want > hi) return want - hi;
 		return 0;
 	}
+	// The pixels of a raster image in this directory.
+	[[nodiscard]] int pixels() const { return size * scale; }
 };
 
-struct IconTheme::Index {
+namespace {
+// One file of an icon: which directory of the tree, in which root, with which extension.
+struct Hit {
+	uint16_t dir;
+	uint8_t root;
+	uint8_t ext;
+	bool operator<(const Hit& o) const { return std::tie(dir, root, ext) < std::tie(o.dir, o.root, o.ext); }
+};
+} // namespace
+
+struct IconTheme::Tree {
 	std::vector<std::string> inherits;
-	std::vector<Directory> directories;
+	std::vector<Directory> dirs;
+	std::vector<std::string> roots;             // <base>/<theme> for each base that has it
+	std::unordered_map<std::string, std::vector<Hit>> files;   // icon name -> its files, in order
+	bool scanned = false;                       // files listed (installed themes: at first use)
+	size_t entries = 0;                         // directory entries read
+	size_t maxNames = kMaxInstalledNames;
+	size_t maxEntries = SIZE_MAX;
+	bool truncated = false;
+
+	// Lists directory `dir` of root `root`. Only names with an extension qsd shows are kept.
+	void scan(const std::string& path, size_t dir, size_t root) {
+		// opendir opens with O_DIRECTORY (a FIFO is refused) and O_NONBLOCK.
+		DIR* d = ::opendir(path.c_str());
+		if (!d) return;
+		while (dirent* e = ::readdir(d)) {
+			if (++entries > maxEntries) {
+				truncated = true;
+				break;
+			}
+			if (e->d_type != DT_REG && e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) continue;
+			std::string_view n(e->d_name);
+			int ext = extOf(n);
+			if (ext < 0) continue;
+			std::string stem(n.substr(0, n.size() - 4));
+			auto it = files.find(stem);
+			if (it == files.end()) {
+				if (files.size() >= maxNames) {
+					truncated = true;
+					continue;
+				}
+				it = files.emplace(std::move(stem), std::vector<Hit>()).first;
+			}
+			it->second.push_back({uint16_t(dir), uint8_t(root), uint8_t(ext)});
+		}
+		::closedir(d);
+	}
+	// The specification's order: directory, then base directory, then extension.
+	void sort() {
+		for (auto& [name, hits]: files)
+			if (hits.size() > 1) std::sort(hits.begin(), hits.end());
+		scanned = true;
+	}
+
+	// The file for `name` here, "" for none. Sized (a theme): the raster of the smallest size
+	// at least `want` (else the largest), an SVG only without a raster, chosen by the
+	// specification's size match and distance. Flat: the first raster, else the first SVG.
+	// `onlyExt` restricts to one extension (a name that carries its own).
+	[[nodiscard]] std::string find(const std::string& name, int want, bool sized, int onlyExt = -1) const {
+		auto it = files.find(name);
+		if (it == files.end()) return {};
+		const Hit* raster = nullptr;
+		int rasterPx = 0;
+		const Hit* svg = nullptr;
+		int svgDistance = INT_MAX;
+		bool svgMatch = false;
+		for (const auto& h: it->second) {
+			if (onlyExt >= 0 && h.ext != onlyExt) continue;
+			const auto& d = dirs[h.dir];
+			if (h.ext != kSvg) {
+				int px = d.pixels();
+				bool better = !raster || (sized && (rasterPx < want ? px > rasterPx : px >= want && px < rasterPx));
+				if (better) {
+					raster = &h;
+					rasterPx = px;
+				}
+			} else if (!svgMatch && (sized || !svg)) {
+				if (sized && d.matches(want)) {
+					svg = &h;
+					svgMatch = true;
+				} else if (int dist = sized ? d.distance(want) : 0; !svg || dist < svgDistance) {
+					svg = &h;
+					svgDistance = dist;
+				}
+			}
+		}
+		const Hit* h = raster ? raster : svg;
+		if (!h) return {};
+		std::string out = join(roots[h->root], dirs[h->dir].path);
+		out += '/';
+		out += it->first;
+		out += kExtNames[h->ext];
+		return out;
+	}
+};
+
+struct IconTheme::Private {
+	std::string key;
+	Tree tree;
+	std::vector<Stamp> stamps;
+	uint64_t checked = 0;     // the pass it was last compared with its directories
+
+	[[nodiscard]] bool stale() const {
+		return std::any_of(stamps.begin(), stamps.end(), [](const Stamp& s) { return !s.same(Stamp::of(s.path)); });
+	}
 };
 
 namespace {
 
-std::unique_ptr<IconTheme::Index> parseIndex(const std::string& file) {
-	auto ini = readIni(file);
-	if (!ini) return nullptr;
-	auto index = std::make_unique<IconTheme::Index>();
-	const auto& head = (*ini)["Icon Theme"];
-	if (auto it = head.find("Inherits"); it != head.end()) index->inherits = splitList(it->second, ',');
+void parseIndex(const Ini& ini, IconTheme::Tree& tree, size_t maxDirs) {
+	auto head = ini.find("Icon Theme");
+	if (head == ini.end()) return;
+	if (auto it = head->second.find("Inherits"); it != head->second.end()) tree.inherits = splitList(it->second, ',');
 	std::vector<std::string> dirs;
 	for (const char* key: {"Directories", "ScaledDirectories"})
-		if (auto it = head.find(key); it != head.end())
+		if (auto it = head->second.find(key); it != head->second.end())
 			for (auto& d: splitList(it->second, ',')) dirs.push_back(d);
 	std::set<std::string> seen;
 	for (const auto& d: dirs) {
+		if (tree.dirs.size() >= maxDirs) break;
 		if (!seen.insert(d).second) continue;
-		auto sec = ini->find(d);
-		if (sec == ini->end()) continue;
+		auto sec = ini.find(d);
+		if (sec == ini.end()) continue;
 		IconTheme::Directory dir;
 		dir.path = d;
 		dir.size = toInt(sec->second, "Size", 0);
@@ -162,9 +321,8 @@ std::unique_ptr<IconTheme::Index> parseIndex(const std::string& file) {
 		dir.minSize = toInt(sec->second, "MinSize", dir.size);
 		dir.maxSize = toInt(sec->second, "MaxSize", dir.size);
 		dir.threshold = toInt(sec->second, "Threshold", 2);
-		index->directories.push_back(std::move(dir));
+		tree.dirs.push_back(std::move(dir));
 	}
-	return index;
 }
 
 // The size a directory of a private tree without index.theme stands for, from its path:
@@ -187,7 +345,7 @@ IconTheme::Directory guessDirectory(const std::string& relative) {
 		if (!digits.empty() && std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; }) && digits.size() < 6) {
 			dir.size = std::stoi(digits);
 			auto at = part.find('@');
-			if (at != std::string::npos) dir.scale = std::max(1, std::atoi(part.c_str() + at + 1));
+			if (at != std::string::npos) dir.scale = std::clamp(std::atoi(part.c_str() + at + 1), 1, 16);
 			dir.minSize = dir.maxSize = dir.size;
 			return dir;
 		}
@@ -195,23 +353,35 @@ IconTheme::Directory guessDirectory(const std::string& relative) {
 	return dir;
 }
 
-// The best of `candidates` (directory, file) for `size`: an exact match first, else the
-// smallest distance; earlier candidates win ties (the order is the specification's).
-std::string best(const std::vector<std::pair<const IconTheme::Directory*, std::string>>& candidates, int size) {
-	const std::string* closest = nullptr;
-	int minimal = INT_MAX;
-	for (const auto& [dir, file]: candidates) {
-		if (dir->matches(size)) return file;
-		int d = dir->distance(size);
-		if (d < minimal) {
-			minimal = d;
-			closest = &file;
-		}
+// The directories below `root` (relative paths), to kScanDepth levels, within the budgets.
+void walk(const std::string& root, const std::string& relative, int depth, std::vector<std::string>& out, size_t& entries,
+          size_t maxEntries, size_t maxDirs) {
+	DIR* d = ::opendir(join(root, relative).c_str());
+	if (!d) return;
+	std::vector<std::string> subdirs;
+	while (dirent* e = ::readdir(d)) {
+		if (++entries > maxEntries) break;
+		std::string_view n(e->d_name);
+		if (n == "." || n == "..") continue;
+		bool dir = e->d_type == DT_DIR;
+		if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) dir = isDir(join(join(root, relative), std::string(n)));
+		if (dir) subdirs.push_back(join(relative, std::string(n)));
 	}
-	return closest ? *closest : std::string();
+	::closedir(d);
+	std::sort(subdirs.begin(), subdirs.end());
+	for (const auto& s: subdirs) {
+		if (out.size() >= maxDirs || entries > maxEntries) return;
+		out.push_back(s);
+		if (depth + 1 < kScanDepth) walk(root, s, depth + 1, out, entries, maxEntries, maxDirs);
+	}
 }
 
+void buildPrivate(IconTheme::Private& p, const std::string& dir, bool flat);
+
 } // namespace
+
+// ---------------------------------------------------------------------------------------------
+// the environment
 
 std::string IconTheme::currentTheme(std::string* source) {
 	auto set = [&](const char* from) {
@@ -259,118 +429,360 @@ IconTheme::Options IconTheme::fromEnvironment(int size) {
 	return o;
 }
 
+// ---------------------------------------------------------------------------------------------
+
 IconTheme::IconTheme(Options options): options_(std::move(options)) {
-	// The chain: the theme, what it inherits (depth first, each once), hicolor last.
-	std::set<std::string> seen;
-	std::vector<std::string> stack;
-	if (!options_.theme.empty() && options_.theme != "hicolor") stack.push_back(options_.theme);
-	while (!stack.empty() && chain_.size() < 32) {
-		auto t = stack.back();
-		stack.pop_back();
-		if (t == "hicolor" || !seen.insert(t).second) continue;
-		chain_.push_back(t);
-		if (const auto* idx = index(t))
-			for (auto it = idx->inherits.rbegin(); it != idx->inherits.rend(); ++it) stack.push_back(*it);
+	// A root is numbered in a byte; nobody has more than a handful of base directories.
+	if (options_.baseDirs.size() > 128) options_.baseDirs.resize(128);
+	if (options_.pixmapDirs.size() > 64) options_.pixmapDirs.resize(64);
+	if (options_.watch) {
+		inotify_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (inotify_ < 0)
+			log::warning("tray", "cannot watch the icon themes ({}): icons installed while qsd runs are found after a restart",
+			             std::strerror(errno));
 	}
+}
+
+IconTheme::~IconTheme() {
+	if (inotify_ >= 0) ::close(inotify_);
+}
+
+uint64_t IconTheme::currentPass() { return options_.pass ? options_.pass() : ++lookups_; }
+
+const std::vector<std::string>& IconTheme::chain() {
+	ensureChain();
+	return chain_;
+}
+
+void IconTheme::ensureChain() {
+	if (chainValid_) return;
+	chainValid_ = true;
+	chain_.clear();
+	// The theme and what it inherits (depth first, each once), then the platform default and
+	// what it inherits (GTK always adds Adwaita: gtkicontheme.c, insert_theme(DEFAULT_ICON_THEME)),
+	// hicolor last, as the specification requires.
+	std::set<std::string> seen{"hicolor"};
+	auto add = [&](const std::string& start, bool needInstalled) {
+		std::vector<std::string> stack{start};
+		while (!stack.empty() && chain_.size() < kMaxChain) {
+			auto t = stack.back();
+			stack.pop_back();
+			if (t.empty() || t.find('/') != std::string::npos || !seen.insert(t).second) continue;
+			Tree* tree = installed(t);
+			if (!tree && needInstalled) continue;
+			chain_.push_back(t);
+			if (tree)
+				for (auto it = tree->inherits.rbegin(); it != tree->inherits.rend(); ++it) stack.push_back(*it);
+		}
+	};
+	add(options_.theme, false);
+	for (const auto& t: options_.fallbackThemes) add(t, true);
 	chain_.push_back("hicolor");
 }
 
-IconTheme::~IconTheme() = default;
+// ---------------------------------------------------------------------------------------------
+// watching the installed themes
+
+void IconTheme::watch(const std::string& path, bool files, const std::string& dirName) {
+	if (inotify_ < 0) return;
+	int wd;
+	if (auto known = watchedPaths_.find(path); known != watchedPaths_.end()) {
+		wd = known->second;
+	} else {
+		if (watches_.size() >= kMaxWatches) {
+			if (!watchesFull_)
+				log::warning("tray", "more than {} directories under the icon themes: icons installed in some of them are found after a restart",
+				             kMaxWatches);
+			watchesFull_ = true;
+			return;
+		}
+		wd = ::inotify_add_watch(inotify_, path.c_str(),
+		                         IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF |
+		                             IN_MOVE_SELF | IN_ONLYDIR);
+		if (wd < 0) {
+			if (errno == ENOENT || errno == ENOTDIR) watchMissing(path);
+			return;
+		}
+		watchedPaths_[path] = wd;
+	}
+	auto& w = watches_[wd];
+	if (files) w.files = true;
+	else if (dirName.empty()) w.anyDir = true;
+	else w.dirNames.insert(dirName);
+}
+
+void IconTheme::watchMissing(const std::string& path) {
+	// A directory that does not exist yet: its nearest existing ancestor is watched for the one
+	// subdirectory that leads to it (~/.local/share for "icons"), not for everything else there.
+	auto slash = path.rfind('/');
+	if (slash == std::string::npos || slash == 0) return;
+	auto parent = path.substr(0, slash);
+	watch(parent, false, path.substr(slash + 1));
+}
+
+bool IconTheme::readEvents() {
+	if (inotify_ < 0) return false;
+	bool changed = false;
+	alignas(inotify_event) char buf[8192];
+	for (;;) {
+		ssize_t n = ::read(inotify_, buf, sizeof buf);
+		if (n < 0 && errno == EINTR) continue;
+		if (n <= 0) break;
+		for (ssize_t at = 0; at < n;) {
+			const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
+			at += ssize_t(sizeof(inotify_event) + e->len);
+			if (e->mask & IN_Q_OVERFLOW) {
+				changed = true;
+				continue;
+			}
+			if (e->mask & IN_IGNORED) continue;   // a watch removed (by us, or its directory went)
+			auto w = watches_.find(e->wd);
+			if (w == watches_.end()) continue;
+			if (w->second.files || (e->mask & (IN_DELETE_SELF | IN_MOVE_SELF))) changed = true;
+			else if ((e->mask & IN_ISDIR) && (w->second.anyDir || (e->len && w->second.dirNames.count(e->name)))) changed = true;
+		}
+	}
+	if (changed) dropInstalled();
+	return changed;
+}
+
+void IconTheme::dropInstalled() {
+	installed_.clear();
+	flat_.reset();
+	chainValid_ = false;
+	for (const auto& [wd, _]: watches_) ::inotify_rm_watch(inotify_, wd);
+	watches_.clear();
+	watchedPaths_.clear();
+	watchesFull_ = false;
+	++generation_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// installed themes
+
+IconTheme::Tree* IconTheme::installed(const std::string& theme) {
+	auto it = installed_.find(theme);
+	if (it == installed_.end()) {
+		auto tree = std::make_unique<Tree>();
+		buildInstalled(*tree, theme);
+		if (tree->roots.empty()) tree.reset();
+		it = installed_.emplace(theme, std::move(tree)).first;
+	}
+	Tree* t = it->second.get();
+	if (t && !t->scanned) {
+		// The files are listed at the first lookup, not when the chain is made. Each directory
+		// is watched before it is read, so nothing created in between is missed.
+		for (size_t d = 0; d < t->dirs.size(); ++d)
+			for (size_t r = 0; r < t->roots.size(); ++r) {
+				auto path = join(t->roots[r], t->dirs[d].path);
+				watch(path, true);
+				t->scan(path, d, r);
+			}
+		t->sort();
+		if (t->truncated) log::warning("tray", "icon theme {} has more than {} icons; the rest are not found", theme, t->maxNames);
+	}
+	return t;
+}
+
+void IconTheme::buildInstalled(Tree& tree, const std::string& theme) {
+	// Every base directory is watched whether or not it has the theme: a theme installed (or a
+	// flat icon put there) later is a change.
+	for (const auto& base: options_.baseDirs) watch(base, true);
+	std::optional<Ini> ini;
+	// The first index.theme found is the theme's; its directories are searched in every base.
+	for (const auto& base: options_.baseDirs)
+		if ((ini = readIni(base + "/" + theme + "/index.theme"))) break;
+	if (!ini) return;
+	parseIndex(*ini, tree, kMaxInstalledDirs);
+	for (const auto& base: options_.baseDirs) {
+		auto root = base + "/" + theme;
+		if (!isDir(root)) continue;
+		watch(root, true);
+		tree.roots.push_back(root);
+	}
+}
+
+IconTheme::Tree* IconTheme::flatInstalled() {
+	if (!flat_) {
+		flat_ = std::make_unique<Tree>();
+		flat_->dirs.emplace_back();
+		for (const auto& d: options_.baseDirs) flat_->roots.push_back(d);
+		for (const auto& d: options_.pixmapDirs) flat_->roots.push_back(d);
+		for (size_t r = 0; r < flat_->roots.size(); ++r) {
+			watch(flat_->roots[r], true);
+			flat_->scan(flat_->roots[r], 0, r);
+		}
+		flat_->sort();
+	}
+	return flat_.get();
+}
+
+bool IconTheme::isInstalledRoot(const std::string& dir, const std::string& theme) {
+	Tree* t = installed(theme);
+	return t && std::find(t->roots.begin(), t->roots.end(), dir) != t->roots.end();
+}
+
+// ---------------------------------------------------------------------------------------------
+// an item's own trees
+
+namespace {
+
+void buildPrivate(IconTheme::Private& p, const std::string& dir, bool flat) {
+	p.tree = IconTheme::Tree();
+	p.tree.maxNames = kMaxTreeNames;
+	p.tree.maxEntries = IconTheme::kMaxPrivateEntries;
+	p.stamps.clear();
+	p.stamps.push_back(Stamp::of(dir));
+	if (!p.stamps.back().exists || !isDir(dir)) return;
+	p.tree.roots.push_back(dir);
+	std::vector<std::string> dirs;
+	if (flat) {
+		dirs.emplace_back();
+		p.tree.dirs.emplace_back();
+	} else {
+		p.stamps.push_back(Stamp::of(dir + "/index.theme"));
+		if (auto ini = readIni(dir + "/index.theme")) {
+			parseIndex(*ini, p.tree, IconTheme::kMaxPrivateDirs);
+			p.tree.inherits.clear();
+		} else {
+			// No index.theme: every directory below the theme directory, to kScanDepth levels.
+			walk(dir, "", 0, dirs, p.tree.entries, p.tree.maxEntries, IconTheme::kMaxPrivateDirs);
+			for (const auto& d: dirs) p.tree.dirs.push_back(guessDirectory(d));
+		}
+	}
+	for (size_t d = 0; d < p.tree.dirs.size(); ++d) {
+		auto path = join(dir, p.tree.dirs[d].path);
+		if (!p.tree.dirs[d].path.empty()) p.stamps.push_back(Stamp::of(path));
+		p.tree.scan(path, d, 0);
+	}
+	p.tree.sort();
+}
+
+} // namespace
+
+IconTheme::Tree* IconTheme::privateTree(const std::string& key, const std::string& dir, bool flat) {
+	auto pass = currentPass();
+	if (auto it = privateByKey_.find(key); it != privateByKey_.end()) {
+		private_.splice(private_.begin(), private_, it->second);
+		auto& p = *private_.front();
+		if (p.checked != pass) {
+			p.checked = pass;
+			if (p.stale()) {
+				privateNames_ -= p.tree.files.size();
+				buildPrivate(p, dir, flat);
+				privateNames_ += p.tree.files.size();
+				++generation_;
+			}
+		}
+		return p.tree.roots.empty() ? nullptr : &p.tree;
+	}
+	auto p = std::make_unique<Private>();
+	p->key = key;
+	p->checked = pass;
+	buildPrivate(*p, dir, flat);
+	if (p->tree.truncated)
+		log::info("tray", "{}: more than {} entries or {} icons; the rest are not searched", dir, kMaxPrivateEntries, kMaxTreeNames);
+	privateNames_ += p->tree.files.size();
+	private_.push_front(std::move(p));
+	privateByKey_[key] = private_.begin();
+	// The least recently used go first; the one just made stays.
+	while (private_.size() > 1 && (private_.size() > kMaxPrivateTrees || privateNames_ > kMaxPrivateNames)) {
+		privateNames_ -= private_.back()->tree.files.size();
+		privateByKey_.erase(private_.back()->key);
+		private_.pop_back();
+	}
+	auto& front = *private_.front();
+	return front.tree.roots.empty() ? nullptr : &front.tree;
+}
+
+void IconTheme::forget(const std::string& themePath) {
+	auto prefix = themePath + "/";
+	for (auto it = private_.begin(); it != private_.end();) {
+		const auto& key = (*it)->key;
+		if (key == themePath + "\n" || key.compare(0, prefix.size(), prefix) == 0) {
+			privateNames_ -= (*it)->tree.files.size();
+			privateByKey_.erase(key);
+			it = private_.erase(it);
+		} else {
+			++it;
+		}
+	}
+}
 
 void IconTheme::clearCache() {
-	cache_.clear();
-	indexes_.clear();
+	dropInstalled();
+	private_.clear();
+	privateByKey_.clear();
+	privateNames_ = 0;
 }
 
-const IconTheme::Index* IconTheme::index(const std::string& theme) {
-	auto it = indexes_.find(theme);
-	if (it != indexes_.end()) return it->second.get();
-	std::unique_ptr<Index> found;
-	for (const auto& base: options_.baseDirs) {
-		auto file = base + "/" + theme + "/index.theme";
-		if (isFile(file) && (found = parseIndex(file))) break;
-	}
-	return indexes_.emplace(theme, std::move(found)).first->second.get();
+IconTheme::Stats IconTheme::stats() const {
+	size_t themes = 0;
+	for (const auto& [_, t]: installed_) themes += t && t->scanned;
+	return {themes, private_.size(), privateNames_, watches_.size()};
 }
 
-std::string IconTheme::lookupInTheme(const std::string& name, const std::string& theme, const std::vector<std::string>& bases) {
-	const Index* idx = index(theme);
-	if (!idx) return {};
-	// Every file of this name in the theme's directories, in the specification's order
-	// (directory, then base directory, then extension); the best size wins.
-	std::vector<std::pair<const Directory*, std::string>> candidates;
-	for (const auto& dir: idx->directories) {
-		for (const auto& base: bases) {
-			auto prefix = base + "/" + theme + "/" + dir.path + "/" + name;
-			for (const char* ext: kExtensions)
-				if (isFile(prefix + ext)) {
-					if (dir.matches(options_.size)) return prefix + ext;
-					candidates.emplace_back(&dir, prefix + ext);
-				}
-		}
-	}
-	return best(candidates, options_.size);
-}
+// ---------------------------------------------------------------------------------------------
+// lookup
 
-std::string IconTheme::lookupInTree(const std::string& name, const std::string& themeDir) {
-	if (!isDir(themeDir)) return {};
-	std::vector<Directory> dirs;
-	if (auto own = parseIndex(themeDir + "/index.theme")) {
-		dirs = std::move(own->directories);
-	} else {
-		// No index.theme: every directory below the theme directory, to kScanDepth levels.
-		std::error_code ec;
-		auto it = fs::recursive_directory_iterator(themeDir, fs::directory_options::skip_permission_denied, ec);
-		for (; !ec && it != fs::recursive_directory_iterator() && dirs.size() < kScanDirs; it.increment(ec)) {
-			if (it.depth() >= kScanDepth) it.disable_recursion_pending();
-			if (!it->is_directory(ec)) continue;
-			// The path below themeDir (fs::relative would resolve symlinks: a stat per component).
-			dirs.push_back(guessDirectory(it->path().string().substr(themeDir.size() + 1)));
-		}
-		std::sort(dirs.begin(), dirs.end(), [](const Directory& a, const Directory& b) { return a.path < b.path; });
+namespace {
+// An IconThemePath qsd searches: absolute, of a sane length, without its trailing slashes.
+std::string usablePath(const std::string& themePath) {
+	if (themePath.empty() || themePath[0] != '/' || themePath.size() > IconTheme::kMaxPathBytes ||
+	    themePath.find('\0') != std::string::npos)
+		return {};
+	auto p = themePath;
+	while (p.size() > 1 && p.back() == '/') p.pop_back();
+	return p;
+}
+} // namespace
+
+uint64_t IconTheme::version(const std::string& themePath) {
+	auto app = usablePath(themePath);
+	if (!app.empty()) {
+		ensureChain();
+		for (const auto& theme: chain_)
+			if (!isInstalledRoot(app + "/" + theme, theme)) (void)privateTree(app + "/" + theme, app + "/" + theme, false);
+		(void)privateTree(app + "\n", app, true);
 	}
-	std::vector<std::pair<const Directory*, std::string>> candidates;
-	for (const auto& dir: dirs) {
-		auto prefix = themeDir + "/" + dir.path + "/" + name;
-		for (const char* ext: kExtensions)
-			if (isFile(prefix + ext)) candidates.emplace_back(&dir, prefix + ext);
-	}
-	return best(candidates, options_.size);
+	return generation_;
 }
 
 std::string IconTheme::lookup(const std::string& name, const std::string& themePath) {
+	// Refused before anything is built from them: a name is one file name (a peer's 256 KiB
+	// name once made thousands of 256 KiB candidate paths per lookup).
 	if (name.empty() || name.find('\0') != std::string::npos) return {};
 	// Some items send a file instead of a name (an absolute path, often into /tmp).
-	if (name[0] == '/') return isFile(name) ? name : std::string();
-	if (name.find('/') != std::string::npos) return {};
-	bool appTree = !themePath.empty() && themePath[0] == '/' && isDir(themePath);
+	if (name[0] == '/') return name.size() <= kMaxPathBytes && isFile(name) ? name : std::string();
+	if (name.size() > kMaxNameBytes || name.find('/') != std::string::npos) return {};
+	auto app = usablePath(themePath);
+	int want = options_.size;
+	ensureChain();
 	for (const auto& theme: chain_) {
-		auto key = theme + '\n' + name;
-		auto it = cache_.find(key);
-		if (it == cache_.end()) it = cache_.emplace(key, lookupInTheme(name, theme, options_.baseDirs)).first;
-		// A cached file that went away (a theme uninstalled) is looked up again next time.
-		if (!it->second.empty()) {
-			if (isFile(it->second)) return it->second;
-			cache_.erase(it);
-			auto again = lookupInTheme(name, theme, options_.baseDirs);
-			if (!again.empty()) return cache_[key] = again;
-		}
-		// The item's own tree of this theme: never cached (apps write new icons into it).
-		if (appTree)
-			if (auto f = lookupInTree(name, themePath + "/" + theme); !f.empty()) return f;
+		if (Tree* t = installed(theme))
+			if (auto f = t->find(name, want, true); !f.empty()) return f;
+		// The item's own tree of this theme, unless it is an installed one (already searched).
+		if (app.empty()) continue;
+		auto dir = app + "/" + theme;
+		if (isInstalledRoot(dir, theme)) continue;
+		if (Tree* t = privateTree(dir, dir, false))
+			if (auto f = t->find(name, want, true); !f.empty()) return f;
 	}
 	// Flat: the item's directory, then the base directories and the pixmap directories.
-	std::vector<std::string> flat;
-	if (appTree) flat.push_back(themePath);
-	flat.insert(flat.end(), options_.baseDirs.begin(), options_.baseDirs.end());
-	flat.insert(flat.end(), options_.pixmapDirs.begin(), options_.pixmapDirs.end());
-	for (const auto& dir: flat) {
-		for (const char* ext: kExtensions)
-			if (isFile(dir + "/" + name + ext)) return dir + "/" + name + ext;
-		// A name that carries its extension already ("app.png").
-		if (dir == themePath && isFile(dir + "/" + name)) return dir + "/" + name;
+	int ext = extOf(name);
+	auto stem = ext >= 0 ? name.substr(0, name.size() - 4) : std::string();
+	if (!app.empty()) {
+		bool installedDir = std::find(options_.baseDirs.begin(), options_.baseDirs.end(), app) != options_.baseDirs.end() ||
+		                    std::find(options_.pixmapDirs.begin(), options_.pixmapDirs.end(), app) != options_.pixmapDirs.end();
+		if (!installedDir)
+			if (Tree* t = privateTree(app + "\n", app, true)) {
+				if (auto f = t->find(name, want, false); !f.empty()) return f;
+				// A name that carries its extension ("app.png") is a file of the item's directory.
+				if (ext >= 0)
+					if (auto f = t->find(stem, want, false, ext); !f.empty()) return f;
+			}
 	}
-	return {};
+	return flatInstalled()->find(name, want, false);
 }
 
 } // namespace qsd::tray

@@ -267,6 +267,7 @@ void setMenuProperty(MenuProps& p, const std::string& key, const sdbus::Variant&
 	else if (key == "icon-data") {
 		p.iconData = dbus::asBytes(value).value_or(std::vector<uint8_t>());
 		if (p.iconData.size() > kMaxIconData) p.iconData.clear();
+		p.iconFile.reset();
 	}
 	else if (key == "shortcut") {
 		auto s = dbus::as<std::vector<std::vector<std::string>>>(value);
@@ -284,7 +285,10 @@ void resetMenuProperty(MenuProps& p, const std::string& key) {
 	else if (key == "toggle-type") p.toggleType = defaults.toggleType;
 	else if (key == "toggle-state") p.toggleState = defaults.toggleState;
 	else if (key == "icon-name") p.iconName = defaults.iconName;
-	else if (key == "icon-data") p.iconData.clear();
+	else if (key == "icon-data") {
+		p.iconData.clear();
+		p.iconFile.reset();
+	}
 	else if (key == "shortcut") p.shortcut.clear();
 	else if (key == "children-display") p.submenu = defaults.submenu;
 }
@@ -309,7 +313,7 @@ json menuEntry(const MenuNode& node) {
 
 json menuToJson(const MenuNode& root, const IconUrl& iconUrl) {
 	json e = menuEntry(root);
-	e["icon"] = iconUrl(root.props.iconName, root.props.iconData);
+	e["icon"] = iconUrl(root.props);
 	json children = json::array();
 	for (const auto& c: root.children) children.push_back(menuToJson(c, iconUrl));
 	e["children"] = std::move(children);
@@ -321,6 +325,25 @@ MenuNode* findNode(MenuNode& root, int32_t id) {
 	for (auto& c: root.children)
 		if (auto* n = findNode(c, id)) return n;
 	return nullptr;
+}
+
+void MenuIndex::rebuild(MenuNode* root) {
+	byId_.clear();
+	if (!root) return;
+	// Depth first, in menu order, without recursion (an explicit stack; menus are bounded, but
+	// the index must not be the thing that limits them).
+	std::vector<MenuNode*> stack{root};
+	while (!stack.empty()) {
+		MenuNode* n = stack.back();
+		stack.pop_back();
+		byId_.try_emplace(n->id, n);
+		for (auto it = n->children.rbegin(); it != n->children.rend(); ++it) stack.push_back(&*it);
+	}
+}
+
+MenuNode* MenuIndex::find(int32_t id) const {
+	auto it = byId_.find(id);
+	return it == byId_.end() ? nullptr : it->second;
 }
 
 std::string fileUrl(std::string_view path) {

@@ -11,12 +11,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace qsd::tray {
+
+class IconFile;   // icon_store.hpp
 
 // ------------------------------------------------------------------------------------------
 // Item addresses
@@ -123,7 +127,8 @@ struct MenuProps {
 	std::string toggleType;          // "checkmark", "radio" or ""
 	int toggleState = -1;            // 1, 0, or -1 (anything else)
 	std::string iconName;
-	std::vector<uint8_t> iconData;   // PNG bytes
+	std::vector<uint8_t> iconData;   // PNG bytes, as read (until the backend stores them in a file)
+	std::shared_ptr<const IconFile> iconFile;   // the file made of icon-data (then iconData is empty)
 	std::string shortcut;            // shortcutText() of the aas
 	bool submenu = false;            // children-display "submenu"
 };
@@ -146,6 +151,10 @@ constexpr size_t kMaxMenuDepth = 16;
 constexpr size_t kMaxMenuEntries = 4096;
 // A menu entry's icon-data larger than this is ignored (it is written to a file).
 constexpr size_t kMaxIconData = 1 << 20;
+// icon-data read from one layout or one ItemsPropertiesUpdated, all entries together: what is
+// beyond is dropped unread. Twice what an item's icon files may take (IconStoreLimits), so that
+// limit is the one an item meets (and is told of), and this one only bounds the copies made.
+constexpr size_t kMaxMenuIconBytes = 8 << 20;
 
 // One entry's own fields (without icon and children): {id, label, mnemonic, enabled,
 // visible, type, toggleType, toggleState, iconName, shortcut, submenu}.
@@ -160,12 +169,26 @@ constexpr size_t kMaxIconData = 1 << 20;
 [[nodiscard]] std::string shortcutText(const std::vector<std::vector<std::string>>& shortcut);
 
 // The menu tree as JSON: menuEntry() of each node plus `icon` (from `iconUrl`, called for every
-// node with its icon-name and icon-data) and `children`, in menu order.
-using IconUrl = std::function<nlohmann::json(const std::string& iconName, const std::vector<uint8_t>& iconData)>;
+// node with its properties) and `children`, in menu order.
+using IconUrl = std::function<nlohmann::json(const MenuProps& props)>;
 [[nodiscard]] nlohmann::json menuToJson(const MenuNode& root, const IconUrl& iconUrl);
 
 // Finds the node with `id` in the tree (nullptr when absent).
 [[nodiscard]] MenuNode* findNode(MenuNode& root, int32_t id);
+
+// A menu's entries by id, for signals that name entries by id (ItemsPropertiesUpdated with a
+// few hundred thousand ids must not cost ids x entries). Built from a tree, and built again
+// whenever the tree's shape changes (its nodes move). With duplicate ids (a broken menu), the
+// first in menu order wins, as findNode finds it.
+class MenuIndex {
+public:
+	void rebuild(MenuNode* root);
+	[[nodiscard]] MenuNode* find(int32_t id) const;
+	[[nodiscard]] size_t size() const { return byId_.size(); }
+
+private:
+	std::unordered_map<int32_t, MenuNode*> byId_;
+};
 
 // ------------------------------------------------------------------------------------------
 

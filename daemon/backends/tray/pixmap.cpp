@@ -182,7 +182,8 @@ std::optional<std::vector<uint8_t>> encodePng(const Image& image) {
 namespace {
 std::optional<Image> finishRead(png_image& png) {
 	png.format = PNG_FORMAT_RGBA;
-	if (png.width == 0 || png.height == 0 || png.width > 4096 || png.height > 4096) {
+	// The pixmap limit: a 4096 px file decodes to 64 MiB, for an icon shown at 64 px.
+	if (png.width == 0 || png.height == 0 || png.width > uint32_t(kMaxPixmapSide) || png.height > uint32_t(kMaxPixmapSide)) {
 		png_image_free(&png);
 		return std::nullopt;
 	}
@@ -207,7 +208,8 @@ std::optional<Image> decodePng(const std::vector<uint8_t>& bytes) {
 }
 
 std::optional<Image> decodePngFile(const std::string& path) {
-	auto text = readFile(path);
+	// A 1024 px RGBA image deflates to at most about 4 MiB.
+	auto text = readFile(path, 8u << 20);
 	if (!text) return std::nullopt;
 	return decodePng(std::vector<uint8_t>(text->begin(), text->end()));
 }

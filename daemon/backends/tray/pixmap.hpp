@@ -54,7 +54,8 @@ void composeOver(Image& base, const Image& overlay);
 [[nodiscard]] std::string contentHash(const uint8_t* data, size_t size, uint64_t seed = 0);
 [[nodiscard]] std::string contentHash(const Image& image);
 
-// PNG encoding and decoding through libpng's simplified API. std::nullopt on failure.
+// PNG encoding and decoding through libpng's simplified API. std::nullopt on failure, and for
+// images larger than kMaxPixmapSide a side (not decoded at all).
 [[nodiscard]] std::optional<std::vector<uint8_t>> encodePng(const Image& image);
 [[nodiscard]] std::optional<Image> decodePng(const std::vector<uint8_t>& bytes);
 [[nodiscard]] std::optional<Image> decodePngFile(const std::string& path);

@@ -96,7 +96,7 @@ void TrayBackend::scroll(Call& c) {
 sdbus::IProxy& TrayBackend::menuEntry(Item& item, int32_t id) {
 	if (!item.menu || !item.menu->root)
 		throw RpcException(ErrorCode::NotFound, item.key + " has no menu", {{"param", "item"}, {"item", item.key}});
-	if (!findNode(*item.menu->root, id))
+	if (!item.menu->index.find(id))
 		throw RpcException(ErrorCode::NotFound, "No entry " + std::to_string(id) + " in the menu of " + item.key,
 		                   {{"param", "id"}, {"item", item.key}, {"id", id}});
 	return *item.menu->proxy;

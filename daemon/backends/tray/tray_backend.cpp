@@ -36,13 +36,7 @@ TrayBackend::TrayBackend(BackendContext& context): BusBackend(context, Bus::Sess
 TrayBackend::~TrayBackend() { stop(); }
 
 void TrayBackend::onBusStart() {
-	std::string source;
-	auto options = IconTheme::fromEnvironment(kDefaultIconSize);
-	theme_ = std::make_unique<IconTheme>(options);
-	IconTheme::currentTheme(&source);
-	log::info("tray", "icon theme {} (from {}), searched as {}", options.theme, source, fmt::join(theme_->chain(), " > "));
-	store_ = std::make_unique<IconStore>(IconStore::defaultDir());
-	resolver_ = std::make_unique<IconResolver>(*theme_, *store_);
+	setupIcons();
 
 	deferred_ = context_.loop.addDefer([this] { runDeferred(); }, "tray-deferred");
 	deferred_.setEnabled(SD_EVENT_OFF);
@@ -78,6 +72,8 @@ void TrayBackend::onBusStart() {
 void TrayBackend::onBusStop() {
 	names_.reset();
 	items_.clear();
+	itemsPerOwner_.clear();
+	hosts_ = HostRegistry();
 	order_.clear();
 	services_.clear();
 	itemSignals_.clear();
@@ -90,9 +86,7 @@ void TrayBackend::onBusStop() {
 	object_ = nullptr;
 	watcher_.reset();
 	deferred_.reset();
-	resolver_.reset();
-	store_.reset();
-	theme_.reset();
+	dropIcons();
 	role_ = Role::None;
 }
 
@@ -278,12 +272,10 @@ void TrayBackend::emitWatcher(const char* member, const std::string* arg) {
 }
 
 void TrayBackend::watcherItemsChanged() {
+	// One PropertiesChanged with the whole list per loop pass, not per registration (tray_peers.cpp).
 	if (!object_ || role_ != Role::Watcher) return;
-	try {
-		object_->emitPropertiesChangedSignal(kWatcherIface, {"RegisteredStatusNotifierItems"});
-	} catch (const sdbus::Error& e) {
-		log::warning("tray", "emitting PropertiesChanged failed: {}", e.getMessage());
-	}
+	itemsChanged_ = true;
+	if (deferred_) deferred_.setEnabled(SD_EVENT_ONESHOT);
 }
 
 void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
@@ -297,6 +289,9 @@ void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
 	}
 	// The caller's own name (a path registration or its unique name): its owner is the caller.
 	if (a->service == sender || items_.count(a->key())) {
+		if (!items_.count(a->key()) && overItemLimit(sender, a->key()))
+			throw sdbus::Error("org.freedesktop.DBus.Error.LimitsExceeded",
+			                   fmt::format("{} has {} items already (the limit)", sender, kMaxItemsPerConnection));
 		addItem(*a, sender);
 		call.createReply().send();
 		return;
@@ -314,6 +309,13 @@ void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
 			                 .send();
 			             return;
 		             }
+		             if (!items_.count(address.key()) && overItemLimit(owner, address.key())) {
+			             call.createErrorReply(sdbus::Error("org.freedesktop.DBus.Error.LimitsExceeded",
+			                                                fmt::format("{} has {} items already (the limit)", owner,
+			                                                            kMaxItemsPerConnection)))
+			                 .send();
+			             return;
+		             }
 		             addItem(address, owner);
 		             call.createReply().send();
 	             });
@@ -322,11 +324,22 @@ void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
 void TrayBackend::onRegisterHost(sdbus::MethodCall call) {
 	std::string arg;
 	call >> arg;
-	std::string name = arg.empty() || arg[0] == '/' ? std::string(call.getSender()) : arg;
+	std::string sender = call.getSender();
+	std::string name = arg.empty() || arg[0] == '/' ? sender : arg;
 	if (!isValidBusName(name)) throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", "\"" + arg + "\" is not a bus name");
-	if (hosts_.insert(name).second) {
-		log::info("tray", "host {} registered", name);
-		emitWatcher("StatusNotifierHostRegistered");
+	// Kept per calling connection, which is what goes away (a name nobody owns never does).
+	uint64_t suppressed = 0;
+	switch (hosts_.add(sender, name)) {
+	case HostRegistry::Result::Added:
+		if (peerLog(suppressed)) log::info("tray", "host {} registered by {}{}", name, sender, suppressed ? fmt::format(" ({} more registrations and refusals not logged)", suppressed) : "");
+		hostsChanged(true);
+		break;
+	case HostRegistry::Result::Known:
+		break;
+	case HostRegistry::Result::TooMany:
+		if (peerLog(suppressed)) log::warning("tray", "{} registered more than {} hosts; refused", sender, kMaxHostsPerConnection);
+		throw sdbus::Error("org.freedesktop.DBus.Error.LimitsExceeded",
+		                   fmt::format("{} has registered {} hosts already (the limit)", sender, kMaxHostsPerConnection));
 	}
 	call.createReply().send();
 }
@@ -342,10 +355,12 @@ void TrayBackend::onNameOwnerChanged(const std::string& name, const std::string&
 		}
 		for (const auto& key: gone) removeItem(key, "left the bus");
 	}
-	if (newOwner.empty() && hosts_.erase(name)) {
-		log::info("tray", "host {} left", name);
-		emitWatcher("StatusNotifierHostUnregistered");
-	}
+	if (newOwner.empty())
+		for (const auto& host: hosts_.nameLeft(name)) {
+			uint64_t suppressed = 0;
+			if (peerLog(suppressed)) log::info("tray", "host {} left", host);
+			hostsChanged(false);
+		}
 }
 
 void TrayBackend::updateAvailable() {

@@ -12,6 +12,7 @@
 #include "icon_theme.hpp"
 #include "icons.hpp"
 #include "mapping.hpp"
+#include "peers.hpp"
 
 #include "../../dbus/names.hpp"
 #include "../../dbus/owned_name.hpp"
@@ -69,6 +70,7 @@ private:
 		std::string path;
 		std::unique_ptr<sdbus::IProxy> proxy;
 		std::optional<MenuNode> root;       // the layout; nullopt until read (or when it failed)
+		MenuIndex index;                    // root's entries by id, rebuilt when its shape changes
 		bool settled = false;               // the first GetLayout answered, either way
 		std::set<int32_t> pendingParents;   // LayoutUpdated parents not yet fetched
 	};
@@ -92,6 +94,8 @@ private:
 		std::unique_ptr<Menu> menu;
 		bool menuDirty = true;               // the menu in the tree is not the current one
 		std::vector<IconRef> menuFiles;
+		IconMemo menuIcons;                  // the menu's icon names, as last resolved
+		std::set<std::string> warned;        // warnings logged once per item
 	};
 
 	// --- tray_backend.cpp: start-up, roles, the watcher object, hosting another watcher
@@ -109,6 +113,11 @@ private:
 	void readListed();
 	void emitWatcher(const char* member, const std::string* arg = nullptr);
 	void watcherItemsChanged();
+	// tray_peers.cpp: the watcher's limits per connection, its coalesced signals.
+	[[nodiscard]] bool overItemLimit(const std::string& owner, const std::string& what);
+	void hostsChanged(bool registered);
+	void flushWatcherSignals();
+	bool peerLog(uint64_t& suppressed);
 	void updateAvailable();
 	[[nodiscard]] std::vector<std::string> registeredItems() const;
 
@@ -140,6 +149,14 @@ private:
 	void refreshMenu(Item& item);
 	// The menu as JSON (null without one); its icon files replace menuFiles.
 	[[nodiscard]] nlohmann::json menuJson(Item& item);
+	// Writes the icon-data of `node` and below to icon files, charged to the item.
+	void storeMenuIcons(Item& item, MenuNode& node);
+	[[nodiscard]] static size_t iconBytes(const MenuNode& node);
+
+	// --- tray_icons.cpp: the icon theme, the icon files, and following theme changes
+	void setupIcons();
+	void dropIcons();
+	void themesChanged();
 
 	// --- tray_actions.cpp
 	void activate(Call& c);
@@ -160,7 +177,12 @@ private:
 	Role role_ = Role::None;
 	std::string otherOwner_;                     // its unique name
 	bool listRead_ = false;                      // its RegisteredStatusNotifierItems read
-	std::set<std::string> hosts_;                // other hosts registered with our watcher
+	HostRegistry hosts_;                         // other hosts registered with our watcher
+	std::map<std::string, size_t> itemsPerOwner_;   // unique name -> its items
+	LogLimiter peerLog_{32, 10'000'000};         // host registrations, refusals: 32 lines per 10 s
+	bool itemsChanged_ = false;                  // RegisteredStatusNotifierItems changed this pass
+	bool hostRegistered_ = false;                // ... a host registered, or one left
+	bool hostUnregistered_ = false;
 
 	std::map<std::string, Item> items_;          // by key
 	std::vector<std::string> order_;             // keys in registration order (as the watcher lists them)
@@ -177,6 +199,8 @@ private:
 	std::unique_ptr<IconTheme> theme_;
 	std::unique_ptr<IconStore> store_;
 	std::unique_ptr<IconResolver> resolver_;
+	EventSource themeWatch_;                     // inotify on the installed icon themes
+	EventSource themeRescan_;                    // items' icons resolved again after a change
 };
 
 } // namespace qsd::tray

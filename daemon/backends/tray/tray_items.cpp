@@ -52,6 +52,7 @@ bool TrayBackend::addItem(const ItemAddress& address, std::string owner) {
 	auto key = address.key();
 	if (items_.count(key)) return false;
 	if (address.service[0] == ':') owner = address.service;
+	if (!owner.empty() && overItemLimit(owner, key)) return false;
 	// The same object under a second key (an app registering by name and by path): one icon.
 	if (!owner.empty() && itemSignals_.count(index(owner, address.path))) {
 		log::info("tray", "{} is the item {} again; not added twice", key, itemSignals_[index(owner, address.path)]);
@@ -82,6 +83,10 @@ bool TrayBackend::addItem(const ItemAddress& address, std::string owner) {
 				             removeItem(key, "a second key for an item already listed");
 				             return;
 			             }
+			             if (overItemLimit(found, key)) {
+				             removeItem(key, "its connection has too many items");
+				             return;
+			             }
 			             it->owner = found;
 			             ownerKnown(*it);
 		             });
@@ -98,6 +103,8 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	if (it == items_.end()) return;
 	auto& item = it->second;
 	log::info("tray", "item {} removed: {}", key, why);
+	if (!item.owner.empty())
+		if (auto n = itemsPerOwner_.find(item.owner); n != itemsPerOwner_.end() && --n->second == 0) itemsPerOwner_.erase(n);
 	calls_.cancelPrefix(group(key));
 	if (!item.owner.empty()) {
 		auto s = itemSignals_.find(index(item.owner, item.address.path));
@@ -112,6 +119,9 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	bury(std::move(item.proxy));
 	if (item.published) context_.tree.remove(itemPath(key));
 	reader_.forget(key);
+	// What was indexed of the item's own icon trees goes with it.
+	if (const auto* p = dbus::find(item.props, "IconThemePath"); p && theme_) theme_->forget(dbus::asString(*p).value_or(""));
+	if (store_) store_->forget(key);
 	// Last: the item's icon files are released (and deleted) with it.
 	items_.erase(it);
 	if (role_ == Role::Watcher) {
@@ -121,6 +131,7 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 }
 
 void TrayBackend::ownerKnown(Item& item) {
+	++itemsPerOwner_[item.owner];
 	itemSignals_[index(item.owner, item.address.path)] = item.key;
 	// Calls go to the owner's unique name: the process this item belongs to, whatever happens
 	// to a well-known name later (a new owner is a new item and must register).
@@ -278,6 +289,7 @@ void TrayBackend::runDeferred() {
 		if (Item* item = findItem(key)) refreshMenu(*item);
 	for (const auto& key: take(publishQueue_))
 		if (Item* item = findItem(key)) publish(*item);
+	flushWatcherSignals();
 }
 
 void TrayBackend::refresh(Item& item) {
@@ -318,7 +330,10 @@ void TrayBackend::refresh(Item& item) {
 			    if (affectsIcon(prop)) it->iconsDirty = true;
 			    // Menu icons are looked up in it; rebuilding a large menu for an unchanged
 			    // path (NewIcon re-reads it every time) would be wasted.
-			    if (prop == "IconThemePath" && themePath() != oldThemePath) it->menuDirty = true;
+			    if (prop == "IconThemePath" && themePath() != oldThemePath) {
+				    it->menuDirty = true;
+				    if (!oldThemePath.empty()) theme_->forget(oldThemePath);
+			    }
 			    // One publish for the signals of one burst: after the last answer.
 			    if (it->pendingGets == 0) propertiesRead(*it, false);
 		    },
@@ -336,9 +351,13 @@ void TrayBackend::publish(Item& item) {
 	if (!item.read || item.pendingGets > 0 || (!item.published && !menuReady)) return;
 	auto m = mapItem(item.props, &item.pixmaps);
 	for (const auto& name: m.badProperties) reader_.wrongType(item.key, name, item.props);
+	// IconTheme refuses such names before any lookup; the item hears of it once.
+	for (const auto* name: {&m.icons.name, &m.icons.attentionName, &m.icons.overlayName})
+		if (name->size() > IconTheme::kMaxNameBytes && name->front() != '/' && item.warned.insert("long icon name").second)
+			log::warning("tray", "{}: an icon name of {} bytes is longer than a file name; it is not looked up", item.key, name->size());
 	if (item.iconsDirty) {
 		// The new files are made before the old handles go, so an unchanged icon keeps its file.
-		item.icon = resolver_->resolve(m.icons);
+		item.icon = resolver_->resolve(m.icons, item.key);
 		item.iconsDirty = false;
 	}
 	json v = std::move(m.value);

@@ -60,14 +60,16 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 		    if (error) failure = *error;
 		    MenuNode node;
 		    size_t skipped = 0;
+		    bool rootProperties = true;
 		    if (reply) {
 			    try {
-				    node = readLayout(*reply, skipped);
+				    node = readLayout(*reply, skipped, &rootProperties);
 			    } catch (const sdbus::Error& x) {
 				    failure = x;
 			    }
 		    }
 		    const sdbus::Error* e = failure ? &*failure : nullptr;
+		    bool bigReply = iconBytes(node) >= (1u << 20);
 		    Item* it = findItem(key, serial);
 		    if (!it || !it->menu || it->menu->serial != menuSerial) {
 			    if (done) done(nullptr, e);
@@ -85,16 +87,23 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 			    return;
 		    }
 		    if (skipped) log::info("tray", "{}: {} menu entries were not (ia{{sv}}av) or over the limits; skipped", key, skipped);
+		    storeMenuIcons(*it, node);
+		    // A large layout (icon-data) leaves that much free heap behind.
+		    if (bigReply) context_.server.heapFreed();
 		    if (parent == 0 || !menu.root) {
 			    if (parent == 0) menu.root = std::move(node);
 			    else menu.pendingParents.insert(0);   // a submenu before the root: fetch everything
-		    } else if (MenuNode* at = findNode(*menu.root, parent)) {
-			    at->props = std::move(node.props);
+		    } else if (MenuNode* at = menu.index.find(parent)) {
+			    // Qt answers GetLayout(submenu, -1) with no properties for the submenu's own
+			    // entry: what is known of it stays, only its children are new.
+			    if (rootProperties) at->props = std::move(node.props);
 			    at->children = std::move(node.children);
 		    } else {
 			    // The submenu left the tree meanwhile: the whole menu is re-read.
 			    menu.pendingParents.insert(0);
 		    }
+		    // The nodes moved: the index by id is made again (once per layout read).
+		    menu.index.rebuild(menu.root ? &*menu.root : nullptr);
 		    if (!menu.pendingParents.empty()) {
 			    menuQueue_.insert(key);
 			    deferred_.setEnabled(SD_EVENT_ONESHOT);
@@ -137,7 +146,8 @@ void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 		} else if (member == "ItemsPropertiesUpdated") {
 			// Applied in place, no call. Before the first layout there is nothing to apply to:
 			// that layout is newer.
-			if (item->menu->root && readPropertiesUpdated(msg, *item->menu->root)) {
+			if (item->menu->root && readPropertiesUpdated(msg, item->menu->index)) {
+				storeMenuIcons(*item, *item->menu->root);
 				item->menuDirty = true;
 				queuePublish(*item);
 			}
@@ -153,6 +163,22 @@ void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 	}
 }
 
+size_t TrayBackend::iconBytes(const MenuNode& node) {
+	size_t n = node.props.iconData.size();
+	for (const auto& c: node.children) n += iconBytes(c);
+	return n;
+}
+
+void TrayBackend::storeMenuIcons(Item& item, MenuNode& node) {
+	// icon-data goes to its file as soon as it is read: what the menu keeps in memory is a
+	// handle, and what the files take is bounded by the icon store (an item once sent 40 MiB).
+	if (!node.props.iconData.empty()) {
+		node.props.iconFile = store_->putPng(node.props.iconData, item.key);
+		std::vector<uint8_t>().swap(node.props.iconData);
+	}
+	for (auto& c: node.children) storeMenuIcons(item, c);
+}
+
 json TrayBackend::menuJson(Item& item) {
 	item.menuDirty = false;
 	if (!item.menu || !item.menu->root) {
@@ -163,11 +189,13 @@ json TrayBackend::menuJson(Item& item) {
 	if (const auto* p = dbus::find(item.props, "IconThemePath"))
 		if (auto s = dbus::asString(*p)) themePath = *s;
 	std::vector<IconRef> files;
-	json value = menuToJson(*item.menu->root, [&](const std::string& name, const std::vector<uint8_t>& data) {
-		return resolver_->menuIcon(name, data, themePath, files);
-	});
-	// Swapped in after the new files exist: an unchanged icon keeps its file.
+	auto memo = resolver_->beginMemo(themePath);
+	json value = menuToJson(*item.menu->root,
+	                        [&](const MenuProps& props) { return resolver_->menuIcon(props, files, item.menuIcons, memo); });
+	// Swapped in after the new files exist: an unchanged icon keeps its file. The memo keeps
+	// only the names this menu has now.
 	item.menuFiles.swap(files);
+	item.menuIcons = std::move(memo);
 	return value;
 }
 

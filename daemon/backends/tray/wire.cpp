@@ -88,8 +88,10 @@ void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& p
 	props[name] = std::move(v);
 }
 
-// An entry's a{sv} at the message's position.
-void readMenuProps(sdbus::Message& msg, MenuProps& props) {
+// An entry's a{sv} at the message's position; the number of properties it held. icon-data is
+// taken while `iconBudget` (bytes, for the whole message) lasts.
+size_t readMenuProps(sdbus::Message& msg, MenuProps& props, size_t& iconBudget) {
+	size_t count = 0;
 	sd_bus_message* m = Raw::of(msg);
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}"), "menu properties");
 	for (;;) {
@@ -108,8 +110,13 @@ void readMenuProps(sdbus::Message& msg, MenuProps& props) {
 			size_t size = 0;
 			check(sd_bus_message_read_array(m, 'y', &data, &size), "icon-data");
 			const auto* bytes = static_cast<const uint8_t*>(data);
-			if (size <= kMaxIconData) props.iconData.assign(bytes, bytes + size);
-			else props.iconData.clear();
+			props.iconFile.reset();
+			if (size <= kMaxIconData && size <= iconBudget) {
+				props.iconData.assign(bytes, bytes + size);
+				iconBudget -= size;
+			} else {
+				props.iconData.clear();
+			}
 			check(sd_bus_message_exit_container(m), "icon-data");
 		} else {
 			sdbus::Variant v;
@@ -117,16 +124,18 @@ void readMenuProps(sdbus::Message& msg, MenuProps& props) {
 			setMenuProperty(props, name, v);
 		}
 		check(sd_bus_message_exit_container(m), "menu property");
+		++count;
 	}
 	check(sd_bus_message_exit_container(m), "menu properties");
+	return count;
 }
 
 // One (ia{sv}av) at the message's position (inside its variant, for a child).
-void readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count, size_t& skipped) {
+size_t readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count, size_t& skipped, size_t& iconBudget) {
 	sd_bus_message* m = Raw::of(msg);
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "ia{sv}av"), "menu entry");
 	check(sd_bus_message_read_basic(m, 'i', &node.id), "menu entry id");
-	readMenuProps(msg, node.props);
+	size_t properties = readMenuProps(msg, node.props, iconBudget);
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "v"), "menu children");
 	for (;;) {
 		char type = 0;
@@ -142,28 +151,32 @@ void readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count, 
 		}
 		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, "(ia{sv}av)"), "menu child");
 		++count;
-		readNode(msg, node.children.emplace_back(), depth + 1, count, skipped);
+		readNode(msg, node.children.emplace_back(), depth + 1, count, skipped, iconBudget);
 		check(sd_bus_message_exit_container(m), "menu child");
 	}
 	check(sd_bus_message_exit_container(m), "menu children");
 	check(sd_bus_message_exit_container(m), "menu entry");
+	return properties;
 }
 
 } // namespace
 
-MenuNode readLayout(sdbus::Message& reply, size_t& skipped) {
+MenuNode readLayout(sdbus::Message& reply, size_t& skipped, bool* rootProperties) {
 	sd_bus_message* m = Raw::of(reply);
 	uint32_t revision = 0;
 	check(sd_bus_message_read_basic(m, 'u', &revision), "layout revision");
 	MenuNode root;
 	size_t count = 1;
-	readNode(reply, root, 0, count, skipped);
+	size_t iconBudget = kMaxMenuIconBytes;
+	size_t properties = readNode(reply, root, 0, count, skipped, iconBudget);
+	if (rootProperties) *rootProperties = properties > 0;
 	return root;
 }
 
-bool readPropertiesUpdated(sdbus::Message& signal, MenuNode& root) {
+bool readPropertiesUpdated(sdbus::Message& signal, const MenuIndex& index) {
 	sd_bus_message* m = Raw::of(signal);
 	bool changed = false;
+	size_t iconBudget = kMaxMenuIconBytes;
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(ia{sv})"), "updated");
 	for (;;) {
 		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "ia{sv}");
@@ -171,9 +184,9 @@ bool readPropertiesUpdated(sdbus::Message& signal, MenuNode& root) {
 		if (r == 0) break;
 		int32_t id = 0;
 		check(sd_bus_message_read_basic(m, 'i', &id), "updated id");
-		MenuNode* node = findNode(root, id);
+		MenuNode* node = index.find(id);
 		MenuProps scratch;   // an entry the tree does not have: read and dropped
-		readMenuProps(signal, node ? node->props : scratch);
+		readMenuProps(signal, node ? node->props : scratch, iconBudget);
 		changed |= node != nullptr;
 		check(sd_bus_message_exit_container(m), "updated entry");
 	}
@@ -185,7 +198,7 @@ bool readPropertiesUpdated(sdbus::Message& signal, MenuNode& root) {
 		if (r == 0) break;
 		int32_t id = 0;
 		check(sd_bus_message_read_basic(m, 'i', &id), "removed id");
-		MenuNode* node = findNode(root, id);
+		MenuNode* node = index.find(id);
 		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "s"), "removed names");
 		for (;;) {
 			const char* name = nullptr;

@@ -32,12 +32,15 @@ void readProperty(sdbus::Message& msg, const std::string& name, dbus::Properties
 
 // GetLayout's reply (u revision, (ia{sv}av) layout), from its start: the layout. Children that
 // are not (ia{sv}av), deeper than kMaxMenuDepth or beyond kMaxMenuEntries are skipped and
-// counted in `skipped`. Throws sdbus::Error on a malformed message.
-[[nodiscard]] MenuNode readLayout(sdbus::Message& reply, size_t& skipped);
+// counted in `skipped`. `rootProperties` tells whether the entry asked for came with any
+// properties (Qt sends a submenu's own entry without them). Throws sdbus::Error on a
+// malformed message.
+[[nodiscard]] MenuNode readLayout(sdbus::Message& reply, size_t& skipped, bool* rootProperties = nullptr);
 
 // ItemsPropertiesUpdated (a(ia{sv}) updated, a(ias) removed), from its start, applied to the
-// entries of `root` (removed properties take their defaults). True when an entry of the tree
-// was named. Throws sdbus::Error on a malformed message.
-bool readPropertiesUpdated(sdbus::Message& signal, MenuNode& root);
+// entries of the menu `index` covers (removed properties take their defaults): one hash probe
+// per id, whatever the menu's size. True when an entry of the menu was named. Throws
+// sdbus::Error on a malformed message.
+bool readPropertiesUpdated(sdbus::Message& signal, const MenuIndex& index);
 
 } // namespace qsd::tray

@@ -1,0 +1,414 @@
+"""Tray items that are broken or hostile (tray_item.py playing them, on a private session bus):
+nothing they send may hang qsd, stall it for long, or grow its memory without bound. Each test
+is one way an item once did; the state each waits for arrives at once with the limits in place
+(docs/architecture.md, "Hostile peers"), and only after minutes, or never, without them.
+
+Also what a desktop shows for icons: the platform's default theme, a raster before an SVG, and
+an icon installed while qsd runs."""
+
+import os
+
+import pytest
+
+import trayutil as t
+
+HICOLOR_INDEX = """[Icon Theme]
+Name=Hicolor
+Directories=48x48/apps
+
+[48x48/apps]
+Size=48
+Type=Fixed
+"""
+
+
+def start(env, **kw):
+    env.start_qsd(backends=["tray"], **kw)
+    c = env.client()
+    sub = c.subscribe(["/tray"])
+    c.wait_value(sub, "/tray/available", True, timeout=30)
+    return c, sub
+
+
+def key_of(name):
+    return name + "/StatusNotifierItem"
+
+
+def wait_item(c, sub, key, timeout=30, predicate=lambda it: True):
+    c.wait_for(lambda: key in c.mirror(sub)["tray"]["items"] and predicate(c.mirror(sub)["tray"]["items"][key]),
+               timeout=timeout, what=key)
+    return c.mirror(sub)["tray"]["items"][key]
+
+
+def responsive(env):
+    """Another client's tree.get is answered (the daemon's loop is not stuck)."""
+    other = env.client()
+    try:
+        assert other.call("tree.get", {"path": "/tray/available"}, timeout=10)["value"] is True
+    finally:
+        other.close()
+
+
+_sanitized = {}
+
+
+def rss_judged(env):
+    """RSS is judged in the optimised build only: AddressSanitizer's allocator keeps freed memory
+    in a quarantine and pads every allocation (scripts/soak does the same)."""
+    exe = os.path.realpath(f"/proc/{env.daemon.pid}/exe")
+    if exe not in _sanitized:
+        with open(exe, "rb") as f:
+            _sanitized[exe] = b"AddressSanitizer" in f.read()
+    return not _sanitized[exe]
+
+
+def private_tree(root, dirs):
+    """A bare theme tree of `dirs` directories (no index.theme), as apps ship."""
+    sizes = [16, 20, 22, 24, 28, 32, 36, 40, 42, 44, 48, 56, 60, 64, 72, 80, 96, 100, 112, 128, 150, 160, 192, 256, 384, 512]
+    cats = ["actions", "animations", "apps", "categories", "devices", "emblems", "emotes", "filesystems", "intl",
+            "mimetypes", "places", "status", "stock", "panel", "legacy", "symbolic", "extra", "misc", "ui", "ui2"]
+    made = 0
+    for s in sizes:
+        for c in cats:
+            if made == dirs:
+                return
+            os.makedirs(os.path.join(root, "hicolor", f"{s}x{s}", c), exist_ok=True)
+            made += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# stalls and hangs
+
+
+def test_a_fifo_for_index_theme_does_not_hang_qsd(env):
+    # An IconThemePath whose hicolor/index.theme is a FIFO, and a name that is not found: qsd
+    # once waited in open() for a writer, for ever (even SIGTERM went unanswered).
+    theme = os.path.join(env.dir, "fifo-theme")
+    os.makedirs(os.path.join(theme, "hicolor"))
+    os.mkfifo(os.path.join(theme, "hicolor", "index.theme"))
+    os.mkfifo(os.path.join(theme, "qsd-fifo.png"))
+    c, sub = start(env)
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Fifo",
+                         "props": {"Id": "fifo", "IconThemePath": theme, "IconName": "qsd-not-there"}}])
+    it = wait_item(c, sub, key_of("org.qsdtest.Fifo"))
+    assert it["icon"] is None
+    responsive(env)
+    assert env.stop_qsd() == 0
+
+
+def test_menu_icons_are_looked_up_in_an_index_not_per_entry(env):
+    # 1000 menu entries whose icon-names are not found, with an IconThemePath of 520
+    # directories: each lookup once walked the whole tree (about 30 ms an entry).
+    theme = os.path.join(env.dir, "big-theme")
+    private_tree(theme, 520)
+    t.write_png(os.path.join(theme, "hicolor", "48x48", "apps", "qsd-big-found.png"), 48, 48, (1, 2, 3, 255))
+    c, sub = start(env)
+    name = "org.qsdtest.BigMenu"
+    t.start_items(env, [{"register": "name", "name": name, "menu": "icons:1000",
+                         "props": {"Id": "big", "IconThemePath": theme, "IconName": "qsd-big-found"}}])
+    it = wait_item(c, sub, key_of(name))
+    assert t.file_of(it["icon"]).endswith("/hicolor/48x48/apps/qsd-big-found.png")
+    assert len(it["menu"]["children"]) == 1000 and it["menu"]["children"][0]["icon"] is None
+    # Every change of the menu rebuilds it; names already resolved are not looked up again.
+    t.control(env, name).Flood(0, 5)
+    c.wait_for(lambda: c.mirror(sub)["tray"]["items"][key_of(name)]["menu"]["children"][0]["label"] == "Flood 5",
+               timeout=30, what="the last update")
+    # An icon that appears in the item's tree is found at the next rebuild.
+    t.write_png(os.path.join(theme, "hicolor", "48x48", "apps", "qsd-missing-2.png"), 48, 48, (4, 5, 6, 255))
+    t.control(env, name).Flood(0, 1)
+    c.wait_for(lambda: c.mirror(sub)["tray"]["items"][key_of(name)]["menu"]["children"][1]["icon"] is not None,
+               timeout=30, what="the new menu icon")
+    responsive(env)
+
+
+def test_icon_names_longer_than_a_file_name_are_refused(env):
+    # Distinct 1 MiB icon names, one NewIcon each: every lookup once built thousands of
+    # candidate paths that long (a path per directory of every theme, and of the item's tree).
+    theme = os.path.join(env.dir, "tree")
+    private_tree(theme, 520)
+    c, sub = start(env)
+    name = "org.qsdtest.LongNames"
+    t.start_items(env, [{"register": "name", "name": name,
+                         "props": {"Id": "long", "IconName": "qsd-short", "IconThemePath": theme}}])
+    wait_item(c, sub, key_of(name))
+    t.control(env, name).LongNames(120, 1 << 20)
+    it = wait_item(c, sub, key_of(name), predicate=lambda it: it["title"] == "long names done")
+    assert it["icon"] is None and len(it["iconName"]) > 1 << 20
+    assert env.qsd_log().count("is longer than a file name; it is not looked up") == 1
+    responsive(env)
+
+
+def test_menu_updates_naming_unknown_entries_cost_a_probe_each(env):
+    # ItemsPropertiesUpdated naming 100 000 entries a 4095-entry menu does not have: each id was
+    # once searched for through the whole menu.
+    c, sub = start(env)
+    name = "org.qsdtest.Flood"
+    t.start_items(env, [{"register": "name", "name": name, "menu": 4095, "props": {"Id": "flood"}}])
+    wait_item(c, sub, key_of(name), timeout=60)
+    t.control(env, name).Flood(100000, 20, timeout=300)
+    c.wait_for(lambda: c.mirror(sub)["tray"]["items"][key_of(name)]["menu"]["children"][0]["label"] == "Flood 20",
+               timeout=30, what="the last update")
+    responsive(env)
+
+
+def test_distinct_icon_names_leave_no_memory_behind(env):
+    # Every name looked up was cached for good, found or not: distinct names (an app that makes
+    # a new one per change, or a hostile one) grew qsd from 7 to 34 MiB in a minute. 20 layouts
+    # of 2000 entries, each entry's icon-name new every time.
+    from qsdtest import wait_until
+    c, sub = start(env)
+    name = "org.qsdtest.Names"
+    t.start_items(env, [{"register": "name", "name": name, "menu": 1, "props": {"Id": "names"}}])
+    wait_item(c, sub, key_of(name))
+    rss = env.rss_kib()
+    t.control(env, name).Relayout(2000, 20, 200)
+
+    def last_round():
+        children = c.mirror(sub)["tray"]["items"][key_of(name)]["menu"]["children"]
+        return len(children) == 2000 and children[0]["iconName"].startswith("r20-1-")
+
+    c.wait_for(last_round, timeout=60, what="the last layout")
+    # What stays is the current menu; the heap is trimmed a second after large replies.
+    if rss_judged(env):
+        wait_until(lambda: env.rss_kib() - rss < 10 * 1024, 30, what="qsd's RSS within 10 MiB of where it was")
+    responsive(env)
+
+
+def test_a_huge_icon_with_an_overlay_is_not_decoded_on_every_new_icon(env):
+    # A 4096 px theme PNG and an overlay: once decoded, composed and encoded again on every
+    # NewIcon (1.4 s each). Files beyond the pixmap limit are left to the client, with the overlay
+    # beside them; smaller ones are composed once per (file, overlay).
+    theme = os.path.join(env.dir, "huge-theme")
+    huge = os.path.join(theme, "hicolor", "64x64", "apps", "qsd-huge.png")
+    t.write_png(huge, 4096, 4096, (0, 0, 255, 255))
+    small = os.path.join(theme, "hicolor", "64x64", "apps", "qsd-small.png")
+    t.write_png(small, 64, 64, (0, 0, 255, 255))
+    overlay = [t.pixmap(16, 16, (255, 0, 0, 255), quadrant=True)]
+    c, sub = start(env)
+    huge_name, small_name = "org.qsdtest.Huge", "org.qsdtest.Small"
+    t.start_items(env, [{"register": "name", "name": huge_name,
+                         "props": {"Id": "huge", "IconThemePath": theme, "IconName": "qsd-huge", "OverlayIconPixmap": overlay}}])
+    t.start_items(env, [{"register": "name", "name": small_name,
+                         "props": {"Id": "small", "IconThemePath": theme, "IconName": "qsd-small", "OverlayIconPixmap": overlay}}])
+    it = wait_item(c, sub, key_of(huge_name))
+    assert t.file_of(it["icon"]) == huge and it["overlayIcon"] is not None
+    composed = wait_item(c, sub, key_of(small_name))["icon"]
+    w, h, rows = t.read_png(t.file_of(composed))
+    assert (w, h) == (64, 64) and rows[0][0] == (255, 0, 0, 255) and rows[63][63] == (0, 0, 255, 255)
+    t.control(env, huge_name).NewIcons(30)
+    t.control(env, small_name).NewIcons(30)
+    wait_item(c, sub, key_of(huge_name), predicate=lambda it: it["title"] == "new icons done")
+    assert wait_item(c, sub, key_of(small_name), predicate=lambda it: it["title"] == "new icons done")["icon"] == composed
+    responsive(env)
+
+
+# ---------------------------------------------------------------------------------------------
+# what a desktop would show
+
+
+def private_data_dirs(env):
+    """$XDG_DATA_DIRS of its own, with a hicolor index, so only the test's themes are installed."""
+    share = os.path.join(env.dir, "share")
+    os.makedirs(os.path.join(share, "icons", "hicolor", "48x48", "apps"))
+    with open(os.path.join(share, "icons", "hicolor", "index.theme"), "w") as f:
+        f.write(HICOLOR_INDEX)
+    env.env["XDG_DATA_DIRS"] = share
+    return share
+
+
+def test_without_a_configured_theme_the_platform_default_is_searched(env):
+    # pasystray's audio-volume-high was null with Adwaita installed and no theme configured.
+    share = private_data_dirs(env)
+    adwaita = os.path.join(share, "icons", "Adwaita")
+    os.makedirs(adwaita)
+    with open(os.path.join(adwaita, "index.theme"), "w") as f:
+        f.write("[Icon Theme]\nName=Adwaita\nInherits=hicolor\nDirectories=48x48/status\n\n[48x48/status]\nSize=48\nType=Fixed\n")
+    t.write_png(os.path.join(adwaita, "48x48", "status", "qsd-volume-high.png"), 48, 48, (7, 7, 7, 255))
+    c, sub = start(env)
+    assert "searched as Adwaita > hicolor" in env.qsd_log()
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Volume", "props": {"Id": "volume", "IconName": "qsd-volume-high"}}])
+    it = wait_item(c, sub, key_of("org.qsdtest.Volume"))
+    assert t.file_of(it["icon"]) == os.path.join(adwaita, "48x48", "status", "qsd-volume-high.png")
+
+
+def test_a_raster_is_chosen_over_an_svg(env):
+    # nm-applet's nm-device-wired: a 22 px PNG and a scalable SVG; a QML Image without Qt's SVG
+    # plugin shows nothing for the SVG.
+    theme = os.path.join(env.dir, "nm-theme")
+    png = os.path.join(theme, "hicolor", "22x22", "devices", "qsd-wired.png")
+    t.write_png(png, 22, 22, (0, 9, 0, 255))
+    os.makedirs(os.path.join(theme, "hicolor", "scalable", "devices"))
+    with open(os.path.join(theme, "hicolor", "scalable", "devices", "qsd-wired.svg"), "w") as f:
+        f.write('<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"/>')
+    c, sub = start(env)
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Wired",
+                         "props": {"Id": "wired", "IconThemePath": theme, "IconName": "qsd-wired"}}])
+    assert t.file_of(wait_item(c, sub, key_of("org.qsdtest.Wired"))["icon"]) == png
+
+
+def test_an_icon_installed_while_qsd_runs_shows_up(env):
+    share = private_data_dirs(env)
+    c, sub = start(env)
+    name = "org.qsdtest.Later"
+    t.start_items(env, [{"register": "name", "name": name, "menu": "icons:3",
+                         "props": {"Id": "later", "IconName": "qsd-missing-1"}}])
+    it = wait_item(c, sub, key_of(name))
+    assert it["icon"] is None and it["menu"]["children"][0]["icon"] is None
+    # Installed in the theme (a package, or an app at its first start): the item's icon and its
+    # menu's icon appear, without the app doing anything.
+    icon = os.path.join(share, "icons", "hicolor", "48x48", "apps", "qsd-missing-1.png")
+    t.write_png(icon + ".tmp", 48, 48, (3, 3, 3, 255))
+    os.rename(icon + ".tmp", icon)
+    it = wait_item(c, sub, key_of(name), predicate=lambda it: it["icon"] is not None and
+                   it["menu"]["children"][0]["icon"] is not None)
+    assert t.file_of(it["icon"]) == icon and t.file_of(it["menu"]["children"][0]["icon"]) == icon
+    # In a base directory that did not exist when qsd started.
+    user = os.path.join(env.dir, "home", ".local", "share", "icons", "qsd-missing-2.png")
+    t.write_png(user, 16, 16, (3, 3, 3, 255))
+    it = wait_item(c, sub, key_of(name), predicate=lambda it: it["menu"]["children"][1]["icon"] is not None)
+    assert t.file_of(it["menu"]["children"][1]["icon"]) == user
+
+
+# ---------------------------------------------------------------------------------------------
+# what one connection may register
+
+
+class LoopBus:
+    """A dbus-python connection of the test's own, on a GLib main loop: calls pipelined, signals
+    counted."""
+
+    def __init__(self, env):
+        import dbus
+        import dbus.mainloop.glib
+        from gi.repository import GLib
+        self.dbus, self.GLib = dbus, GLib
+        self.bus = dbus.bus.BusConnection(env.env["DBUS_SESSION_BUS_ADDRESS"], mainloop=dbus.mainloop.glib.DBusGMainLoop())
+        self.watcher = self.bus.get_object(t.WATCHER, "/StatusNotifierWatcher")
+        self.signals = []
+        for member in ("StatusNotifierHostRegistered", "StatusNotifierHostUnregistered", "StatusNotifierItemRegistered"):
+            self.bus.add_signal_receiver(lambda *a, m=member: self.signals.append(m), member, t.WATCHER,
+                                         path="/StatusNotifierWatcher")
+        self.bus.add_signal_receiver(lambda *a: self.signals.append("PropertiesChanged"), "PropertiesChanged",
+                                     "org.freedesktop.DBus.Properties", path="/StatusNotifierWatcher")
+
+    def pump(self, done, timeout=60, what="replies"):
+        ctx = self.GLib.MainContext.default()
+        expired = []
+        source = self.GLib.timeout_add(int(timeout * 1000), lambda: expired.append(1) or False)
+        while not done():
+            if expired:
+                raise TimeoutError(f"timed out waiting for {what}")
+            ctx.iteration(True)
+        self.GLib.source_remove(source)
+
+    def calls(self, method, args, window=100):
+        """Calls `method` with each argument, `window` calls outstanding at a time (the bus
+        refuses more pending calls than that on its own); the replies: "ok" or the error's
+        name, in order."""
+        results = [None] * len(args)
+        sent = [0]
+
+        def send():
+            i = sent[0]
+            sent[0] += 1
+            getattr(self.watcher, method)(args[i], dbus_interface=t.WATCHER,
+                                          reply_handler=lambda *r: answered(i, "ok"),
+                                          error_handler=lambda e: answered(i, e.get_dbus_name()))
+
+        def answered(i, result):
+            results[i] = result
+            if sent[0] < len(args):
+                send()
+
+        for _ in range(min(window, len(args))):
+            send()
+        self.pump(lambda: None not in results)
+        return results
+
+    def sync(self):
+        """Waits until everything qsd sent before now has arrived (one round trip)."""
+        done = []
+        self.watcher.Get(t.WATCHER, "ProtocolVersion", dbus_interface="org.freedesktop.DBus.Properties",
+                         reply_handler=lambda *r: done.append(1), error_handler=lambda e: done.append(1))
+        self.pump(lambda: done, what="a round trip")
+
+    def close(self):
+        self.bus.close()
+
+
+LIMIT = "org.freedesktop.DBus.Error.LimitsExceeded"
+
+
+def test_hosts_are_kept_per_connection_within_a_limit(env):
+    # RegisterStatusNotifierHost with names nobody owns was kept for ever, each broadcast and
+    # logged: 300 000 calls took 98 MiB.
+    c, sub = start(env)
+    peer = LoopBus(env)
+    results = peer.calls("RegisterStatusNotifierHost", [f"org.qsdtest.Nobody{i}" for i in range(2000)])
+    assert results.count("ok") == 16 and results.count(LIMIT) == 2000 - 16
+    peer.sync()
+    # At most one StatusNotifierHostRegistered per loop pass, and only for hosts kept; the log
+    # is rate-limited.
+    assert 1 <= peer.signals.count("StatusNotifierHostRegistered") <= 16
+    assert env.qsd_log().count("org.qsdtest.Nobody") <= 33
+    # Another connection has its own share; the hosts go with their connection.
+    other = LoopBus(env)
+    assert other.calls("RegisterStatusNotifierHost", ["org.qsdtest.Other"]) == ["ok"]
+    peer.close()
+    other.pump(lambda: "StatusNotifierHostUnregistered" in other.signals, timeout=30, what="StatusNotifierHostUnregistered")
+    responsive(env)
+
+
+def test_items_are_kept_per_connection_and_the_list_is_announced_once_a_pass(env):
+    # One connection registering thousands of object paths: each registration broadcast the
+    # whole RegisteredStatusNotifierItems (quadratic: 10 000 paths took 813 MiB).
+    c, sub = start(env)
+    rss = env.rss_kib()
+    peer = LoopBus(env)
+    results = peer.calls("RegisterStatusNotifierItem", [f"/qsdtest/Item{i}" for i in range(2000)])
+    assert results.count("ok") == 64 and results.count(LIMIT) == 2000 - 64
+    peer.sync()
+    assert peer.signals.count("StatusNotifierItemRegistered") == 64
+    # At most one PropertiesChanged(RegisteredStatusNotifierItems) per loop pass.
+    assert 1 <= peer.signals.count("PropertiesChanged") <= 64
+    mine = [k for k in t.registered(env) if k.startswith(peer.bus.get_unique_name() + "/")]
+    assert len(mine) == 64
+    assert not rss_judged(env) or env.rss_kib() - rss < 10 * 1024
+    # They go with the connection; then it may register again.
+    peer.close()
+    wait_until_registered = lambda: not any(k.startswith(":") and "/qsdtest/Item" in k for k in t.registered(env))
+    c.wait_for(wait_until_registered, timeout=30, what="the items gone")
+    again = LoopBus(env)
+    assert again.calls("RegisterStatusNotifierItem", ["/qsdtest/Again"]) == ["ok"]
+    responsive(env)
+
+
+def icon_dir_bytes(env):
+    d = os.path.join(env.run, "qsd", "icons")
+    return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if f.endswith(".png"))
+
+
+def test_menu_icon_data_is_bounded_per_item_and_in_all(env):
+    # 300 entries with 100 KB of icon-data each: 30 MB of PNG files in $XDG_RUNTIME_DIR (a
+    # tmpfs shared with every socket of the session), and as much in qsd's memory.
+    from qsdtest import wait_until
+    c, sub = start(env)
+    rss = env.rss_kib()
+    name = "org.qsdtest.IconData"
+    t.start_items(env, [{"register": "name", "name": name, "menu": "icondata:300:100000", "props": {"Id": "icondata"}}])
+    it = wait_item(c, sub, key_of(name), timeout=60)
+    icons = [ch["icon"] for ch in it["menu"]["children"]]
+    assert icons[0] is not None and icons[-1] is None
+    assert 0 < icon_dir_bytes(env) <= 4 << 20
+    assert env.qsd_log().count("its icon files would take more than 4096 KiB") == 1
+    # The bytes are in the files, not in qsd's memory (the heap is trimmed a second after).
+    if rss_judged(env):
+        wait_until(lambda: env.rss_kib() - rss < 10 * 1024, 30, what="qsd's RSS back within 10 MiB of its start")
+    # Other items have their own share; the item's files go with it.
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Other", "menu": "icondata:2:1000", "props": {"Id": "other"}}])
+    other = wait_item(c, sub, key_of("org.qsdtest.Other"))
+    assert all(ch["icon"] is not None for ch in other["menu"]["children"])
+    t.control(env, name).Quit()
+    c.wait_for(lambda: key_of(name) not in c.mirror(sub)["tray"]["items"], timeout=30, what="the item gone")
+    assert icon_dir_bytes(env) == 2000
+    responsive(env)

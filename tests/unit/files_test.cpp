@@ -1,0 +1,76 @@
+// readFile (daemon/files.hpp): only regular files, never blocking, within a limit. Paths come
+// from peers (an item's IconThemePath): a FIFO there once hung the daemon in open() for good.
+
+#include "files.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace qsd;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+	fs::path root;
+	TempDir() {
+		std::string tmpl = (fs::temp_directory_path() / "qsd-files.XXXXXX").string();
+		if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
+		root = tmpl;
+	}
+	~TempDir() {
+		std::error_code ec;
+		fs::remove_all(root, ec);
+	}
+};
+
+// Runs `check` in a child process: true when it returns true within 30 s (a regression that
+// blocks must fail the test, not hang it).
+template <class F>
+bool finishes(F check) {
+	pid_t pid = ::fork();
+	if (pid == 0) ::_exit(check() ? 0 : 1);
+	for (int i = 0; i < 3000; ++i) {
+		int status = 0;
+		if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		::usleep(10000);
+	}
+	::kill(pid, SIGKILL);
+	::waitpid(pid, nullptr, 0);
+	return false;
+}
+
+} // namespace
+
+TEST(ReadFile, ReadsARegularFileWithinItsLimit) {
+	TempDir d;
+	std::ofstream(d.root / "f") << "hello";
+	EXPECT_EQ(readFile((d.root / "f").string()), "hello");
+	EXPECT_EQ(readFile((d.root / "f").string(), 5), "hello");
+	EXPECT_EQ(readFile((d.root / "f").string(), 4), std::nullopt);
+	EXPECT_EQ(readFile((d.root / "missing").string()), std::nullopt);
+	// A directory is not a file.
+	EXPECT_EQ(readFile(d.root.string()), std::nullopt);
+	// /proc files say they are empty; they are read up to the limit all the same.
+	auto comm = readFile("/proc/self/comm", 4096);
+	ASSERT_TRUE(comm);
+	EXPECT_FALSE(comm->empty());
+}
+
+TEST(ReadFile, NeverOpensAFifoOrADevice) {
+	TempDir d;
+	auto fifo = (d.root / "fifo").string();
+	ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+	EXPECT_TRUE(finishes([&] { return !readFile(fifo) && !readFile("/dev/zero") && !readFile("/dev/null"); }));
+	// Through a symbolic link as well.
+	fs::create_symlink(fifo, d.root / "link");
+	EXPECT_TRUE(finishes([&] { return !readFile((d.root / "link").string()); }));
+}
