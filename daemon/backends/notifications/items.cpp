@@ -193,6 +193,9 @@ void NotificationsBackend::close(uint32_t id, CloseReason reason) {
 		context_.tree.remove(path);
 	}
 	armExpiry();
+	// After a flood, RSS would otherwise stay at its peak (glibc keeps freed heap mapped); the
+	// server gives free pages back a second later, at most once a second.
+	context_.server.heapFreed();
 }
 
 std::string NotificationsBackend::historyCopy(uint32_t id, const char* what, const StoredImage& image) {
