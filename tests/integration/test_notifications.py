@@ -4,14 +4,17 @@ signals. Assertions go through qsd's socket (the tree, the notifications.* metho
 the D-Bus side is the subject, through the signals the clients receive."""
 
 import datetime
+import json
 import os
+import signal
+import subprocess
 
 import jsonschema
 import pytest
 
 import notifyutil as n
 from notifyutil import history, items, notify_send
-from qsdtest import RpcError
+from qsdtest import QSCTL, RpcError, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -298,3 +301,46 @@ def test_a_subscriber_never_sees_a_half_made_item(env, bus):
     # Each shown item arrived whole (one added and dismissed within one batch never shows at all).
     assert 15 <= seen <= 20
     watcher.close()
+
+
+# docs/backends/notifications.md, "From a shell": each new popup's summary and body, for a tool
+# that shows them (SHOW stands for it: swaynag in the documentation).
+POPUP_ONE_LINER = ("qsctl watch --patch /notifications/items | jq --unbuffered -r '.changes[]? | select(.op == \"add\" "
+                   "and .value.popup) | .value | [.summary, .bodyText] | @tsv' | while IFS=$'\\t' read -r summary body; "
+                   "do SHOW \"$summary\" \"$body\"; done")
+
+
+def test_qsctl_watch_is_a_notification_log_and_popups_are_one_line_away(env):
+    c, sub = n.start(env)
+    shown = os.path.join(env.dir, "shown.txt")
+    e = dict(env.env, QSD_SOCKET=env.socket, PATH=os.path.dirname(os.path.abspath(QSCTL)) + ":" + env.env["PATH"])
+    script = "SHOW() { printf '%s | %s\\n' \"$1\" \"$2\" >> " + shown + "; }; " + POPUP_ONE_LINER
+    popups = subprocess.Popen(["bash", "-c", script], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              start_new_session=True)
+    log = subprocess.Popen([QSCTL, "watch", "/notifications/items"], env=e, stdout=subprocess.PIPE, text=True)
+    try:
+        # The watch has its first line (the current value) before anything is sent.
+        assert log.stdout.readline().strip() == "{}"
+        # The pipeline's watch is subscribed once a sentinel gets through it.
+        def sentinel_shown():
+            notify_send(env, "sentinel")
+            return os.path.exists(shown) and "sentinel" in open(shown).read()
+        wait_until(sentinel_shown, interval=0.2, what="the pipeline's watch")
+        c.call("notifications.setDnd", {"enabled": True})
+        notify_send(env, "Held back", "under DND")
+        c.call("notifications.setDnd", {"enabled": False})
+        notify_send(env, "-u", "critical", "Battery low", "<b>5 %</b> left")
+        notify_send(env, "Mail", "From Ann")
+
+        def popups_shown():
+            return [line for line in open(shown).read().splitlines() if not line.startswith("sentinel")]
+        wait_until(lambda: len(popups_shown()) == 2, what="two popups shown")
+        assert popups_shown() == ["Battery low | 5 % left", "Mail | From Ann"]
+        # The log printed a line for each change: every notification, held back or not.
+        summaries = set()
+        while not {"Held back", "Battery low", "Mail"} <= summaries:
+            summaries |= {it["summary"] for it in json.loads(log.stdout.readline()).values()}
+    finally:
+        os.killpg(popups.pid, signal.SIGTERM)
+        popups.wait(10)
+        log.kill()

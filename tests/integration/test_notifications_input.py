@@ -4,15 +4,13 @@ hints of the wrong type, refused image data, oversized text, and floods. Everyth
 the private session bus with exact D-Bus types (notifyutil.Bus) and checked through qsd's socket."""
 
 import os
-import shutil
-import time
 
 import notifyutil as n
 import trayutil
 from notifyutil import history, items
-from qsdtest import wait_until
-
 import pytest
+
+from qsdtest import wait_until
 
 
 @pytest.fixture

@@ -43,7 +43,6 @@ def test_a_second_qsd_waits_and_continues_the_ids(env):
     a = int(notify_send(env, "-p", "one").stdout)
     # A second qsd (its own socket) queues behind the first.
     env.start_qsd(backends=["notifications"], socket_path=os.path.join(env.run, "second.sock"))
-    second_daemon = env.daemon
     c2 = env.client()
     sub2 = c2.subscribe(["/notifications"])
     other = c2.wait_value(sub2, "/notifications/otherOwner", predicate=lambda v: v and v["processName"], timeout=20)
