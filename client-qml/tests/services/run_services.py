@@ -138,12 +138,31 @@ def tray(env):
     return {}
 
 
+def notifications(env):
+    """An application that sends notifications whenever a server takes the name
+    (bar_notifications.py): a closed reminder (history), a chat message with an avatar and an
+    inline reply, a mail with actions and a ten-minute timeout, and a critical battery warning."""
+    from qsdtest import wait_until
+    name = "bar-notifications"
+    p = env.spawn([PY, os.path.join(HERE, "bar_notifications.py"), os.path.join(env.dir, "bar-notification-icons")], name)
+
+    def ready():
+        log = open(os.path.join(env.dir, name + ".log")).read()
+        if p.poll() is not None:
+            raise RuntimeError(f"{name} exited with {p.returncode}: {log}")
+        return "ready" in log
+
+    wait_until(ready, 30, what="the notification sender")
+    return {}
+
+
 # backend id -> the service that feeds it.
 SERVICES = {
     "nm": networkmanager,
     "upower": upower,
     "pipewire": pipewire,
     "tray": tray,
+    "notifications": notifications,
 }
 
 
@@ -153,6 +172,7 @@ PARTS = {
     "upower": ["battery", "profile"],
     "pipewire": ["volume"],
     "tray": ["tray"],
+    "notifications": ["notifications", "popups"],
 }
 
 
@@ -166,6 +186,7 @@ MENUS = {
     # adds when it is about to be shown.
     "tray": [("--click", "tray=Options"),
              ("--menu-expect", "tray=Open,Options,Sync,Mode A,Mode B,Recent,Disabled,Quit,Ctrl+q,#checkmark,#radio,#trayMenuIcon")],
+    "notifications": [("--menu-expect", "notifications=Do not disturb,#dndSwitch,Calendar: Stand-up,Dismiss all,Clear history")],
 }
 
 
@@ -198,7 +219,8 @@ def main():
         result = subprocess.run(cmd, env=run_env, timeout=600)
         if result.returncode != 0:
             for name in sorted(os.listdir(env.dir)):
-                if name.endswith(".log") and name.startswith(("mock-", "tray-items", "pipewire", "wireplumber", "pw-cat")):
+                if name.endswith(".log") and name.startswith(("mock-", "tray-items", "pipewire", "wireplumber", "pw-cat",
+                                                               "bar-notifications")):
                     print(f"--- {name}\n" + open(os.path.join(env.dir, name)).read()[-3000:], file=sys.stderr)
         return result.returncode
     finally:
