@@ -131,7 +131,7 @@ FLOOD_C = r"""
 
 /* flood COUNT TIMEOUT_MS: COUNT Notify calls from one connection, sent without waiting and
    without asking for replies, then one that waits: its reply (an id, printed) means qsd
-   handled every call before it. TIMEOUT_MS -1 alternates -1 and 1. */
+   handled every call before it. TIMEOUT_MS -2 alternates -1 and 1 (the last one: 1). */
 static int notify(sd_bus *bus, int i, int timeout, int reply, uint32_t *id) {
 	sd_bus_message *m = NULL, *r = NULL;
 	char summary[64];
@@ -158,7 +158,7 @@ int main(int argc, char **argv) {
 		if (i % 1000 == 999 && sd_bus_flush(bus) < 0) return 1;
 	}
 	uint32_t id = 0;
-	int e = notify(bus, count, 1, 1, &id);
+	int e = notify(bus, count, timeout == -2 ? 1 : timeout, 1, &id);
 	if (e < 0) { fprintf(stderr, "last call failed: %s\n", strerror(-e)); return 1; }
 	printf("%u\n", id);
 	return 0;
@@ -167,8 +167,9 @@ int main(int argc, char **argv) {
 
 
 def flood(env, count, timeout=-2):
-    """COUNT Notify calls from one sender at full speed (a small sd-bus program built here);
-    returns the id of the call after them, answered once qsd handled all of them."""
+    """COUNT Notify calls from one sender (one connection) at full speed, then one more that
+    waits for its reply (a small sd-bus program built here); returns that last one's id,
+    answered once qsd handled all of them. timeout -2 alternates -1 and 1 ms."""
     exe = os.path.join(env.dir, "notify-flood")
     if not os.path.exists(exe):
         with open(exe + ".c", "w") as f:

@@ -181,18 +181,33 @@ def test_oversized_text_is_cut_and_bad_markup_is_harmless(env, bus):
 def test_at_most_a_thousand_notifications_are_shown(env, bus):
     c, sub = n.start(env)
     crit = bus.notify("Critical first", hints={"urgency": 2})
-    ids = [bus.notify(f"n{i}", timeout=0) for i in range(1005)]
+    # Eleven applications (connections), 92 each that stay until closed.
+    for _ in range(11):
+        last = n.flood(env, 91, timeout=0)
     # The last one answered: every Notify before it was handled.
-    c.wait_for(lambda: str(ids[-1]) in items(c, sub), timeout=30, what="the last one")
+    c.wait_for(lambda: str(last) in items(c, sub), timeout=30, what="the last one")
     live = items(c, sub)
     assert len(live) == 1000
     # The oldest that are not critical were closed as expired; the critical one stays.
     assert str(crit) in live
-    for i in ids[:6]:
+    for i in range(crit + 1, crit + 14):
         assert str(i) not in live
         assert history(c, sub)[str(i)]["closeReason"] == "expired"
-    assert str(ids[6]) in live
-    assert "more than 1000 notifications are shown" in env.qsd_log()
+    assert str(crit + 14) in live
+    assert "more than 1000 notifications are shown in all" in env.qsd_log()
+
+
+def test_one_application_cannot_push_the_others_out(env, bus):
+    c, sub = n.start(env)
+    other = bus.notify("From another application", timeout=0)
+    first = n.flood(env, 104, timeout=0) - 104
+    c.wait_for(lambda: str(first + 104) in items(c, sub), timeout=30, what="the flood")
+    live = items(c, sub)
+    assert str(other) in live
+    assert len(live) == 101
+    assert all(str(i) not in live and history(c, sub)[str(i)]["closeReason"] == "expired" for i in range(first, first + 5))
+    assert all(str(i) in live for i in range(first + 5, first + 105))
+    assert "more than 100 notifications are shown from one connection" in env.qsd_log()
 
 
 def rss_kib(pid):

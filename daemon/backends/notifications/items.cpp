@@ -150,11 +150,25 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	auto& slot = live_[id];
 	if (slot.deadline) deadlines_.erase({*slot.deadline, id});
 	if (live.deadline) deadlines_.insert({*live.deadline, id});
+	// A replacement belongs to whoever sent it (notify-send -r is a new connection each time).
+	if (replacing && slot.sender != sender) {
+		if (auto it = bySender_.find(slot.sender); it != bySender_.end() && (it->second.erase(id), it->second.empty()))
+			bySender_.erase(it);
+	}
+	live.sender = sender;
+	auto& mine = bySender_[sender];
+	mine.insert(id);
 	// The replaced item's files go after the new ones are held: an unchanged image keeps its file.
 	slot = std::move(live);
 	if (replacing) context_.tree.sync(itemPath(id), item);
 	else context_.tree.set(itemPath(id), std::move(item));
-	if (!replacing) evictOverflow();
+	if (!replacing) {
+		evictOverflow(mine, kMaxLivePerSender, "from one connection");
+		std::set<uint32_t> all;
+		if (live_.size() > kMaxLiveItems)
+			for (const auto& [i, _]: live_) all.insert(all.end(), i);
+		evictOverflow(all, kMaxLiveItems, "in all");
+	}
 	armExpiry();
 }
 
@@ -168,6 +182,7 @@ void NotificationsBackend::close(uint32_t id, CloseReason reason) {
 	// Destroyed at the end: the stored files go once history has its own copies.
 	Live live = std::move(it->second);
 	live_.erase(it);
+	if (auto s = bySender_.find(live.sender); s != bySender_.end() && (s->second.erase(id), s->second.empty())) bySender_.erase(s);
 	if (live.deadline) deadlines_.erase({*live.deadline, id});
 	auto path = itemPath(id);
 	const json* shown = context_.tree.find(path);
@@ -222,14 +237,19 @@ void NotificationsBackend::expire() {
 	armExpiry();
 }
 
-void NotificationsBackend::evictOverflow() {
-	while (live_.size() > kMaxLiveItems) {
-		// The oldest that is not critical; only when every one is, the oldest of all.
-		auto victim = std::find_if(live_.begin(), live_.end(), [](const auto& e) { return e.second.urgency != Urgency::Critical; });
-		if (victim == live_.end()) victim = live_.begin();
-		warnOnce("overflow", fmt::format("more than {} notifications are shown; the oldest are closed as expired", kMaxLiveItems));
-		close(victim->first, CloseReason::Expired);
-	}
+void NotificationsBackend::evictOverflow(const std::set<uint32_t>& ids, size_t max, const char* what) {
+	if (ids.size() <= max) return;
+	// `ids` may be the sender's own set, which close() changes: work on the victims' ids.
+	std::vector<uint32_t> victims;
+	size_t excess = ids.size() - max;
+	for (auto id: ids)
+		if (victims.size() < excess && live_.at(id).urgency != Urgency::Critical) victims.push_back(id);
+	// Only when too many are critical, the oldest critical ones too.
+	for (auto id: ids)
+		if (victims.size() < excess && live_.at(id).urgency == Urgency::Critical) victims.push_back(id);
+	warnOnce(std::string("overflow ") + what, fmt::format("more than {} notifications are shown {}; the oldest are closed as "
+	                                                       "expired", max, what));
+	for (auto id: victims) close(id, CloseReason::Expired);
 }
 
 // ---------------------------------------------------------------------------------------------

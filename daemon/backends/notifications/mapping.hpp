@@ -21,6 +21,7 @@ constexpr size_t kMaxBodyBytes = 16 * 1024;
 constexpr size_t kMaxNameBytes = 256;        // app_name, category, desktop-entry, action keys and labels
 constexpr size_t kMaxActions = 16;           // pairs kept of the actions array
 constexpr size_t kMaxLiveItems = 1000;
+constexpr size_t kMaxLivePerSender = 100;     // one application cannot push the others' out
 constexpr size_t kDefaultHistoryLimit = 200;
 constexpr size_t kMaxHistoryLimit = 1000;
 constexpr int32_t kMaxImageSide = 4096;      // image-data beyond this (per side) is refused

@@ -57,6 +57,7 @@ private:
 		std::optional<uint64_t> deadline;          // CLOCK_MONOTONIC µs; nullopt: never expires
 		std::optional<StoredImage> image;          // the stored file `image` names, when qsd wrote it
 		std::optional<StoredImage> appIcon;        // the same for `appIcon`
+		std::string sender;                        // the unique name of the connection that sent it
 	};
 	// A notification in history: the copies of its image files it owns.
 	struct Closed {
@@ -87,7 +88,8 @@ private:
 	void close(uint32_t id, CloseReason reason);
 	void armExpiry();
 	void expire();
-	void evictOverflow();
+	// Closes the oldest (not critical, when it can) of `ids` as expired while there are more than `max`.
+	void evictOverflow(const std::set<uint32_t>& ids, size_t max, const char* what);
 	void addHistory(uint32_t id, nlohmann::json entry, std::vector<std::string> files);
 	void removeHistory(uint32_t id);
 	void trimHistory();
@@ -116,6 +118,7 @@ private:
 	bool wasOwner_ = false;
 
 	std::map<uint32_t, Live> live_;
+	std::map<std::string, std::set<uint32_t>> bySender_;   // unique name -> ids it has shown
 	std::set<std::pair<uint64_t, uint32_t>> deadlines_;   // (deadline, id): the expiry timer's queue
 	EventSource expiry_;                                   // one timer, at the earliest deadline
 	std::map<uint32_t, Closed> history_;

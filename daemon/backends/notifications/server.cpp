@@ -71,6 +71,7 @@ void NotificationsBackend::onBusStop() {
 	saveTimer_.reset();
 	deadlines_.clear();
 	live_.clear();
+	bySender_.clear();
 	history_.clear();
 	historyOrder_.clear();
 	images_.reset();
