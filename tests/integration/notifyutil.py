@@ -180,3 +180,13 @@ def flood(env, count, timeout=-2):
     out = subprocess.run([exe, str(count), str(timeout)], env=env.env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     return int(out.stdout)
+
+
+def check_clean_exit(env):
+    """Stops qsd, if it still runs, and checks that it exited with 0 and logged no sanitizer
+    report (under the ASan/UBSan build a leak or an error is a failure of the test)."""
+    if env.daemon is None or env.daemon.poll() is not None:
+        return
+    rc = env.stop_qsd()
+    log = env.qsd_log()
+    assert rc == 0 and "Sanitizer" not in log and "runtime error" not in log, log[-4000:]

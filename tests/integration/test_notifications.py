@@ -29,6 +29,12 @@ def schema_validator(c, name):
     return jsonschema.Draft7Validator({"$ref": f"#/components/schemas/{name}"}, resolver=resolver)
 
 
+@pytest.fixture(autouse=True)
+def clean_exit(env):
+    yield
+    n.check_clean_exit(env)
+
+
 @pytest.fixture
 def bus(env):
     b = n.Bus(env)

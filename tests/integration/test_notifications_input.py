@@ -13,6 +13,12 @@ import pytest
 from qsdtest import wait_until
 
 
+@pytest.fixture(autouse=True)
+def clean_exit(env):
+    yield
+    n.check_clean_exit(env)
+
+
 @pytest.fixture
 def bus(env):
     b = n.Bus(env)

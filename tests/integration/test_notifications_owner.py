@@ -7,9 +7,17 @@ import json
 import os
 import signal
 
+import pytest
+
 import notifyutil as n
 from notifyutil import history, items, notify_send
 from qsdtest import wait_until
+
+
+@pytest.fixture(autouse=True)
+def clean_exit(env):
+    yield
+    n.check_clean_exit(env)
 
 
 def test_qsd_waits_behind_another_server_and_takes_over_when_it_leaves(env):
