@@ -1,6 +1,7 @@
 #include "files.hpp"
 
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,6 +37,28 @@ std::optional<std::string> readFile(const std::string& path, size_t limit) {
 		out.append(buf, size_t(n));
 	}
 	return out;
+}
+
+bool writeFileAtomically(const std::string& path, std::string_view data, std::string* error) {
+	auto tmp = path + ".tmp";
+	auto fail = [&](int fd) {
+		int e = errno;
+		if (fd >= 0) ::close(fd);
+		::unlink(tmp.c_str());
+		if (error) *error = std::strerror(e);
+		return false;
+	};
+	int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) return fail(-1);
+	for (size_t off = 0; off < data.size();) {
+		ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+		if (n < 0 && errno == EINTR) continue;
+		if (n <= 0) return fail(fd);
+		off += size_t(n);
+	}
+	if (::close(fd) != 0) return fail(-1);
+	if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(-1);
+	return true;
 }
 
 } // namespace qsd

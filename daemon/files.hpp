@@ -1,5 +1,6 @@
 #pragma once
-// Reading small files (an icon theme's index.theme, a PNG, /proc/<pid>/comm) with plain read(2).
+// Reading small files (an icon theme's index.theme, a PNG, /proc/<pid>/comm) with plain read(2),
+// and writing one so that a reader sees the old content or the new, never half of it.
 // Why not <fstream>: iostreams page in libstdc++'s locale machinery, about half a MiB of RSS
 // for a daemon that reads a few small files (docs/performance.md, "memory").
 //
@@ -11,11 +12,16 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace qsd {
 
 // The whole file, or std::nullopt when it cannot be opened or read, is not a regular file, or is
 // larger than `limit`.
 [[nodiscard]] std::optional<std::string> readFile(const std::string& path, size_t limit = 16u << 20);
+
+// Writes `data` to `path` (mode 0600) through a temporary file in the same directory renamed over
+// it. False, with errno's text in `error`, when it could not (the old file is then untouched).
+bool writeFileAtomically(const std::string& path, std::string_view data, std::string* error = nullptr);
 
 } // namespace qsd

@@ -184,6 +184,9 @@ void Tree::remove(std::string_view path) {
 		if (end == path.size()) {
 			markDirty(path, true);
 			node->erase(it);
+			// Added in this batch and gone again: nothing to tell, and nothing to keep (a flood
+			// of short-lived objects would otherwise hold a dirty entry per object until the flush).
+			if (auto d = dirty_.find(path); d != dirty_.end() && !d->second.existed) dirty_.erase(d);
 			return;
 		}
 		node = &*it;

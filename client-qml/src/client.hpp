@@ -84,6 +84,7 @@ class QsdClient: public QObject {
 	Q_PROPERTY(QVariant tray READ trayVariant NOTIFY trayChanged)
 	Q_PROPERTY(QVariant wayland READ waylandVariant NOTIFY waylandChanged)
 	Q_PROPERTY(QVariant media READ mediaVariant NOTIFY mediaChanged)
+	Q_PROPERTY(QVariant notifications READ notificationsVariant NOTIFY notificationsChanged)
 	Q_PROPERTY(QVariant debug READ debugVariant NOTIFY debugChanged)
 
 public:
@@ -122,6 +123,7 @@ public:
 	[[nodiscard]] QVariant trayVariant() const { return domainVariant("tray"); }
 	[[nodiscard]] QVariant waylandVariant() const { return domainVariant("wayland"); }
 	[[nodiscard]] QVariant mediaVariant() const { return domainVariant("media"); }
+	[[nodiscard]] QVariant notificationsVariant() const { return domainVariant("notifications"); }
 	[[nodiscard]] QVariant debugVariant() const { return domainVariant("debug"); }
 
 	/// The node of the object at a JSON Pointer, or null when there is none (absent or a leaf).
@@ -181,6 +183,7 @@ signals:
 	void trayChanged();
 	void waylandChanged();
 	void mediaChanged();
+	void notificationsChanged();
 	void debugChanged();
 	/// The mirror was (re)built from a snapshot: first subscription, reconnect or tree.resync.
 	void resynced();

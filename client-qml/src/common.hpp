@@ -23,13 +23,14 @@ struct DomainBackend {
 	std::string_view domain;
 	std::string_view backend;
 };
-constexpr std::array<DomainBackend, 6> DOMAIN_BACKENDS {{
+constexpr std::array<DomainBackend, 7> DOMAIN_BACKENDS {{
     {"network", "nm"},
     {"power", "upower"},
     {"audio", "pipewire"},
     {"tray", "tray"},
     {"wayland", "wayland"},
     {"media", "mpris"},
+    {"notifications", "notifications"},
 }};
 
 } // namespace qsd::qml

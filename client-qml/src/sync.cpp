@@ -209,7 +209,8 @@ void QsdClient::commit(Batch& batch, const std::vector<std::string>& touched, co
 	    {"daemon", &QsdClient::daemonChanged}, {"network", &QsdClient::networkChanged},
 	    {"power", &QsdClient::powerChanged},   {"audio", &QsdClient::audioChanged},
 	    {"tray", &QsdClient::trayChanged},     {"wayland", &QsdClient::waylandChanged},
-	    {"media", &QsdClient::mediaChanged},  {"debug", &QsdClient::debugChanged},
+	    {"media", &QsdClient::mediaChanged},   {"debug", &QsdClient::debugChanged},
+	    {"notifications", &QsdClient::notificationsChanged},
 	};
 	for (const auto& [name, signal]: DOMAINS) {
 		auto* now = this->domain(name);

@@ -3,7 +3,8 @@
 //   qsd-qml-render-bar BAR.qml OUT.png [--expect a,b] [--absent c,d]
 //                      [--click MENU=LABEL]... [--menu-expect MENU=LABEL,#NAME,...]...
 // OUT.png is the bar; OUT-<menu>.png the bar with one of its menus open (each menu whose chip
-// is shown). --expect names the bar's parts that must be shown (their domain is fed), --absent
+// is shown); OUT-popups.png the bar with the windows it keeps open beside it (the notification
+// popups), when there are any. --expect names the bar's parts that must be shown (their domain is fed), --absent
 // those that must stay hidden. --click clicks the row labelled LABEL once MENU is open (opens a
 // submenu); --menu-expect lists what MENU must show: texts, and #NAME for an item of that
 // objectName (a checkbox mark). Every image shown must have loaded. Fails when a check fails or
@@ -183,19 +184,63 @@ int main(int argc, char** argv) {
 	// A blank window (one colour) has variance 0; text and chips give far more.
 	if (variance <= 50.0) status = 1;
 
+	// Windows the bar keeps open beside it (not its menus, which are popups): drawn with the
+	// bar on a dark desktop.
+	QList<QQuickWindow*> beside;
+	for (auto* window: QGuiApplication::topLevelWindows())
+		if (window != bar && window->isVisible() && window->type() != Qt::Popup)
+			if (auto* w = qobject_cast<QQuickWindow*>(window)) beside.append(w);
+	if (!beside.isEmpty()) {
+		for (auto* window: beside) {
+			waitFor([window] { return unloadedImages(window).isEmpty(); }, 10000);
+			for (const auto& source: unloadedImages(window)) std::fprintf(stderr, "image not loaded: %s\n", qPrintable(source)), status = 1;
+		}
+		settle(300);
+		int bottom = bar->height();
+		for (auto* window: beside) bottom = std::max(bottom, window->y() - bar->y() + window->height());
+		QImage picture(bar->width(), bottom + 10, QImage::Format_ARGB32);
+		picture.fill(QColor(QStringLiteral("#0d0e14")));
+		QPainter painter(&picture);
+		painter.drawImage(0, 0, bar->grabWindow());
+		for (auto* window: beside) {
+			// Offscreen windows have no alpha: the desktop shows between the popups.
+			auto shot = window->grabWindow();
+			for (auto* item: shownItems(window)) {
+				if (item->parentItem() != window->contentItem()) continue;
+				for (auto* card: item->childItems()) {
+					if (!card->isVisible()) continue;
+					auto at = card->mapToScene(QPointF(0, 0));
+					QPainterPath frame;
+					frame.addRoundedRect(QRectF(window->x() - bar->x() + at.x(), window->y() - bar->y() + at.y(), card->width(),
+					                            card->height()), 12, 12);
+					painter.save();
+					painter.setRenderHint(QPainter::Antialiasing);
+					painter.setClipPath(frame);
+					painter.drawImage(window->x() - bar->x(), window->y() - bar->y(), shot);
+					painter.restore();
+				}
+			}
+		}
+		painter.end();
+		auto file = withSuffix(out, QStringLiteral("popups"));
+		if (!picture.save(file)) status = 1;
+		std::printf("%s: the bar with %lld window(s) beside it\n", qPrintable(file), static_cast<long long>(beside.size()));
+	}
+
 	// The password prompt, as NetworkManager's request for secrets (to qsd's agent) opens it.
 	if (shown.contains(QStringLiteral("network")) && daemon.drive(QStringLiteral("nm-ask-secrets"), {QStringLiteral("Neighbour")})[QStringLiteral("code")].toInt() != 0)
 		std::fprintf(stderr, "NetworkManager's mock could not ask qsd for secrets\n"), status = 1;
 	const QMap<QString, QString> menuOf {{QStringLiteral("wifi"), QStringLiteral("network")}, {QStringLiteral("profile"), QStringLiteral("profile")},
 	                                     {QStringLiteral("audio"), QStringLiteral("volume")},  {QStringLiteral("tray"), QStringLiteral("tray")},
-	                                     {QStringLiteral("media"), QStringLiteral("media")}};
+	                                     {QStringLiteral("media"), QStringLiteral("media")},
+	                                     {QStringLiteral("notifications"), QStringLiteral("notifications")}};
 	for (const auto& menu: bar->property("menus").toStringList()) {
 		if (!shown.contains(menuOf.value(menu))) continue;
 		if (menu != QStringLiteral("wifi")) bar->setProperty("openMenu", menu);
 		QQuickWindow* popup = nullptr;
 		waitFor([&] {
 			for (auto* window: QGuiApplication::topLevelWindows())
-				if (window != bar && window->isVisible()) popup = qobject_cast<QQuickWindow*>(window);
+				if (window != bar && window->isVisible() && window->type() == Qt::Popup) popup = qobject_cast<QQuickWindow*>(window);
 			return popup != nullptr;
 		}, 5000);
 		if (!popup) {

@@ -209,6 +209,9 @@ std::span<const BackendInfo> builtinBackends() {
 #ifdef QSD_WITH_MPRIS
 	    {"mpris", createMprisBackend},
 #endif
+#ifdef QSD_WITH_NOTIFICATIONS
+	    {"notifications", createNotificationsBackend},
+#endif
 	    {"", nullptr},
 	});
 	// The sentinel keeps the array non-empty when no backend is compiled in.

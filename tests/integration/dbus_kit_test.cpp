@@ -12,6 +12,7 @@
 #include "dbus/object_cache.hpp"
 #include "dbus/owned_name.hpp"
 #include "dbus/properties.hpp"
+#include "dbus/raw.hpp"
 
 #include <map>
 #include <set>
@@ -139,6 +140,48 @@ TEST_F(DbusKit, OwnedNameWaitsBehindTheOwnerTakesOverAndReleases) {
 	owned.reset();
 	ASSERT_TRUE(spin(loop, [&] { return owner != "?"; }));
 	EXPECT_EQ(owner, "");
+}
+
+TEST_F(DbusKit, RawMessageReadsInBulkAndPeeksBeforeReading) {
+	// A method that reads (ay, v) with sd-bus itself: the bytes in one read, the variant's type
+	// looked at first and skipped when it is not the expected one.
+	auto object = sdbus::createObject(service->connection(), "/org/qsd/Raw");
+	object->registerMethod("org.qsd.Raw", "Take", "ayv", "us", [](sdbus::MethodCall call) {
+		sd_bus_message* m = dbus::rawMessage(call);
+		const void* data = nullptr;
+		size_t size = 0;
+		dbus::checkRead(sd_bus_message_read_array(m, 'y', &data, &size), "bytes");
+		char type = 0;
+		const char* contents = nullptr;
+		dbus::checkRead(sd_bus_message_peek_type(m, &type, &contents), "variant");
+		std::string what = contents ? contents : "";
+		if (what == "s") {
+			const char* s = nullptr;
+			dbus::checkRead(sd_bus_message_enter_container(m, 'v', "s"), "variant");
+			dbus::checkRead(sd_bus_message_read_basic(m, 's', &s), "string");
+			what += "=" + std::string(s);
+		} else {
+			dbus::checkRead(sd_bus_message_skip(m, "v"), "variant");
+		}
+		auto reply = call.createReply();
+		reply << uint32_t(size) << what;
+		reply.send();
+	});
+	object->finishRegistration();
+	auto proxy = sdbus::createProxy(client->connection(), service->connection().getUniqueName(), "/org/qsd/Raw");
+	std::vector<std::string> answers;
+	auto ask = [&](sdbus::Variant v) {
+		return proxy->callMethodAsync("Take").onInterface("org.qsd.Raw").withArguments(std::vector<uint8_t>(1000, 7), v)
+		    .uponReplyInvoke([&](const sdbus::Error* e, uint32_t n, std::string s) {
+			    answers.push_back(e ? e->getName() : std::to_string(n) + " " + s);
+		    });
+	};
+	auto a = ask(sdbus::Variant(std::string("text")));
+	auto b = ask(sdbus::Variant(int32_t(3)));
+	ASSERT_TRUE(spin(loop, [&] { return answers.size() == 2; }));
+	EXPECT_EQ(answers[0], "1000 s=text");
+	EXPECT_EQ(answers[1], "1000 i");
+	EXPECT_THROW(dbus::checkRead(-EBADMSG, "x"), sdbus::Error);
 }
 
 TEST_F(DbusKit, PropertySetLoadsMergesAndTellsInvalidation) {

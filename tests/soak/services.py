@@ -589,4 +589,44 @@ class HeadlessSway(Service):
                 ("wayland.configureOutput", self.configure)]
 
 
-SERVICES = [NetworkManagerMock, UPowerMock, PowerProfilesMock, PipeWireService, TrayItems, HeadlessSway]
+class NotificationSenders(Service):
+    """Applications sending notifications: qsd is the server, so there is nothing to start or
+    restart. Churn sends one with notify-send (now and then critical, or replacing the last
+    one); clients dismiss, invoke (refused: notify-send only offers actions it waits for), turn
+    Do-Not-Disturb on and off, clear the history."""
+    name = "notification senders (notify-send)"
+    backend = "notifications"
+    churn_per_second = 4
+
+    @staticmethod
+    def missing():
+        return None if shutil.which("notify-send") else "notify-send is not installed (libnotify-bin)"
+
+    def start(self):
+        self.last = None
+
+    def stop(self):
+        pass
+
+    def running(self):
+        return True
+
+    def churn(self):
+        args = ["-p", "-t", str(random.choice([0, 200, 3000]))]
+        args += ["-u", "critical"] if random.random() < 0.1 else []
+        args += ["-r", self.last] if self.last and random.random() < 0.3 else []
+        out = subprocess.run(["notify-send", *args, "soak", f"<b>{random.random()}</b>"], env=self.env.env,
+                             capture_output=True, text=True, timeout=10)
+        self.last = out.stdout.strip() if out.returncode == 0 else self.last
+
+    def actions(self):
+        def shown():
+            return {"id": int(random.choice(list(self.at("/notifications/items", {})) or ["1"]))}
+        return [("notifications.dismiss", shown), ("notifications.dismissAll", {}),
+                ("notifications.invokeAction", lambda: dict(shown(), action="default")),
+                ("notifications.setDnd", lambda: {"enabled": random.random() < 0.3}),
+                ("notifications.clearHistory", {})]
+
+
+SERVICES = [NetworkManagerMock, UPowerMock, PowerProfilesMock, PipeWireService, TrayItems, HeadlessSway,
+            NotificationSenders]

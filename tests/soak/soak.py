@@ -47,6 +47,7 @@ EXPECTED_CODES = {-32000, -32001, -32002, -32602}
 FIXED_PATHS = ["", "/daemon", "/daemon/backends", "/daemon/clients", "/power", "/power/profiles", "/power/devices",
                "/power/displayDevice", "/network", "/network/devices", "/network/devices/wlan0/networks",
                "/audio", "/audio/nodes", "/audio/defaultAudioSink", "/tray", "/tray/items", "/wayland",
+               "/notifications/items",
                "/wayland/outputs", "/wayland/toplevels"]
 
 

@@ -1,5 +1,6 @@
 // readFile (daemon/files.hpp): only regular files, never blocking, within a limit. Paths come
 // from peers (an item's IconThemePath): a FIFO there once hung the daemon in open() for good.
+// writeFileAtomically: replacing a file so that a reader never sees half of it.
 
 #include "files.hpp"
 
@@ -73,4 +74,32 @@ TEST(ReadFile, NeverOpensAFifoOrADevice) {
 	// Through a symbolic link as well.
 	fs::create_symlink(fifo, d.root / "link");
 	EXPECT_TRUE(finishes([&] { return !readFile((d.root / "link").string()); }));
+}
+
+TEST(Files, WriteAtomicallyReplacesAndReadsBack) {
+	TempDir dir;
+	auto file = (dir.root / "state.json").string();
+	ASSERT_TRUE(qsd::writeFileAtomically(file, "first"));
+	EXPECT_EQ(qsd::readFile(file), "first");
+	ASSERT_TRUE(qsd::writeFileAtomically(file, std::string(100000, 'x')));
+	EXPECT_EQ(qsd::readFile(file)->size(), 100000u);
+	struct stat st{};
+	ASSERT_EQ(::stat(file.c_str(), &st), 0);
+	EXPECT_EQ(st.st_mode & 0777, 0600u);
+	// No temporary file is left behind.
+	EXPECT_FALSE(fs::exists(file + ".tmp"));
+	EXPECT_EQ(qsd::readFile(file, 10), std::nullopt);   // larger than the limit
+}
+
+TEST(Files, AFailedWriteLeavesTheOldFile) {
+	TempDir dir;
+	auto file = (dir.root / "state.json").string();
+	ASSERT_TRUE(qsd::writeFileAtomically(file, "kept"));
+	std::string error;
+	EXPECT_FALSE(qsd::writeFileAtomically((dir.root / "missing" / "x.json").string(), "lost", &error));
+	EXPECT_FALSE(error.empty());
+	// A directory where the temporary file would go: the rename target is untouched.
+	fs::create_directory(file + ".tmp");
+	EXPECT_FALSE(qsd::writeFileAtomically(file, "new", &error));
+	EXPECT_EQ(qsd::readFile(file), "kept");
 }

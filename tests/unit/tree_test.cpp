@@ -99,6 +99,28 @@ TEST(ATree, AnAddThenRemoveInOneBatchIsNoChangeAtAll) {
 	EXPECT_EQ(tree.revision(), 0u);
 }
 
+TEST(ATree, ShortLivedObjectsLeaveNothingPending) {
+	// A flood of objects that come and go within one batch holds nothing until the flush.
+	EventLoop loop;
+	Tree tree(loop);
+	tree.set("/items/keep", 1);
+	tree.flush();
+	Recorder rec(tree);
+	for (int i = 0; i < 1000; ++i) {
+		tree.set("/items/" + std::to_string(i), {{"n", i}});
+		tree.remove("/items/" + std::to_string(i));
+	}
+	EXPECT_FALSE(tree.pending());
+	// One that existed before the batch is still reported as removed.
+	tree.remove("/items/keep");
+	tree.set("/items/keep", 2);
+	tree.remove("/items/keep");
+	EXPECT_TRUE(tree.pending());
+	tree.flush();
+	ASSERT_EQ(rec.batches.size(), 1u);
+	EXPECT_EQ(rec.batches[0].second, json::parse(R"([{"op":"remove","path":"/items/keep"}])"));
+}
+
 TEST(ATree, EscapesKeysWithSlashAndTilde) {
 	EventLoop loop;
 	Tree tree(loop);

@@ -1,5 +1,6 @@
 // A status bar over qsd in plain Qt Quick: battery, power profile, network with a Wi-Fi menu,
-// volume with an output menu, the tray with its menus, and the active media player. Run it with
+// volume with an output menu, the tray with its menus, the active media player, and
+// notifications: a bell with the notification centre, and popups at the top right. Run it with
 //   QML_IMPORT_PATH=<build>/client-qml/qml /usr/lib/qt6/bin/qml bar.qml
 // Every part binds to the tree; a part whose domain the daemon does not have stays hidden.
 import QtQuick
@@ -14,15 +15,15 @@ Window {
     color: Theme.background
     title: "qsd bar"
 
-    // The menu shown under its chip: "", "wifi", "profile", "audio", "tray" or "media".
+    // The menu shown under its chip: "", "wifi", "profile", "audio", "tray", "media" or "notifications".
     property string openMenu: ""
     property string trayItem: ""
-    readonly property var menus: ["wifi", "profile", "audio", "tray", "media"]
+    readonly property var menus: ["wifi", "profile", "audio", "tray", "media", "notifications"]
     function toggle(name) { openMenu = openMenu === name ? "" : name }
     // The parts shown now, by name (the render test checks them).
     function visibleSections() {
         var shown = []
-        for (var part of [media, tray, volume, network, profile, battery])
+        for (var part of [media, tray, volume, network, profile, battery, bell, popups])
             if (part.visible) shown.push(part.objectName)
         return shown
     }
@@ -103,6 +104,14 @@ Window {
             onClicked: bar.toggle("profile")
         }
         BatteryChip { id: battery }
+        NotificationChip {
+            id: bell
+            highlighted: bar.openMenu === "notifications"
+            onClicked: mouse => {
+                if (mouse.button === Qt.MiddleButton) Qsd.call("notifications.setDnd", { enabled: !bell.dnd })
+                else bar.toggle("notifications")
+            }
+        }
     }
 
     WifiMenu {
@@ -130,6 +139,16 @@ Window {
         anchorItem: media
         player: media.key
         open: bar.openMenu === "media" && media.visible
+        onDismissed: bar.openMenu = ""
+    }
+    NotificationPopups {
+        id: popups
+        bar: bar
+    }
+    NotificationMenu {
+        bar: bar
+        anchorItem: bell
+        open: bar.openMenu === "notifications" && bell.visible
         onDismissed: bar.openMenu = ""
     }
     TrayMenu {

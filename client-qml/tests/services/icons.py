@@ -1,6 +1,7 @@
 """Small drawn icons for the tray items of the QML tests and the example bar's picture: a notes
 pad (a theme icon in an app's private icon theme), a chat bubble (an IconPixmap only), a cloud
-(a passive item, which the bar hides) and a pencil (a menu entry's theme icon). Shapes are
+(a passive item, which the bar hides) and a pencil (a menu entry's theme icon); for the
+notifications, an avatar (image-data), an envelope and a battery (image-path files). Shapes are
 sampled 4x4 per pixel, so edges are smooth at any size."""
 
 import struct
@@ -63,7 +64,41 @@ def _pencil(x, y):
     return None
 
 
-SHAPES = {"notes": _notes, "chat": _chat, "cloud": _cloud, "pencil": _pencil}
+RED = (247, 118, 142)
+PURPLE = (187, 154, 247)
+
+
+def _avatar(x, y):
+    """A person on a purple disc: a notification's sender."""
+    if not _circle(x, y, 0.5, 0.5, 0.5):
+        return None
+    if _circle(x, y, 0.5, 0.38, 0.16) or (_circle(x, y, 0.5, 0.92, 0.32) and y > 0.62):
+        return WHITE
+    return PURPLE
+
+
+def _mail(x, y):
+    """A blue envelope with its flap."""
+    if not _rounded(x, y, 0.08, 0.2, 0.92, 0.8, 0.07):
+        return None
+    if abs(y - (0.24 + 0.36 * (1 - abs(x - 0.5) / 0.42))) < 0.045 and y < 0.62:
+        return WHITE
+    return BLUE
+
+
+def _battery(x, y):
+    """An empty battery with a red sliver of charge."""
+    if _rounded(x, y, 0.4, 0.08, 0.6, 0.18, 0.03):
+        return GREY
+    if not _rounded(x, y, 0.24, 0.16, 0.76, 0.94, 0.08):
+        return None
+    if _rounded(x, y, 0.31, 0.23, 0.69, 0.87, 0.04):
+        return RED if y > 0.76 else DARK
+    return GREY
+
+
+SHAPES = {"notes": _notes, "chat": _chat, "cloud": _cloud, "pencil": _pencil, "avatar": _avatar, "mail": _mail,
+          "battery": _battery}
 
 
 def rgba(shape, size):

@@ -167,6 +167,24 @@ def mpris(env):
     return {}
 
 
+def notifications(env):
+    """An application that sends notifications whenever a server takes the name
+    (bar_notifications.py): a closed reminder (history), a chat message with an avatar and an
+    inline reply, a mail with actions and a ten-minute timeout, and a critical battery warning."""
+    from qsdtest import wait_until
+    name = "bar-notifications"
+    p = env.spawn([PY, os.path.join(HERE, "bar_notifications.py"), os.path.join(env.dir, "bar-notification-icons")], name)
+
+    def ready():
+        log = open(os.path.join(env.dir, name + ".log")).read()
+        if p.poll() is not None:
+            raise RuntimeError(f"{name} exited with {p.returncode}: {log}")
+        return "ready" in log
+
+    wait_until(ready, 30, what="the notification sender")
+    return {}
+
+
 # backend id -> the service that feeds it.
 SERVICES = {
     "nm": networkmanager,
@@ -174,6 +192,7 @@ SERVICES = {
     "pipewire": pipewire,
     "tray": tray,
     "mpris": mpris,
+    "notifications": notifications,
 }
 
 
@@ -184,6 +203,7 @@ PARTS = {
     "pipewire": ["volume"],
     "tray": ["tray"],
     "mpris": ["media"],
+    "notifications": ["notifications", "popups"],
 }
 
 
@@ -199,6 +219,7 @@ MENUS = {
     "tray": [("--click", "tray=Options"),
              ("--menu-expect", "tray=Open,Options,Sync,Mode A,Mode B,Recent,Disabled,Quit,Ctrl+q,#checkmark,#radio,#trayMenuIcon")],
     "mpris": [("--menu-expect", "media=Bar Player,Blue in Green,Miles Davis,Kind of Blue,5:37,#seekBar,#mediaArt")],
+    "notifications": [("--menu-expect", "notifications=Do not disturb,#dndSwitch,Calendar: Stand-up,Dismiss all,Clear history")],
 }
 
 
@@ -231,7 +252,8 @@ def main():
         result = subprocess.run(cmd, env=run_env, timeout=600)
         if result.returncode != 0:
             for name in sorted(os.listdir(env.dir)):
-                if name.endswith(".log") and name.startswith(("mock-", "tray-items", "pipewire", "wireplumber", "pw-cat")):
+                if name.endswith(".log") and name.startswith(("mock-", "tray-items", "pipewire", "wireplumber", "pw-cat",
+                                                               "bar-notifications")):
                     print(f"--- {name}\n" + open(os.path.join(env.dir, name)).read()[-3000:], file=sys.stderr)
         return result.returncode
     finally:

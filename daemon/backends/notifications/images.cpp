@@ -1,0 +1,64 @@
+#include "images.hpp"
+
+#include "../../files.hpp"
+#include "../tray/icon_store.hpp"
+#include "../tray/icon_theme.hpp"
+#include "../tray/mapping.hpp"
+#include "../tray/pixmap.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace qsd::notifications {
+
+namespace {
+// Icons are looked up for a popup's image: larger than a tray slot.
+constexpr int kIconSize = 128;
+
+std::string storeDir() {
+	const char* rt = std::getenv("XDG_RUNTIME_DIR");
+	if (!rt || !*rt) return {};
+	return std::string(rt) + "/qsd/notifications";
+}
+
+StoredImage stored(const tray::IconRef& ref) { return {ref->path(), ref->url(), ref}; }
+} // namespace
+
+struct Images::Impl {
+	tray::IconTheme theme{tray::IconTheme::fromEnvironment(kIconSize)};
+	tray::IconStore store;
+	explicit Impl(std::string dir): store(std::move(dir)) {}
+};
+
+Images::Images(): impl_(std::make_unique<Impl>(storeDir())), dir_(impl_->store.dir()) {}
+
+Images::~Images() = default;
+
+std::optional<std::string> Images::iconUrl(const std::string& name) {
+	auto file = impl_->theme.lookup(name);
+	if (file.empty()) return std::nullopt;
+	return tray::fileUrl(file);
+}
+
+std::optional<StoredImage> Images::storePixels(const Rgba& rgba) {
+	tray::Image image{rgba.width, rgba.height, rgba.pixels};
+	if (image.width > kStoredImageSide || image.height > kStoredImageSide) {
+		double f = double(kStoredImageSide) / std::max(image.width, image.height);
+		image = tray::scaled(image, std::max(1, int(image.width * f + 0.5)), std::max(1, int(image.height * f + 0.5)));
+	}
+	auto ref = impl_->store.put(image);
+	if (!ref) return std::nullopt;
+	return stored(ref);
+}
+
+std::optional<StoredImage> Images::storePngFile(const std::string& path) {
+	auto bytes = readFile(path, kMaxImageFileBytes);
+	if (!bytes) return std::nullopt;
+	auto ref = impl_->store.putPng(std::vector<uint8_t>(bytes->begin(), bytes->end()));
+	if (!ref) return std::nullopt;
+	return stored(ref);
+}
+
+std::string fileUrlOf(const std::string& path) { return tray::fileUrl(path); }
+
+} // namespace qsd::notifications

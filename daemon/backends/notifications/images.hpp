@@ -1,0 +1,51 @@
+#pragma once
+// Images of notifications as files: icon names looked up in the icon theme, raw pixels written as
+// PNG files, and image-path files copied, all through the tray's icon code (IconTheme, IconStore).
+// This file and images.cpp are the only ones that know the tray's types, so that a change of that
+// code touches one place.
+//
+// Stored files live in $XDG_RUNTIME_DIR/qsd/notifications/ (content-addressed <hash>.png, emptied
+// of an earlier run's files at start) and are deleted when the last StoredImage holding one goes.
+
+#include "mapping.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace qsd::notifications {
+
+struct StoredImage {
+	std::string path;
+	std::string url;
+	std::shared_ptr<const void> hold;   // the file lives while a copy of this lives
+};
+
+class Images {
+public:
+	Images();
+	~Images();
+	Images(const Images&) = delete;
+	Images& operator=(const Images&) = delete;
+
+	// The theme's file for an icon name, as a file:// URL.
+	[[nodiscard]] std::optional<std::string> iconUrl(const std::string& name);
+	// The pixels as a PNG file, scaled down to fit kStoredImageSide first.
+	[[nodiscard]] std::optional<StoredImage> storePixels(const Rgba& image);
+	// A copy of a PNG file (up to kMaxImageFileBytes); std::nullopt for another kind of file, one
+	// that cannot be read, or one too large.
+	[[nodiscard]] std::optional<StoredImage> storePngFile(const std::string& path);
+
+	// Where the stored files are ("" without XDG_RUNTIME_DIR: nothing is stored).
+	[[nodiscard]] const std::string& dir() const { return dir_; }
+
+private:
+	struct Impl;
+	std::unique_ptr<Impl> impl_;
+	std::string dir_;
+};
+
+// file:// URL of a path, as every URL of the tree is spelled.
+[[nodiscard]] std::string fileUrlOf(const std::string& path);
+
+} // namespace qsd::notifications

@@ -1,0 +1,386 @@
+// Notifications from Notify to history: ids, the item in the tree, its images, expiry with one
+// timer, the bound on live items, history with its own image copies, and the state file.
+
+#include "notifications_backend.hpp"
+
+#include "../../files.hpp"
+#include "../../log.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace qsd::notifications {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+constexpr uint64_t kSaveIntervalUs = 1'000'000;
+constexpr size_t kMaxStateFileBytes = 64u << 20;
+
+json orNull(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
+
+// mkdir -p with mode 0700 for what it creates.
+bool makeDirs(const std::string& dir) {
+	std::error_code ec;
+	if (fs::is_directory(dir, ec)) return true;
+	auto parent = fs::path(dir).parent_path();
+	if (!parent.empty() && parent != fs::path(dir) && !makeDirs(parent.string())) return false;
+	return ::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST;
+}
+} // namespace
+
+std::string NotificationsBackend::itemPath(uint32_t id) { return "/notifications/items/" + std::to_string(id); }
+std::string NotificationsBackend::historyPath(uint32_t id) { return "/notifications/history/" + std::to_string(id); }
+
+// ---------------------------------------------------------------------------------------------
+// ids
+
+uint32_t NotificationsBackend::allocateId() {
+	uint32_t id = nextId_;
+	// Only after 2^32 notifications can a candidate be taken; then it is skipped.
+	while (live_.count(id) || history_.count(id)) id = followingId(id);
+	nextId_ = followingId(id);
+	lastId_ = id;
+	if (!statePath_.empty() && !stateWarned_) {
+		// The id must be on disk before it is handed out; normally the renewal below, at most
+		// once a second, keeps the reservation ahead of the ids.
+		if (lastId_ >= reservedId_) save(false);
+		else if (reservedId_ - lastId_ < kIdReserve / 2) markDirty();
+	}
+	return id;
+}
+
+// ---------------------------------------------------------------------------------------------
+// showing
+
+NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::string& text) {
+	auto spec = iconSpec(validUtf8(text));
+	if (spec.kind == IconSpec::Kind::Name) {
+		if (auto url = images_->iconUrl(spec.value)) return {*url, std::nullopt};
+		return {};
+	}
+	if (spec.kind != IconSpec::Kind::File) return {};
+	// Only regular files: opening a FIFO would block the loop, a device would never end.
+	struct stat st{};
+	if (::stat(spec.value.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+	// A PNG is copied (Chromium deletes its temporary file while the notification is shown);
+	// any other file is shown where it is.
+	if (uint64_t(st.st_size) <= kMaxImageFileBytes)
+		if (auto stored = images_->storePngFile(spec.value)) return {stored->url, std::move(stored)};
+	return {fileUrlOf(spec.value), std::nullopt};
+}
+
+void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, const std::string& sender) {
+	auto appName = cutUtf8(validUtf8(a.appName), kMaxNameBytes);
+	const auto& who = appName.empty() ? sender : appName;
+	for (const auto& [hint, signature]: a.hints.wrongTypes)
+		warnOnce("hint:" + hint + ":" + signature,
+		         fmt::format("{} sent the hint \"{}\" as {}, which is not its type; the hint is ignored", who, hint, signature));
+	size_t dropped = 0;
+	auto actions = parseActions(a.actions, &dropped);
+	dropped += a.extraActions;
+	if (dropped)
+		warnOnce("actions:" + who, fmt::format("{} sent actions qsd dropped ({} elements: an odd one, empty or repeated keys, "
+		                                       "or more than {} actions)", who, dropped, kMaxActions));
+	bool cutSummary = false, cutBody = false;
+	auto summary = cutUtf8(validUtf8(a.summary), kMaxSummaryBytes, &cutSummary);
+	auto body = cutUtf8(validUtf8(a.body), kMaxBodyBytes, &cutBody);
+	if (cutSummary || cutBody)
+		warnOnce("long:" + who, fmt::format("{} sent a {} longer than qsd keeps; it is cut", who, cutSummary ? "summary" : "body"));
+	auto text = [](const std::optional<std::string>& s) -> std::optional<std::string> {
+		if (!s) return std::nullopt;
+		return cutUtf8(validUtf8(*s), kMaxNameBytes);
+	};
+	auto urgency = urgencyFromByte(a.hints.urgency.value_or(1));
+
+	Live live;
+	live.urgency = urgency;
+	live.resident = a.hints.resident.value_or(false);
+	live.transient = a.hints.transient.value_or(false);
+	for (const auto& action: actions) live.actions.push_back(action.key);
+
+	// image-data (and its older names) > image-path > app_icon.
+	auto appIcon = resolveIcon(a.appIcon);
+	Resolved image;
+	for (const auto& [hint, raw]: a.hints.images) {
+		auto decoded = decodeImageData(raw);
+		if (!decoded.image) {
+			warnOnce("image:" + hint + ":" + who, fmt::format("{} sent {} qsd cannot use: {}; the hint is ignored", who, hint, decoded.error));
+			continue;
+		}
+		if (auto stored = images_->storePixels(*decoded.image)) image = {stored->url, std::move(stored)};
+		break;
+	}
+	if (image.url.is_null() && a.hints.imagePath) image = resolveIcon(*a.hints.imagePath);
+	if (image.url.is_null()) image = appIcon;
+	live.appIcon = std::move(appIcon.stored);
+	live.image = std::move(image.stored);
+
+	auto timeout = timeoutMs(a.expireTimeout, urgency, defaultTimeoutMs_);
+	auto now = std::chrono::system_clock::now();
+	if (timeout) live.deadline = context_.loop.now() + *timeout * 1000;
+
+	json actionList = json::array();
+	for (auto& action: actions) actionList.push_back({{"key", std::move(action.key)}, {"label", std::move(action.label)}});
+	auto bodyText = plainText(body);
+	json item = {{"id", id},
+	             {"appName", std::move(appName)},
+	             {"appIcon", std::move(appIcon.url)},
+	             {"summary", std::move(summary)},
+	             {"body", std::move(body)},
+	             {"bodyText", std::move(bodyText)},
+	             {"actions", std::move(actionList)},
+	             {"urgency", toString(urgency)},
+	             {"category", orNull(text(a.hints.category))},
+	             {"desktopEntry", orNull(text(a.hints.desktopEntry))},
+	             {"image", std::move(image.url)},
+	             {"resident", live.resident},
+	             {"transient", live.transient},
+	             // Do-Not-Disturb holds back everything but what is critical.
+	             {"popup", !dnd_ || urgency == Urgency::Critical},
+	             {"createdAt", rfc3339(now)},
+	             {"expiresAt", timeout ? json(rfc3339(now + std::chrono::milliseconds(*timeout))) : json(nullptr)}};
+
+	auto& slot = live_[id];
+	if (slot.deadline) deadlines_.erase({*slot.deadline, id});
+	if (live.deadline) deadlines_.insert({*live.deadline, id});
+	// A replacement belongs to whoever sent it (notify-send -r is a new connection each time).
+	if (replacing && slot.sender != sender) {
+		if (auto it = bySender_.find(slot.sender); it != bySender_.end() && (it->second.erase(id), it->second.empty()))
+			bySender_.erase(it);
+	}
+	live.sender = sender;
+	auto& mine = bySender_[sender];
+	mine.insert(id);
+	// The replaced item's files go after the new ones are held: an unchanged image keeps its file.
+	slot = std::move(live);
+	if (replacing) context_.tree.sync(itemPath(id), item);
+	else context_.tree.set(itemPath(id), std::move(item));
+	if (!replacing) {
+		evictOverflow(mine, kMaxLivePerSender, "from one connection");
+		std::set<uint32_t> all;
+		if (live_.size() > kMaxLiveItems)
+			for (const auto& [i, _]: live_) all.insert(all.end(), i);
+		evictOverflow(all, kMaxLiveItems, "in all");
+	}
+	armExpiry();
+}
+
+// ---------------------------------------------------------------------------------------------
+// closing
+
+void NotificationsBackend::close(uint32_t id, CloseReason reason) {
+	auto it = live_.find(id);
+	if (it == live_.end()) return;
+	emitSignal("NotificationClosed", id, uint32_t(reason));
+	// Destroyed at the end: the stored files go once history has its own copies.
+	Live live = std::move(it->second);
+	live_.erase(it);
+	if (auto s = bySender_.find(live.sender); s != bySender_.end() && (s->second.erase(id), s->second.empty())) bySender_.erase(s);
+	if (live.deadline) deadlines_.erase({*live.deadline, id});
+	auto path = itemPath(id);
+	const json* shown = context_.tree.find(path);
+	if (shown && !live.transient && historyLimit_ > 0) {
+		json entry = *shown;
+		entry["closedAt"] = rfc3339(std::chrono::system_clock::now());
+		entry["closeReason"] = toString(reason);
+		std::vector<std::string> files;
+		std::string imageCopy;
+		if (live.image) {
+			imageCopy = historyCopy(id, "image", *live.image);
+			entry["image"] = imageCopy.empty() ? json(nullptr) : json(fileUrlOf(imageCopy));
+			if (!imageCopy.empty()) files.push_back(imageCopy);
+		}
+		if (live.appIcon) {
+			auto copy = live.image && live.image->path == live.appIcon->path ? imageCopy : historyCopy(id, "icon", *live.appIcon);
+			entry["appIcon"] = copy.empty() ? json(nullptr) : json(fileUrlOf(copy));
+			if (!copy.empty() && copy != imageCopy) files.push_back(copy);
+		}
+		context_.tree.remove(path);
+		addHistory(id, std::move(entry), std::move(files));
+	} else {
+		context_.tree.remove(path);
+	}
+	armExpiry();
+	// After a flood, RSS would otherwise stay at its peak (glibc keeps freed heap mapped); the
+	// server gives free pages back a second later, at most once a second.
+	context_.server.heapFreed();
+}
+
+std::string NotificationsBackend::historyCopy(uint32_t id, const char* what, const StoredImage& image) {
+	if (historyDir_.empty() || !makeDirs(historyDir_)) return {};
+	auto path = fmt::format("{}/{}-{}.png", historyDir_, id, what);
+	::unlink(path.c_str());
+	// A second name for the same file: no bytes copied, and the store may delete its own name.
+	if (::link(image.path.c_str(), path.c_str()) == 0) return path;
+	auto bytes = readFile(image.path, kMaxImageFileBytes * 4);
+	if (bytes && writeFileAtomically(path, *bytes)) return path;
+	warnOnce("historyCopy", fmt::format("cannot keep a copy of {} in {}: {}", image.path, historyDir_, std::strerror(errno)));
+	return {};
+}
+
+void NotificationsBackend::armExpiry() {
+	if (!expiry_) return;
+	if (deadlines_.empty()) expiry_.setEnabled(SD_EVENT_OFF);
+	else expiry_.setTime(deadlines_.begin()->first);
+}
+
+void NotificationsBackend::expire() {
+	auto now = context_.loop.now();
+	while (!deadlines_.empty() && deadlines_.begin()->first <= now) close(deadlines_.begin()->second, CloseReason::Expired);
+	armExpiry();
+}
+
+void NotificationsBackend::evictOverflow(const std::set<uint32_t>& ids, size_t max, const char* what) {
+	if (ids.size() <= max) return;
+	// `ids` may be the sender's own set, which close() changes: work on the victims' ids.
+	std::vector<uint32_t> victims;
+	size_t excess = ids.size() - max;
+	for (auto id: ids)
+		if (victims.size() < excess && live_.at(id).urgency != Urgency::Critical) victims.push_back(id);
+	// Only when too many are critical, the oldest critical ones too.
+	for (auto id: ids)
+		if (victims.size() < excess && live_.at(id).urgency == Urgency::Critical) victims.push_back(id);
+	warnOnce(std::string("overflow ") + what, fmt::format("more than {} notifications are shown {}; the oldest are closed as "
+	                                                       "expired", max, what));
+	for (auto id: victims) close(id, CloseReason::Expired);
+}
+
+// ---------------------------------------------------------------------------------------------
+// history
+
+void NotificationsBackend::addHistory(uint32_t id, json entry, std::vector<std::string> files) {
+	if (auto old = history_.find(id); old != history_.end()) removeHistory(id);
+	auto order = nextOrder_++;
+	history_[id] = Closed{order, std::move(files)};
+	historyOrder_[order] = id;
+	context_.tree.set(historyPath(id), std::move(entry));
+	trimHistory();
+	markDirty();
+}
+
+void NotificationsBackend::removeHistory(uint32_t id) {
+	auto it = history_.find(id);
+	if (it == history_.end()) return;
+	for (const auto& file: it->second.files) ::unlink(file.c_str());
+	historyOrder_.erase(it->second.order);
+	history_.erase(it);
+	context_.tree.remove(historyPath(id));
+	markDirty();
+}
+
+void NotificationsBackend::trimHistory() {
+	while (history_.size() > historyLimit_ && !historyOrder_.empty()) removeHistory(historyOrder_.begin()->second);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the state file
+
+void NotificationsBackend::loadState() {
+	statePath_ = statePath();
+	SavedState state;
+	if (statePath_.empty()) {
+		log::warning("notifications", "neither XDG_STATE_HOME nor HOME is set: history and ids are not kept across restarts");
+	} else if (!makeDirs(fs::path(statePath_).parent_path().string())) {
+		log::warning("notifications", "cannot create the directory of {}: {}; history is not kept", statePath_, std::strerror(errno));
+		statePath_.clear();
+	} else if (auto text = readFile(statePath_, kMaxStateFileBytes)) {
+		std::string problems;
+		if (auto parsed = parseState(*text, &problems)) {
+			state = std::move(*parsed);
+			if (!problems.empty()) log::warning("notifications", "{}: ignored what is not valid: {}", statePath_, problems);
+		} else {
+			auto bad = statePath_ + ".bad";
+			log::warning("notifications", "{} is not a state qsd can read; it is kept as {} and qsd starts afresh", statePath_, bad);
+			::rename(statePath_.c_str(), bad.c_str());
+		}
+	}
+	dnd_ = state.dnd;
+	defaultTimeoutMs_ = state.defaultTimeoutMs;
+	historyLimit_ = state.historyLimit;
+	nextId_ = firstId(state);
+
+	// History as it was left, oldest first. Image copies that are gone (the runtime directory
+	// is emptied at log-out) are shown as null; files nothing refers to are removed.
+	std::set<std::string> referenced;
+	uint32_t highest = 0;
+	for (auto& entry: state.history) {
+		auto id = entry["id"].get<uint32_t>();
+		std::vector<std::string> files;
+		for (const char* field: {"image", "appIcon"}) {
+			auto it = entry.find(field);
+			if (it == entry.end() || !it->is_string()) continue;
+			auto file = pathOfFileUrl(it->get<std::string>());
+			bool ours = !historyDir_.empty() && file.rfind(historyDir_ + "/", 0) == 0;
+			if (ours && ::access(file.c_str(), R_OK) != 0) *it = nullptr;
+			else if (ours && std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
+		}
+		referenced.insert(files.begin(), files.end());
+		highest = std::max(highest, id);
+		addHistory(id, std::move(entry), std::move(files));
+	}
+	if (highest >= nextId_ && highest != UINT32_MAX) nextId_ = highest + 1;
+	lastId_ = nextId_ - 1;
+	std::error_code ec;
+	if (!historyDir_.empty())
+		for (const auto& e: fs::directory_iterator(historyDir_, ec))
+			if (!referenced.count(e.path().string())) fs::remove(e.path(), ec);
+
+	context_.tree.update(kRoot, {{"dnd", dnd_}, {"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}});
+	// The reservation is on disk before the first id is handed out.
+	if (!statePath_.empty()) save(false);
+	if (!state.history.empty() || state.lastId)
+		log::info("notifications", "{} notifications of history read back; ids continue at {}", history_.size(), nextId_);
+}
+
+void NotificationsBackend::markDirty() {
+	if (statePath_.empty() || saveArmed_ || !saveTimer_) return;
+	saveArmed_ = true;
+	saveTimer_.setTime(std::max(context_.loop.now(), lastSave_ + kSaveIntervalUs));
+}
+
+void NotificationsBackend::save(bool clean) {
+	if (statePath_.empty()) return;
+	SavedState state;
+	state.lastId = lastId_;
+	state.clean = clean;
+	state.reservedId = clean ? lastId_ : uint32_t(std::min<uint64_t>(UINT32_MAX, uint64_t(lastId_) + kIdReserve));
+	state.dnd = dnd_;
+	state.defaultTimeoutMs = defaultTimeoutMs_;
+	state.historyLimit = historyLimit_;
+	for (const auto& [order, id]: historyOrder_)
+		if (const auto* entry = context_.tree.find(historyPath(id))) state.history.push_back(*entry);
+	std::string error;
+	lastSave_ = context_.loop.now();
+	if (writeFileAtomically(statePath_, serializeState(state), &error)) {
+		reservedId_ = state.reservedId;
+		stateWarned_ = false;
+	} else if (!stateWarned_) {
+		stateWarned_ = true;
+		log::warning("notifications", "cannot write {}: {}", statePath_, error);
+	}
+}
+
+void NotificationsBackend::takeIdsFromFile() {
+	if (statePath_.empty()) return;
+	auto text = readFile(statePath_, kMaxStateFileBytes);
+	if (!text) return;
+	auto state = parseState(*text);
+	if (!state) return;
+	// Our own reservation is no one else's ids; another writer's is.
+	uint32_t last = state->lastId;
+	if (!state->clean && state->reservedId != reservedId_) last = std::max(last, state->reservedId);
+	if (last >= nextId_ && last != UINT32_MAX) {
+		nextId_ = last + 1;
+		lastId_ = last;
+		save(false);
+	}
+}
+
+} // namespace qsd::notifications

@@ -1,0 +1,82 @@
+#include "state.hpp"
+
+#include <cstdlib>
+
+namespace qsd::notifications {
+
+using json = nlohmann::json;
+
+namespace {
+constexpr int kVersion = 1;
+} // namespace
+
+std::optional<SavedState> parseState(const std::string& text, std::string* problems) {
+	auto doc = json::parse(text, nullptr, false);
+	if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
+	SavedState s;
+	std::string bad;
+	auto note = [&](const char* field) { bad += bad.empty() ? field : std::string(", ") + field; };
+	auto uint = [&](const char* field, auto& out, uint64_t max) {
+		auto it = doc.find(field);
+		if (it == doc.end()) return;
+		if (it->is_number_unsigned() && it->template get<uint64_t>() <= max) out = static_cast<std::remove_reference_t<decltype(out)>>(it->template get<uint64_t>());
+		else note(field);
+	};
+	auto boolean = [&](const char* field, bool& out) {
+		auto it = doc.find(field);
+		if (it == doc.end()) return;
+		if (it->is_boolean()) out = it->get<bool>();
+		else note(field);
+	};
+	uint("lastId", s.lastId, UINT32_MAX);
+	uint("reservedId", s.reservedId, UINT32_MAX);
+	boolean("clean", s.clean);
+	boolean("dnd", s.dnd);
+	uint("defaultTimeoutMs", s.defaultTimeoutMs, uint64_t(INT32_MAX));
+	uint("historyLimit", s.historyLimit, kMaxHistoryLimit);
+	if (auto it = doc.find("history"); it != doc.end()) {
+		if (it->is_array()) {
+			for (auto& e: *it) {
+				// An entry without its id cannot be shown; the others are checked when shown.
+				if (e.is_object() && e.contains("id") && e["id"].is_number_unsigned() && e["id"].get<uint64_t>() >= 1 &&
+				    e["id"].get<uint64_t>() <= UINT32_MAX)
+					s.history.push_back(std::move(e));
+				else note("history entry");
+			}
+		} else {
+			note("history");
+		}
+	}
+	if (problems) *problems = bad;
+	return s;
+}
+
+std::string serializeState(const SavedState& s) {
+	json doc = {{"version", kVersion},
+	            {"lastId", s.lastId},
+	            {"reservedId", s.reservedId},
+	            {"clean", s.clean},
+	            {"dnd", s.dnd},
+	            {"defaultTimeoutMs", s.defaultTimeoutMs},
+	            {"historyLimit", s.historyLimit},
+	            {"history", s.history}};
+	// The strings of the tree are valid UTF-8 already; replace keeps a write from ever failing.
+	return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+uint32_t followingId(uint32_t id) { return id == UINT32_MAX ? 1 : id + 1; }
+
+uint32_t firstId(const SavedState& s) {
+	uint32_t last = s.clean ? s.lastId : std::max(s.lastId, s.reservedId);
+	return followingId(last);
+}
+
+std::string statePath() {
+	const char* state = std::getenv("XDG_STATE_HOME");
+	if (state && *state == '/') return std::string(state) + "/qsd/notifications.json";
+	const char* home = std::getenv("HOME");
+	if (home && *home) return std::string(home) + "/.local/state/qsd/notifications.json";
+	return {};
+}
+
+} // namespace qsd::notifications

@@ -1,0 +1,47 @@
+#pragma once
+// What outlives a restart: $XDG_STATE_HOME/qsd/notifications.json (else
+// ~/.local/state/qsd/notifications.json) holds the history, Do-Not-Disturb, the settings and the
+// id counter. Parsing and writing the document are pure and unit-tested; a document qsd cannot
+// read is set aside (renamed *.bad) rather than lost.
+//
+// Ids are never reused, also after a crash: while qsd runs the file says `clean: false` and
+// reserves ids up to `reservedId`; a start after a clean stop continues at lastId + 1, one after
+// a crash at reservedId + 1. The reservation is renewed before it runs out.
+
+#include "mapping.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace qsd::notifications {
+
+// Ids reserved ahead of the last one handed out while qsd runs.
+constexpr uint32_t kIdReserve = 1u << 16;
+
+struct SavedState {
+	uint32_t lastId = 0;       // the highest id handed out
+	uint32_t reservedId = 0;   // no id above lastId and up to this may have been handed out
+	bool clean = true;         // written by a stop, not while running
+	bool dnd = false;
+	uint64_t defaultTimeoutMs = kDefaultTimeoutMs;
+	uint64_t historyLimit = kDefaultHistoryLimit;
+	nlohmann::json history = nlohmann::json::array();   // tree entries, oldest closed first
+};
+
+// The document, or why it is not one (a field of the wrong type is replaced by its default and
+// named in `problems`; only a document that is not a JSON object fails).
+[[nodiscard]] std::optional<SavedState> parseState(const std::string& text, std::string* problems = nullptr);
+[[nodiscard]] std::string serializeState(const SavedState& state);
+// The first id to hand out after a start with this state: never 0, never one handed out before.
+[[nodiscard]] uint32_t firstId(const SavedState& state);
+// The next id after `id` (wrapping past UINT32_MAX to 1).
+[[nodiscard]] uint32_t followingId(uint32_t id);
+
+// $XDG_STATE_HOME/qsd/notifications.json, or ~/.local/state/qsd/notifications.json; "" when
+// neither variable is set.
+[[nodiscard]] std::string statePath();
+
+} // namespace qsd::notifications

@@ -1,0 +1,49 @@
+#pragma once
+// Notify's arguments read straight from the message with sd-bus (dbus/raw.hpp). The hints are
+// an a{sv} a sender fills as it likes: each known hint is read only when its variant holds the
+// type the specification gives it (peeked first, so a wrong type is skipped, never thrown on),
+// unknown hints are skipped unread, and image pixels are not copied here: a RawImage points into
+// the message, which the caller keeps alive until it has decoded them.
+
+#include "mapping.hpp"
+
+#include <sdbus-c++/Message.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace qsd::notifications {
+
+struct Hints {
+	std::optional<uint8_t> urgency;
+	std::optional<std::string> category;
+	std::optional<std::string> desktopEntry;
+	std::optional<std::string> imagePath;            // image-path, else image_path
+	std::optional<bool> resident;
+	std::optional<bool> transient;
+	// Pixel hints in the order they are tried: image-data, image_data, icon_data.
+	std::vector<std::pair<std::string, RawImage>> images;
+	// Known hints of the wrong type: (name, the signature sent), for the log.
+	std::vector<std::pair<std::string, std::string>> wrongTypes;
+};
+
+struct NotifyArgs {
+	std::string appName;
+	uint32_t replacesId = 0;
+	std::string appIcon;
+	std::string summary;
+	std::string body;
+	std::vector<std::string> actions;   // at most 4 × kMaxActions elements
+	size_t extraActions = 0;            // elements beyond those, not kept
+	Hints hints;
+	int32_t expireTimeout = -1;
+};
+
+// Reads Notify's arguments (susssasa{sv}i) from the start of the call. Strings are as sent (the
+// bus guarantees valid UTF-8; the caller still sanitizes and cuts them). Throws sdbus::Error on a
+// message sd-bus cannot read.
+[[nodiscard]] NotifyArgs readNotify(sdbus::Message& call);
+
+} // namespace qsd::notifications

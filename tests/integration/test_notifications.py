@@ -1,0 +1,352 @@
+"""qsd as the session's notification server, driven by real clients: notify-send (libnotify) and
+a Gio connection that calls org.freedesktop.Notifications with exact types and records its
+signals. Assertions go through qsd's socket (the tree, the notifications.* methods) and, where
+the D-Bus side is the subject, through the signals the clients receive."""
+
+import datetime
+import json
+import os
+import signal
+import subprocess
+
+import jsonschema
+import pytest
+
+import notifyutil as n
+from notifyutil import history, items, notify_send
+from qsdtest import QSCTL, RpcError, wait_until
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def ts(text):
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def schema_validator(c, name):
+    doc = c.call("rpc.discover")
+    resolver = jsonschema.RefResolver(base_uri="", referrer=doc)
+    return jsonschema.Draft7Validator({"$ref": f"#/components/schemas/{name}"}, resolver=resolver)
+
+
+@pytest.fixture(autouse=True)
+def clean_exit(env):
+    yield
+    n.check_clean_exit(env)
+
+
+@pytest.fixture
+def bus(env):
+    b = n.Bus(env)
+    yield b
+    b.close()
+
+
+def test_the_server_answers_the_specifications_calls(env, bus):
+    c, sub = n.start(env)
+    assert c.mirror(sub)["notifications"]["otherOwner"] is None
+    assert c.mirror(sub)["notifications"]["available"] is True
+    name, vendor, version, spec = bus.call("GetServerInformation", reply="ssss")
+    assert (name, vendor, spec) == ("qsd", "qsd", "1.2")
+    assert version == c.call("hello")["version"]
+    caps = bus.call("GetCapabilities", reply="as")[0]
+    for cap in ("actions", "body", "body-markup", "body-hyperlinks", "icon-static", "persistence", "inline-reply"):
+        assert cap in caps, cap
+    from gi.repository import Gio
+    intro = bus.conn.call_sync(n.NAME, n.PATH, "org.freedesktop.DBus.Introspectable", "Introspect", None, None,
+                               Gio.DBusCallFlags.NONE, 5000, None).unpack()[0]
+    for member in ("Notify", "CloseNotification", "NotificationClosed", "ActionInvoked", "ActivationToken",
+                   "NotificationReplied"):
+        assert member in intro, member
+    assert c.mirror(sub)["notifications"]["server"] == "active"
+    assert c.call("tree.get", {"path": "/daemon/backends/notifications/state"})["value"] == "running"
+
+
+def test_notify_send_plain_and_print_id(env):
+    c, sub = n.start(env)
+    first = notify_send(env, "-p", "Hello", "World <b>bold</b> &amp; more").stdout.strip()
+    assert first == "1"
+    c.wait_for(lambda: "1" in items(c, sub), what="item 1")
+    it = items(c, sub)["1"]
+    errors = [e.message for e in schema_validator(c, "Notification").iter_errors(it)]
+    assert not errors, errors
+    assert it["id"] == 1
+    assert it["appName"] == "notify-send"
+    assert it["summary"] == "Hello"
+    assert it["body"] == "World <b>bold</b> &amp; more"
+    assert it["bodyText"] == "World bold & more"
+    assert it["urgency"] == "normal"
+    assert it["actions"] == [] and it["image"] is None and it["popup"] is True
+    assert it["resident"] is False and it["transient"] is False
+    # expire_timeout -1: the default, 5 s.
+    assert ts(it["expiresAt"]) - ts(it["createdAt"]) == datetime.timedelta(milliseconds=5000)
+    # Ids count up, never 0.
+    assert notify_send(env, "-p", "-a", "mail", "-c", "email.arrived", "-h", "string:desktop-entry:thunderbird",
+                       "Second").stdout.strip() == "2"
+    c.wait_for(lambda: "2" in items(c, sub), what="item 2")
+    it = items(c, sub)["2"]
+    assert (it["appName"], it["category"], it["desktopEntry"]) == ("mail", "email.arrived", "thunderbird")
+
+
+def test_replace_keeps_the_id_and_closes_nothing(env, bus):
+    c, sub = n.start(env)
+    nid = notify_send(env, "-p", "Download", "10 %").stdout.strip()
+    c.wait_for(lambda: nid in items(c, sub), what="item")
+    assert notify_send(env, "-p", "-r", nid, "Download", "60 %").stdout.strip() == nid
+    c.wait_for(lambda: items(c, sub)[nid]["body"] == "60 %", what="replaced in place")
+    assert list(items(c, sub)) == [nid]
+    # Replacing an id that is not shown gives a fresh one: unknown, then closed.
+    fresh = notify_send(env, "-p", "-r", "999", "Other").stdout.strip()
+    assert fresh not in (nid, "999", "0")
+    c.call("notifications.dismiss", {"id": int(fresh)})
+    again = notify_send(env, "-p", "-r", fresh, "Again").stdout.strip()
+    assert again not in (nid, fresh)
+    # The replacement sent no NotificationClosed: the first signal about nid is the dismissal.
+    c.call("notifications.dismiss", {"id": int(nid)})
+    bus.wait_signal(lambda s: ("NotificationClosed", int(nid), 2) in s, what="dismissal")
+    assert [s for s in bus.signals if s[1] == int(nid)] == [("NotificationClosed", int(nid), 2)]
+
+
+def test_expiry_and_what_never_expires(env, bus):
+    c, sub = n.start(env)
+    crit = int(notify_send(env, "-p", "-u", "critical", "-t", "100", "Battery low").stdout)
+    never = int(notify_send(env, "-p", "-t", "0", "Stays").stdout)
+    short = int(notify_send(env, "-p", "-t", "200", "Short").stdout)
+    c.wait_for(lambda: str(short) in history(c, sub), timeout=10, what="expiry")
+    entry = history(c, sub)[str(short)]
+    assert entry["closeReason"] == "expired"
+    assert ts(entry["closedAt"]) >= ts(entry["expiresAt"]) - datetime.timedelta(milliseconds=5)
+    bus.wait_signal(lambda s: ("NotificationClosed", short, 1) in s, what="NotificationClosed(short, 1)")
+    # The critical one was due before the short one had it been allowed to expire.
+    live = items(c, sub)
+    assert live[str(crit)]["expiresAt"] is None and live[str(crit)]["urgency"] == "critical"
+    assert live[str(never)]["expiresAt"] is None
+    assert not [s for s in bus.signals if s[1] in (crit, never)]
+
+
+def test_actions_through_notify_send(env, bus):
+    c, sub = n.start(env)
+    p = notify_send(env, "-A", "default=Open", "-A", "later=Remind me later", "Mail", "From Ann", wait=False)
+    try:
+        c.wait_for(lambda: items(c, sub), timeout=10, what="notify-send's notification")
+        nid, it = next(iter(items(c, sub).items()))
+        assert it["actions"] == [{"key": "default", "label": "Open"}, {"key": "later", "label": "Remind me later"}]
+        # An action it does not offer, an unknown id.
+        with pytest.raises(RpcError) as e:
+            c.call("notifications.invokeAction", {"id": int(nid), "action": "delete"})
+        assert e.value.code == -32602 and e.value.data["param"] == "action"
+        assert e.value.data["available"] == ["default", "later"]
+        with pytest.raises(RpcError) as e:
+            c.call("notifications.invokeAction", {"id": 4242, "action": "later"})
+        assert e.value.code == -32001 and e.value.data["param"] == "id"
+        result = c.call("notifications.invokeAction", {"id": int(nid), "action": "later", "activationToken": "tok-1"})
+        assert result == {"id": int(nid), "action": "later", "closed": True}
+        out, err = p.communicate(timeout=10)
+        assert p.returncode == 0, err
+        assert out.strip() == "later"
+    finally:
+        if p.poll() is None:
+            p.kill()
+    # The token first, then the action, then the close (dismissed).
+    bus.wait_signal(lambda s: ("NotificationClosed", int(nid), 2) in s, what="close after the action")
+    mine = [s for s in bus.signals if s[1] == int(nid)]
+    assert mine == [("ActivationToken", int(nid), "tok-1"), ("ActionInvoked", int(nid), "later"),
+                    ("NotificationClosed", int(nid), 2)]
+    c.wait_for(lambda: nid in history(c, sub), what="history")
+    assert history(c, sub)[nid]["closeReason"] == "dismissed"
+
+
+def test_a_resident_notification_stays_after_its_action(env, bus):
+    c, sub = n.start(env)
+    nid = bus.notify("Player", actions=["pause", "Pause"], hints={"resident": True})
+    c.wait_for(lambda: str(nid) in items(c, sub), what="item")
+    assert items(c, sub)[str(nid)]["resident"] is True
+    assert c.call("notifications.invokeAction", {"id": nid, "action": "pause"})["closed"] is False
+    bus.wait_signal(lambda s: ("ActionInvoked", nid, "pause") in s)
+    assert str(nid) in items(c, sub)
+    assert ("ActivationToken", nid) not in [s[:2] for s in bus.signals]
+
+
+def test_close_notification_and_the_error_for_an_unknown_id(env, bus):
+    c, sub = n.start(env)
+    nid = bus.notify("Closing", timeout=0)
+    c.wait_for(lambda: str(nid) in items(c, sub), what="item")
+    bus.call("CloseNotification", "u", (nid,))
+    bus.wait_signal(lambda s: ("NotificationClosed", nid, 3) in s)
+    c.wait_for(lambda: str(nid) in history(c, sub) and str(nid) not in items(c, sub), what="history")
+    assert history(c, sub)[str(nid)]["closeReason"] == "closedByApp"
+    # Closed already, or never shown: the specification's error, and no signal.
+    assert bus.error_name("CloseNotification", "u", (nid,)) == "org.freedesktop.Notifications.Error.InvalidId"
+    assert bus.error_name("CloseNotification", "u", (777,)) == "org.freedesktop.Notifications.Error.InvalidId"
+    other = bus.notify("Sentinel", timeout=0)
+    c.call("notifications.dismiss", {"id": other})
+    bus.wait_signal(lambda s: ("NotificationClosed", other, 2) in s)
+    assert [s for s in bus.signals if s[0] == "NotificationClosed"] == [("NotificationClosed", nid, 3),
+                                                                       ("NotificationClosed", other, 2)]
+
+
+def test_dismiss_dismiss_all_and_history(env, bus):
+    c, sub = n.start(env)
+    ids = [bus.notify(f"n{i}", timeout=0) for i in range(4)]
+    c.wait_for(lambda: len(items(c, sub)) == 4, what="four items")
+    assert c.call("notifications.dismiss", {"id": ids[0]}) == {"id": ids[0]}
+    assert c.call("notifications.dismissAll") == {"count": 3}
+    bus.wait_signal(lambda s: len([x for x in s if x[0] == "NotificationClosed"]) == 4)
+    assert sorted(s[1] for s in bus.signals if s == ("NotificationClosed", s[1], 2)) == ids
+    c.wait_for(lambda: len(history(c, sub)) == 4 and not items(c, sub), what="all in history")
+    entry = history(c, sub)[str(ids[1])]
+    errors = [e.message for e in schema_validator(c, "NotificationHistoryEntry").iter_errors(entry)]
+    assert not errors, errors
+    assert entry["summary"] == "n1" and entry["closeReason"] == "dismissed"
+    for method, params in (("notifications.dismiss", {"id": ids[0]}), ("notifications.removeFromHistory", {"id": 999})):
+        with pytest.raises(RpcError) as e:
+            c.call(method, params)
+        assert e.value.code == -32001 and e.value.data == {"param": "id", "id": params["id"]}
+    assert c.call("notifications.removeFromHistory", {"id": ids[0]}) == {"id": ids[0]}
+    c.wait_for(lambda: str(ids[0]) not in history(c, sub), what="removed")
+    assert c.call("notifications.clearHistory") == {"count": 3}
+    c.wait_for(lambda: not history(c, sub), what="history cleared")
+    assert c.call("notifications.dismissAll") == {"count": 0}
+
+
+def test_do_not_disturb(env, bus):
+    c, sub = n.start(env)
+    assert c.call("notifications.setDnd", {"enabled": True}) == {"enabled": True}
+    c.wait_value(sub, "/notifications/dnd", True)
+    quiet = bus.notify("Quiet", timeout=300)
+    loud = bus.notify("Low battery", hints={"urgency": 2})
+    c.wait_for(lambda: {str(quiet), str(loud)} <= set(items(c, sub)), what="both")
+    assert items(c, sub)[str(quiet)]["popup"] is False
+    assert items(c, sub)[str(loud)]["popup"] is True
+    # Held back, but it expires as usual.
+    c.wait_for(lambda: str(quiet) in history(c, sub), what="expiry under DND")
+    assert history(c, sub)[str(quiet)]["closeReason"] == "expired"
+    c.call("notifications.setDnd", {"enabled": False})
+    c.wait_value(sub, "/notifications/dnd", False)
+    nid = bus.notify("Back")
+    c.wait_for(lambda: str(nid) in items(c, sub), what="item")
+    assert items(c, sub)[str(nid)]["popup"] is True
+
+
+def test_transient_notifications_skip_history(env, bus):
+    c, sub = n.start(env)
+    nid = int(notify_send(env, "-p", "-e", "-t", "0", "Volume 40 %").stdout)
+    kept = bus.notify("Kept", timeout=0)
+    c.wait_for(lambda: {str(nid), str(kept)} <= set(items(c, sub)), what="items")
+    assert items(c, sub)[str(nid)]["transient"] is True
+    c.call("notifications.dismiss", {"id": nid})
+    c.call("notifications.dismiss", {"id": kept})
+    c.wait_for(lambda: str(kept) in history(c, sub), what="history")
+    assert str(nid) not in history(c, sub) and str(nid) not in items(c, sub)
+
+
+def test_inline_reply(env, bus):
+    c, sub = n.start(env)
+    chat = bus.notify("Ann", "Lunch?", actions=["default", "Open", "inline-reply", "Reply"])
+    plain = bus.notify("No reply here", actions=["default", "Open"])
+    c.wait_for(lambda: {str(chat), str(plain)} <= set(items(c, sub)), what="items")
+    with pytest.raises(RpcError) as e:
+        c.call("notifications.reply", {"id": plain, "text": "x"})
+    assert e.value.code == -32602 and e.value.data["param"] == "id"
+    assert c.call("notifications.reply", {"id": chat, "text": "On my way"}) == {"id": chat, "closed": True}
+    bus.wait_signal(lambda s: ("NotificationClosed", chat, 2) in s)
+    assert [s for s in bus.signals if s[1] == chat] == [("NotificationReplied", chat, "On my way"),
+                                                         ("NotificationClosed", chat, 2)]
+
+
+def test_configure_the_default_timeout_and_history_size(env, bus):
+    c, sub = n.start(env)
+    assert c.call("notifications.configure", {"defaultTimeoutMs": 300}) == {"defaultTimeoutMs": 300, "historyLimit": 200}
+    c.wait_value(sub, "/notifications/defaultTimeoutMs", 300)
+    nid = int(notify_send(env, "-p", "Soon gone").stdout)
+    c.wait_for(lambda: str(nid) in items(c, sub) or str(nid) in history(c, sub), what="item")
+    entry = items(c, sub).get(str(nid)) or history(c, sub)[str(nid)]
+    assert ts(entry["expiresAt"]) - ts(entry["createdAt"]) == datetime.timedelta(milliseconds=300)
+    c.wait_for(lambda: str(nid) in history(c, sub), what="expired after 300 ms")
+    ids = [bus.notify(f"h{i}", timeout=0) for i in range(3)]
+    for i in ids:
+        c.call("notifications.dismiss", {"id": i})
+    c.wait_for(lambda: len(history(c, sub)) == 4, what="four in history")
+    # A smaller limit drops the oldest closed at once.
+    c.call("notifications.configure", {"historyLimit": 2})
+    c.wait_for(lambda: set(history(c, sub)) == {str(ids[1]), str(ids[2])}, what="the two newest kept")
+    with pytest.raises(RpcError) as e:
+        c.call("notifications.configure", {"historyLimit": 5000})
+    assert e.value.code == -32602 and e.value.data["param"] == "historyLimit"
+
+
+def test_a_subscriber_never_sees_a_half_made_item(env, bus):
+    c, sub = n.start(env)
+    watcher = env.client()
+    wsub = watcher.subscribe(["/notifications/items"])
+    v = schema_validator(c, "Notification")
+    rgb = bytes(range(48))
+    sent = []
+    for i in range(20):
+        hints = {"image-data": (4, 4, 12, False, 8, 3, rgb)} if i % 3 == 0 else {"urgency": i % 3}
+        sent.append(bus.notify(f"item {i}", f"<i>{i}</i>", actions=["default", "Go"], hints=hints, timeout=0))
+        if i % 4 == 1:
+            bus.notify(f"item {i} again", replaces=sent[-1], timeout=0)
+    for i in sent[:5]:
+        c.call("notifications.dismiss", {"id": i})
+    watcher.wait_for(lambda: len(watcher.mirror(wsub)["notifications"]["items"]) == 15, what="15 items")
+    seen = 0
+    for msg in watcher.notifications:
+        if msg["method"] != "tree.changed":
+            continue
+        for op in msg["params"]["changes"]:
+            parts = op["path"].split("/")
+            assert parts[:3] == ["", "notifications", "items"], op
+            if len(parts) == 4 and op["op"] == "add":
+                errors = [e.message for e in v.iter_errors(op["value"])]
+                assert not errors, (op, errors)
+                seen += 1
+            else:
+                # In place on an item that is there, or an item removed whole.
+                assert len(parts) > 4 or op["op"] == "remove", op
+    # Each shown item arrived whole (one added and dismissed within one batch never shows at all).
+    assert 15 <= seen <= 20
+    watcher.close()
+
+
+# docs/backends/notifications.md, "From a shell": each new popup's summary and body, for a tool
+# that shows them (SHOW stands for it: swaynag in the documentation).
+POPUP_ONE_LINER = ("qsctl watch --patch /notifications/items | jq --unbuffered -r '.changes[]? | select(.op == \"add\" "
+                   "and .value.popup) | .value | [.summary, .bodyText] | @tsv' | while IFS=$'\\t' read -r summary body; "
+                   "do SHOW \"$summary\" \"$body\"; done")
+
+
+def test_qsctl_watch_is_a_notification_log_and_popups_are_one_line_away(env):
+    c, sub = n.start(env)
+    shown = os.path.join(env.dir, "shown.txt")
+    e = dict(env.env, QSD_SOCKET=env.socket, PATH=os.path.dirname(os.path.abspath(QSCTL)) + ":" + env.env["PATH"])
+    script = "SHOW() { printf '%s | %s\\n' \"$1\" \"$2\" >> " + shown + "; }; " + POPUP_ONE_LINER
+    popups = subprocess.Popen(["bash", "-c", script], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              start_new_session=True)
+    log = subprocess.Popen([QSCTL, "watch", "/notifications/items"], env=e, stdout=subprocess.PIPE, text=True)
+    try:
+        # The watch has its first line (the current value) before anything is sent.
+        assert log.stdout.readline().strip() == "{}"
+        # The pipeline's watch is subscribed once a sentinel gets through it.
+        def sentinel_shown():
+            notify_send(env, "sentinel")
+            return os.path.exists(shown) and "sentinel" in open(shown).read()
+        wait_until(sentinel_shown, interval=0.2, what="the pipeline's watch")
+        c.call("notifications.setDnd", {"enabled": True})
+        notify_send(env, "Held back", "under DND")
+        c.call("notifications.setDnd", {"enabled": False})
+        notify_send(env, "-u", "critical", "Battery low", "<b>5 %</b> left")
+        notify_send(env, "Mail", "From Ann")
+
+        def popups_shown():
+            return [line for line in open(shown).read().splitlines() if not line.startswith("sentinel")]
+        wait_until(lambda: len(popups_shown()) == 2, what="two popups shown")
+        assert popups_shown() == ["Battery low | 5 % left", "Mail | From Ann"]
+        # The log printed a line for each change: every notification, held back or not.
+        summaries = set()
+        while not {"Held back", "Battery low", "Mail"} <= summaries:
+            summaries |= {it["summary"] for it in json.loads(log.stdout.readline()).values()}
+    finally:
+        os.killpg(popups.pid, signal.SIGTERM)
+        popups.wait(10)
+        log.kill()

@@ -1,0 +1,248 @@
+"""What senders put in a notification besides text, and what hostile or careless senders do:
+images (image-data with padded rows, the legacy hints, image-path files that vanish, icon names),
+hints of the wrong type, refused image data, oversized text, and floods. Everything is sent over
+the private session bus with exact D-Bus types (notifyutil.Bus) and checked through qsd's socket."""
+
+import os
+
+import notifyutil as n
+import trayutil
+from notifyutil import history, items
+import pytest
+
+from qsdtest import wait_until
+
+
+@pytest.fixture(autouse=True)
+def clean_exit(env):
+    yield
+    n.check_clean_exit(env)
+
+
+@pytest.fixture
+def bus(env):
+    b = n.Bus(env)
+    yield b
+    b.close()
+
+
+def padded_rgb_3x3():
+    """3x3 RGB with rowstride 12: three bytes of padding after each row but the last. Pixel
+    (x, y) is (10y + x, 100 + x, 200 + y); the padding is 0xEE, which must never show."""
+    data = bytearray()
+    for y in range(3):
+        for x in range(3):
+            data += bytes([10 * y + x, 100 + x, 200 + y])
+        if y < 2:
+            data += b"\xee\xee\xee"
+    return (3, 3, 12, False, 8, 3, bytes(data))
+
+
+def pixels(path):
+    w, h, rows = trayutil.read_png(path)
+    return [[tuple(p) for p in row] for row in rows]
+
+
+EXPECTED_3X3 = [[(10 * y + x, 100 + x, 200 + y, 255) for x in range(3)] for y in range(3)]
+
+
+def store_dir(env):
+    return os.path.join(env.run, "qsd", "notifications")
+
+
+def test_image_data_becomes_a_png_and_history_keeps_its_own_copy(env, bus):
+    c, sub = n.start(env)
+    nid = bus.notify("Photo", hints={"image-data": padded_rgb_3x3()}, timeout=0)
+    c.wait_for(lambda: str(nid) in items(c, sub), what="item")
+    url = items(c, sub)[str(nid)]["image"]
+    path = trayutil.file_of(url)
+    assert os.path.dirname(path) == store_dir(env)
+    assert pixels(path) == EXPECTED_3X3
+    # No pixel data in the tree, anywhere.
+    assert "pixels" not in str(c.call("tree.get", {"path": "/notifications"})["value"])
+    c.call("notifications.dismiss", {"id": nid})
+    c.wait_for(lambda: str(nid) in history(c, sub), what="history")
+    copy = trayutil.file_of(history(c, sub)[str(nid)]["image"])
+    assert copy != path and os.path.dirname(copy) == os.path.join(store_dir(env), "history")
+    # The notification's file went with it; history's copy stays until the entry goes.
+    wait_until(lambda: not os.path.exists(path), what="image file removed with its notification")
+    assert pixels(copy) == EXPECTED_3X3
+    c.call("notifications.removeFromHistory", {"id": nid})
+    wait_until(lambda: not os.path.exists(copy), what="history's copy removed")
+
+
+def test_legacy_image_hints_and_the_order_of_image_sources(env, bus):
+    theme = os.path.join(env.dir, "home", ".local", "share", "icons", "hicolor", "64x64", "apps")
+    trayutil.write_png(os.path.join(theme, "qsd-test-app.png"), 64, 64, (0, 200, 0, 255))
+    photo = os.path.join(env.dir, "photo.png")
+    trayutil.write_png(photo, 8, 8, (0, 0, 200, 255))
+    env.env["XDG_DATA_HOME"] = os.path.join(env.dir, "home", ".local", "share")
+    c, sub = n.start(env)
+    red = (1, 1, 3, False, 8, 3, b"\xff\x00\x00")
+    cases = {
+        # The pixel hints, each alone (image_data and icon_data are the older names).
+        "image_data": dict(hints={"image_data": red}),
+        "icon_data": dict(hints={"icon_data": red}),
+        # image-data > image-path > app_icon; image-data > image_data > icon_data.
+        "all": dict(icon="qsd-test-app", hints={"image-path": photo, "icon_data": (1, 1, 3, False, 8, 3, b"\x00\x00\xff"),
+                                                 "image-data": red}),
+        "path": dict(icon="qsd-test-app", hints={"image-path": "file://" + photo}),
+        "legacy path": dict(hints={"image_path": photo}),
+        "icon": dict(icon="qsd-test-app"),
+        "missing": dict(icon="no-such-icon-anywhere", hints={"image-path": "/no/such/file.png"}),
+    }
+    ids = {name: bus.notify(name, timeout=0, **kw) for name, kw in cases.items()}
+    c.wait_for(lambda: len(items(c, sub)) == len(cases), what="all items")
+    got = {name: items(c, sub)[str(i)] for name, i in ids.items()}
+    for name in ("image_data", "icon_data", "all"):
+        assert pixels(trayutil.file_of(got[name]["image"])) == [[(255, 0, 0, 255)]], name
+    for name in ("path", "legacy path"):
+        # A PNG image-path is copied (its sender may delete it while it is shown).
+        assert pixels(trayutil.file_of(got[name]["image"]))[0][0] == (0, 0, 200, 255), name
+    theme_file = os.path.join(theme, "qsd-test-app.png")
+    assert trayutil.file_of(got["icon"]["appIcon"]) == theme_file
+    assert got["icon"]["image"] == got["icon"]["appIcon"]
+    assert trayutil.file_of(got["all"]["appIcon"]) == theme_file
+    assert got["missing"]["image"] is None and got["missing"]["appIcon"] is None
+
+
+def test_a_temporary_image_path_that_vanishes_is_kept(env, bus):
+    """Chromium writes the image to a temporary file and deletes it while the notification is up."""
+    c, sub = n.start(env)
+    tmp = os.path.join(env.dir, ".org.chromium.Chromium.abc123")
+    trayutil.write_png(tmp, 4, 4, (9, 8, 7, 255))
+    nid = bus.notify("Chat message", hints={"image-path": tmp}, timeout=0)
+    c.wait_for(lambda: str(nid) in items(c, sub), what="item")
+    os.unlink(tmp)
+    path = trayutil.file_of(items(c, sub)[str(nid)]["image"])
+    assert path.startswith(store_dir(env))
+    assert pixels(path)[0][0] == (9, 8, 7, 255)
+    # A file that is not a PNG is shown where it is; a FIFO is never opened.
+    svg = os.path.join(env.dir, "icon.svg")
+    with open(svg, "w") as f:
+        f.write("<svg xmlns='http://www.w3.org/2000/svg'/>")
+    fifo = os.path.join(env.dir, "fifo.png")
+    os.mkfifo(fifo)
+    a = bus.notify("svg", hints={"image-path": svg}, timeout=0)
+    b = bus.notify("fifo", hints={"image-path": fifo}, timeout=0)
+    c.wait_for(lambda: {str(a), str(b)} <= set(items(c, sub)), what="items")
+    assert trayutil.file_of(items(c, sub)[str(a)]["image"]) == svg
+    assert items(c, sub)[str(b)]["image"] is None
+
+
+def test_wrong_hint_types_are_ignored_and_logged_once(env, bus):
+    from gi.repository import GLib
+    c, sub = n.start(env)
+    bad = {"urgency": GLib.Variant("s", "critical"), "resident": GLib.Variant("i", 1),
+           "category": GLib.Variant("u", 5), "image-data": GLib.Variant("s", "not pixels"),
+           "image-path": GLib.Variant("as", ["/x"]), "transient": GLib.Variant("y", 1)}
+    first = bus.notify("Wrong types", hints=bad, timeout=0)
+    second = bus.notify("Wrong types again", hints=bad, timeout=0)
+    c.wait_for(lambda: {str(first), str(second)} <= set(items(c, sub)), what="both shown")
+    it = items(c, sub)[str(second)]
+    assert (it["urgency"], it["resident"], it["category"], it["image"], it["transient"]) == \
+        ("normal", False, None, None, False)
+    log = env.qsd_log()
+    for hint in bad:
+        assert log.count(f'the hint "{hint}"') == 1, (hint, log)
+
+
+def test_image_data_qsd_cannot_use_is_a_refused_hint(env, bus):
+    c, sub = n.start(env)
+    cases = {
+        "16 bits": (2, 2, 12, False, 16, 3, bytes(24)),
+        "4 channels without alpha": (2, 2, 8, False, 8, 4, bytes(16)),
+        "short rows": (4, 2, 6, False, 8, 3, bytes(24)),
+        "too few bytes": (3, 3, 9, False, 8, 3, bytes(10)),
+        "negative": (-3, 3, 9, False, 8, 3, bytes(27)),
+    }
+    ids = {name: bus.notify(name, hints={"image-data": raw}, timeout=0) for name, raw in cases.items()}
+    # With alpha, 4 channels: fine.
+    good = bus.notify("rgba", hints={"image-data": (1, 1, 4, True, 8, 4, b"\x01\x02\x03\x80")}, timeout=0)
+    c.wait_for(lambda: len(items(c, sub)) == len(cases) + 1, what="every notification shown")
+    for name, i in ids.items():
+        assert items(c, sub)[str(i)]["image"] is None, name
+    assert pixels(trayutil.file_of(items(c, sub)[str(good)]["image"])) == [[(1, 2, 3, 128)]]
+    assert "bits per sample is 16" in env.qsd_log()
+
+
+def test_oversized_text_is_cut_and_bad_markup_is_harmless(env, bus):
+    c, sub = n.start(env)
+    mib = "x" * (1 << 20)
+    nid = bus.notify(mib, "é" * (1 << 19) + "<b>" * 1000, app="a" * 5000,
+                     actions=["k" * 5000, "l" * 5000, "odd"], hints={"category": "c" * 5000}, timeout=0)
+    ent = bus.notify("Entities", "&#xD800; &#0; &lt;b&gt; &amp;amp; <a href='x'>link</a> & < >", timeout=0)
+    c.wait_for(lambda: {str(nid), str(ent)} <= set(items(c, sub)), what="items")
+    it = items(c, sub)[str(nid)]
+    ellipsis = "\u2026"
+    assert it["summary"] == "x" * 1024 + ellipsis
+    assert len(it["body"].encode()) <= 16 * 1024 + 3 and it["body"].endswith(ellipsis)
+    assert it["body"].startswith("é" * 100)
+    assert it["appName"] == "a" * 256 + ellipsis
+    assert it["category"] == "c" * 256 + ellipsis
+    assert it["actions"] == [{"key": "k" * 256 + ellipsis, "label": "l" * 256 + ellipsis}]
+    assert items(c, sub)[str(ent)]["bodyText"] == "\ufffd \ufffd <b> &amp; link & < >"
+
+
+def test_at_most_a_thousand_notifications_are_shown(env, bus):
+    c, sub = n.start(env)
+    crit = bus.notify("Critical first", hints={"urgency": 2})
+    # Eleven applications (connections), 92 each that stay until closed.
+    for _ in range(11):
+        last = n.flood(env, 91, timeout=0)
+    # The last one answered: every Notify before it was handled.
+    c.wait_for(lambda: str(last) in items(c, sub), timeout=30, what="the last one")
+    live = items(c, sub)
+    assert len(live) == 1000
+    # The oldest that are not critical were closed as expired; the critical one stays.
+    assert str(crit) in live
+    for i in range(crit + 1, crit + 14):
+        assert str(i) not in live
+        assert history(c, sub)[str(i)]["closeReason"] == "expired"
+    assert str(crit + 14) in live
+    assert "more than 1000 notifications are shown in all" in env.qsd_log()
+
+
+def test_one_application_cannot_push_the_others_out(env, bus):
+    c, sub = n.start(env)
+    other = bus.notify("From another application", timeout=0)
+    first = n.flood(env, 104, timeout=0) - 104
+    c.wait_for(lambda: str(first + 104) in items(c, sub), timeout=30, what="the flood")
+    live = items(c, sub)
+    assert str(other) in live
+    assert len(live) == 101
+    assert all(str(i) not in live and history(c, sub)[str(i)]["closeReason"] == "expired" for i in range(first, first + 5))
+    assert all(str(i) in live for i in range(first + 5, first + 105))
+    assert "more than 100 notifications are shown from one connection" in env.qsd_log()
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_a_hundred_thousand_notify_calls_leave_rss_bounded(env):
+    c, sub = n.start(env)
+    with open(f"/proc/{env.daemon.pid}/exe", "rb") as f:
+        if b"AddressSanitizer" in f.read():
+            pytest.skip("ASan's allocator and quarantine, not glibc's heap: RSS says nothing about qsd's bound")
+    # No subscriber during the flood: a client that does not read would hold qsd's queue for it.
+    c.close()
+    n.flood(env, 10)
+    before = rss_kib(env.daemon.pid)
+    # One sender at full speed, replies not asked for; half with the default timeout (5 s),
+    # half with 1 ms. The id of the call after them says every one was handled.
+    last = n.flood(env, 100_000)
+    assert last >= 100_000
+    peak = rss_kib(env.daemon.pid)
+    # Bounded while it lasts (at most 1000 shown), and given back once they expired.
+    c = env.client()
+    wait_until(lambda: not c.call("tree.get", {"path": "/notifications/items"})["value"], timeout=30,
+               what="every flooded notification expired")
+    assert len(c.call("tree.get", {"path": "/notifications/history"})["value"]) == 200
+    wait_until(lambda: rss_kib(env.daemon.pid) - before <= 5 * 1024, timeout=10, what="RSS within 5 MiB of the start")
+    print(f"RSS before {before} KiB, right after 100 000 Notify {peak} KiB, once expired {rss_kib(env.daemon.pid)} KiB")
+    assert env.daemon.poll() is None

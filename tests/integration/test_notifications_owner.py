@@ -1,0 +1,127 @@
+"""Owning org.freedesktop.Notifications politely, and what outlives qsd: a server that has the
+name first (python-dbusmock's notification_daemon template, another qsd) keeps it while qsd waits
+in the queue, and qsd takes over the moment it leaves; history, Do-Not-Disturb, the settings and
+the id counter survive a restart, a crash included."""
+
+import json
+import os
+import signal
+
+import pytest
+
+import notifyutil as n
+from notifyutil import history, items, notify_send
+from qsdtest import wait_until
+
+
+@pytest.fixture(autouse=True)
+def clean_exit(env):
+    yield
+    n.check_clean_exit(env)
+
+
+def test_qsd_waits_behind_another_server_and_takes_over_when_it_leaves(env):
+    mock = env.start_mock("notification_daemon", system=False, name=n.NAME)
+    c, sub = n.start(env, wait_active=False)
+    c.wait_value(sub, "/notifications/server", "waiting", timeout=20)
+    other = c.wait_value(sub, "/notifications/otherOwner", predicate=lambda v: v and v["pid"], timeout=20)
+    assert other["pid"] == mock.pid
+    assert other["processName"] == open(f"/proc/{mock.pid}/comm").read().strip()
+    assert other["busName"].startswith(":")
+    # Waiting is a normal state, and the domain is served.
+    assert c.call("tree.get", {"path": "/daemon/backends/notifications/state"})["value"] == "running"
+    assert c.mirror(sub)["notifications"]["available"] is True
+    # Meanwhile notify-send reaches the other server.
+    assert notify_send(env, "-p", "To the mock").stdout.strip() == "1"
+    assert items(c, sub) == {}
+    # The other server leaves: the bus hands the name to qsd, and notify-send reaches qsd.
+    mock.terminate()
+    mock.wait(10)
+    c.wait_value(sub, "/notifications/server", "active", timeout=20)
+    assert c.mirror(sub)["notifications"]["otherOwner"] is None
+    nid = notify_send(env, "-p", "To qsd").stdout.strip()
+    c.wait_for(lambda: nid in items(c, sub), what="qsd's notification")
+    assert items(c, sub)[nid]["summary"] == "To qsd"
+
+
+def test_a_second_qsd_waits_and_continues_the_ids(env):
+    c, sub = n.start(env)
+    first_daemon = env.daemon
+    first_socket = env.socket
+    a = int(notify_send(env, "-p", "one").stdout)
+    # A second qsd (its own socket) queues behind the first.
+    env.start_qsd(backends=["notifications"], socket_path=os.path.join(env.run, "second.sock"))
+    c2 = env.client()
+    sub2 = c2.subscribe(["/notifications"])
+    other = c2.wait_value(sub2, "/notifications/otherOwner", predicate=lambda v: v and v["processName"], timeout=20)
+    assert other["processName"] == "qsd" and other["pid"] == first_daemon.pid
+    assert c2.mirror(sub2)["notifications"]["server"] == "waiting"
+    b = int(notify_send(env, "-p", "two").stdout)
+    # The first stops: the second owns the name at once and hands out ids after the first's.
+    first_daemon.send_signal(signal.SIGTERM)
+    assert first_daemon.wait(10) == 0
+    c2.wait_value(sub2, "/notifications/server", "active", timeout=20)
+    d = int(notify_send(env, "-p", "three").stdout)
+    assert d > b > a
+    c2.wait_for(lambda: str(d) in items(c2, sub2), what="the second qsd's notification")
+    c.close()
+    c2.close()
+    env.socket = first_socket
+
+
+def test_a_restart_keeps_history_dnd_settings_and_the_id_counter(env):
+    c, sub = n.start(env)
+    bus = n.Bus(env)
+    try:
+        ids = [bus.notify(f"n{i}", timeout=0) for i in range(3)]
+        shown = bus.notify("still shown", timeout=0)
+        c.call("notifications.dismiss", {"id": ids[0]})
+        c.call("notifications.dismiss", {"id": ids[1]})
+        bus.call("CloseNotification", "u", (ids[2],))
+        c.call("notifications.setDnd", {"enabled": True})
+        c.call("notifications.configure", {"defaultTimeoutMs": 7000, "historyLimit": 50})
+        c.wait_for(lambda: len(history(c, sub)) == 3, what="three in history")
+        before = history(c, sub)
+        # A clean stop: what is shown goes to history too, and its sender is told (reason 4).
+        assert env.stop_qsd() == 0
+        bus.wait_signal(lambda s: ("NotificationClosed", shown, 4) in s, what="NotificationClosed(shown, 4)")
+    finally:
+        bus.close()
+    state = json.load(open(os.path.join(env.dir, "state", "qsd", "notifications.json")))
+    assert state["clean"] is True and state["lastId"] == shown
+    c, sub = n.start(env)
+    got = c.mirror(sub)["notifications"]
+    assert got["dnd"] is True and got["defaultTimeoutMs"] == 7000 and got["historyLimit"] == 50
+    assert {k: got["history"][k] for k in before} == before
+    assert got["history"][str(shown)]["closeReason"] == "undefined"
+    assert got["items"] == {}
+    # The counter continues where it was: no id is given twice.
+    assert int(notify_send(env, "-p", "after restart").stdout) == shown + 1
+
+
+def test_ids_are_not_reused_after_a_crash(env):
+    c, sub = n.start(env)
+    first = int(notify_send(env, "-p", "before the crash").stdout)
+    last = int(notify_send(env, "-p", "just before").stdout)
+    assert last == first + 1
+    env.stop_qsd(sig=signal.SIGKILL)
+    state = json.load(open(os.path.join(env.dir, "state", "qsd", "notifications.json")))
+    assert state["clean"] is False and state["reservedId"] >= last
+    c, sub = n.start(env)
+    after = int(notify_send(env, "-p", "after the crash").stdout)
+    assert after > state["reservedId"] >= last
+    # The file is rewritten at once with a new reservation, never behind the ids handed out.
+    state = json.load(open(os.path.join(env.dir, "state", "qsd", "notifications.json")))
+    assert state["reservedId"] >= after
+
+
+def test_a_state_file_that_is_not_json_is_set_aside(env):
+    path = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as f:
+        f.write("{not json")
+    c, sub = n.start(env)
+    assert int(notify_send(env, "-p", "fresh").stdout) == 1
+    assert open(path + ".bad").read() == "{not json"
+    wait_until(lambda: json.load(open(path))["lastId"] >= 0, what="a new state file")
+    assert "not a state qsd can read" in env.qsd_log()

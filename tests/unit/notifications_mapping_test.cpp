@@ -1,0 +1,235 @@
+// The notification server's pure parts (daemon/backends/notifications/mapping.hpp, state.hpp):
+// text made valid and bounded, markup to plain text, actions, timeouts, image-data to RGBA, what
+// image-path names, and the state file with its id counter.
+
+#ifdef QSD_NOTIFICATIONS_BACKEND
+
+#include "backends/notifications/mapping.hpp"
+#include "backends/notifications/state.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+using namespace qsd::notifications;
+using json = nlohmann::json;
+
+namespace {
+const std::string kFFFD = "\xEF\xBF\xBD";
+const std::string kEllipsis = "\xE2\x80\xA6";
+} // namespace
+
+TEST(NotificationsMapping, UrgencyFromTheByte) {
+	EXPECT_EQ(urgencyFromByte(0), Urgency::Low);
+	EXPECT_EQ(urgencyFromByte(1), Urgency::Normal);
+	EXPECT_EQ(urgencyFromByte(2), Urgency::Critical);
+	EXPECT_EQ(urgencyFromByte(3), Urgency::Normal);
+	EXPECT_EQ(urgencyFromByte(255), Urgency::Normal);
+	EXPECT_STREQ(toString(Urgency::Low), "low");
+	EXPECT_STREQ(toString(Urgency::Critical), "critical");
+}
+
+TEST(NotificationsMapping, CloseReasonsAreTheSpecificationsNumbers) {
+	EXPECT_EQ(uint32_t(CloseReason::Expired), 1u);
+	EXPECT_EQ(uint32_t(CloseReason::Dismissed), 2u);
+	EXPECT_EQ(uint32_t(CloseReason::ClosedByApp), 3u);
+	EXPECT_EQ(uint32_t(CloseReason::Undefined), 4u);
+	for (auto r: {CloseReason::Expired, CloseReason::Dismissed, CloseReason::ClosedByApp, CloseReason::Undefined})
+		EXPECT_EQ(closeReasonFromString(toString(r)), r);
+	EXPECT_EQ(closeReasonFromString("closed"), std::nullopt);
+}
+
+TEST(NotificationsMapping, InvalidUtf8BecomesReplacementCharacters) {
+	EXPECT_EQ(validUtf8("plain"), "plain");
+	EXPECT_EQ(validUtf8("caf\xC3\xA9 \xF0\x9F\x94\x94"), "caf\xC3\xA9 \xF0\x9F\x94\x94");
+	EXPECT_EQ(validUtf8("a\xFF" "b"), "a" + kFFFD + "b");
+	EXPECT_EQ(validUtf8("\xC3"), kFFFD);                            // truncated sequence
+	EXPECT_EQ(validUtf8("\xC0\xAF"), kFFFD + kFFFD);                // overlong '/'
+	EXPECT_EQ(validUtf8("\xED\xA0\x80"), kFFFD + kFFFD + kFFFD);    // a surrogate
+	EXPECT_EQ(validUtf8("\xF4\x90\x80\x80"), kFFFD + kFFFD + kFFFD + kFFFD);   // above U+10FFFF
+	EXPECT_EQ(validUtf8(std::string("a\0b", 3)), "a" + kFFFD + "b");
+}
+
+TEST(NotificationsMapping, CutAtACharacterWithAnEllipsis) {
+	bool cut = true;
+	EXPECT_EQ(cutUtf8("short", 10, &cut), "short");
+	EXPECT_FALSE(cut);
+	EXPECT_EQ(cutUtf8("0123456789", 4, &cut), "0123" + kEllipsis);
+	EXPECT_TRUE(cut);
+	// "é" is two bytes: a cut inside it keeps neither byte.
+	EXPECT_EQ(cutUtf8("ab\xC3\xA9", 3), "ab" + kEllipsis);
+	std::string big(1 << 20, 'x');
+	auto out = cutUtf8(big, kMaxBodyBytes, &cut);
+	EXPECT_TRUE(cut);
+	EXPECT_EQ(out.size(), kMaxBodyBytes + kEllipsis.size());
+}
+
+TEST(NotificationsMapping, PlainTextFromMarkup) {
+	EXPECT_EQ(plainText("<b>bold</b> and <i>it</i> <u>u</u>"), "bold and it u");
+	EXPECT_EQ(plainText("<a href=\"https://x.org/?a=1&amp;b=2\">link</a>"), "link");
+	EXPECT_EQ(plainText("<img src=\"/x.png\" alt=\"pic\"/>after"), "after");
+	EXPECT_EQ(plainText("one<br>two<br/>three<BR />four"), "one\ntwo\nthree\nfour");
+	EXPECT_EQ(plainText("&lt;tag&gt; &amp; &quot;q&quot; &apos;a&apos;"), "<tag> & \"q\" 'a'");
+	EXPECT_EQ(plainText("&#233;&#xe9;&#X1F514;"), "\xC3\xA9\xC3\xA9\xF0\x9F\x94\x94");
+	// What is no entity or tag stays text.
+	EXPECT_EQ(plainText("a < b && c > d"), "a < b && c > d");
+	EXPECT_EQ(plainText("Tom & Jerry &unknown; &#;"), "Tom & Jerry &unknown; &#;");
+	EXPECT_EQ(plainText("unclosed <b"), "unclosed <b");
+	// Numeric entities that are no character.
+	EXPECT_EQ(plainText("&#xD800;|&#0;|&#x110000;|&#99999999999;"), kFFFD + "|" + kFFFD + "|" + kFFFD + "|" + kFFFD);
+}
+
+TEST(NotificationsMapping, ActionsArePairsInOrder) {
+	size_t dropped = 99;
+	auto a = parseActions({"default", "Open", "reply", "Reply"}, &dropped);
+	ASSERT_EQ(a.size(), 2u);
+	EXPECT_EQ(a[0].key, "default");
+	EXPECT_EQ(a[0].label, "Open");
+	EXPECT_EQ(a[1].key, "reply");
+	EXPECT_EQ(dropped, 0u);
+	// An odd element, an empty key and a repeated key are dropped.
+	a = parseActions({"a", "A", "", "Empty", "a", "Again", "b", "B", "odd"}, &dropped);
+	ASSERT_EQ(a.size(), 2u);
+	EXPECT_EQ(a[1].key, "b");
+	EXPECT_EQ(dropped, 5u);
+	std::vector<std::string> many;
+	for (int i = 0; i < 40; ++i) many.insert(many.end(), {"k" + std::to_string(i), "L"});
+	a = parseActions(many, &dropped);
+	EXPECT_EQ(a.size(), kMaxActions);
+	EXPECT_EQ(dropped, 80 - 2 * kMaxActions);
+	a = parseActions({std::string(1000, 'k'), std::string(1000, 'l')});
+	EXPECT_EQ(a[0].key.size(), kMaxNameBytes + kEllipsis.size());
+}
+
+TEST(NotificationsMapping, Timeouts) {
+	EXPECT_EQ(timeoutMs(-1, Urgency::Normal, 5000), 5000u);
+	EXPECT_EQ(timeoutMs(-7, Urgency::Low, 5000), 5000u);
+	EXPECT_EQ(timeoutMs(0, Urgency::Normal, 5000), std::nullopt);
+	EXPECT_EQ(timeoutMs(1500, Urgency::Normal, 5000), 1500u);
+	EXPECT_EQ(timeoutMs(1500, Urgency::Critical, 5000), std::nullopt);
+	EXPECT_EQ(timeoutMs(-1, Urgency::Critical, 5000), std::nullopt);
+	EXPECT_EQ(timeoutMs(-1, Urgency::Normal, 0), std::nullopt);
+}
+
+TEST(NotificationsMapping, ImageDataWithPaddedRowsAndAlpha) {
+	// 3x3 RGB, rowstride 12: three padding bytes after each row but the last.
+	std::vector<uint8_t> rgb;
+	for (int y = 0; y < 3; ++y) {
+		for (int x = 0; x < 3; ++x) rgb.insert(rgb.end(), {uint8_t(10 * y + x), uint8_t(100 + x), uint8_t(200 + y)});
+		if (y < 2) rgb.insert(rgb.end(), {0xEE, 0xEE, 0xEE});
+	}
+	auto d = decodeImageData({3, 3, 12, false, 8, 3, rgb.data(), rgb.size()});
+	ASSERT_TRUE(d.image) << d.error;
+	EXPECT_EQ(d.image->width, 3);
+	EXPECT_EQ(d.image->pixels.size(), 36u);
+	for (int y = 0; y < 3; ++y)
+		for (int x = 0; x < 3; ++x) {
+			const uint8_t* p = &d.image->pixels[size_t(y * 3 + x) * 4];
+			EXPECT_EQ(p[0], 10 * y + x);
+			EXPECT_EQ(p[1], 100 + x);
+			EXPECT_EQ(p[2], 200 + y);
+			EXPECT_EQ(p[3], 255);
+		}
+	std::vector<uint8_t> rgba = {1, 2, 3, 4, 5, 6, 7, 8};
+	d = decodeImageData({2, 1, 8, true, 8, 4, rgba.data(), rgba.size()});
+	ASSERT_TRUE(d.image);
+	EXPECT_EQ(d.image->pixels, rgba);
+}
+
+TEST(NotificationsMapping, ImageDataThatIsRefused) {
+	std::vector<uint8_t> px(64, 1);
+	EXPECT_NE(decodeImageData({2, 2, 6, false, 16, 3, px.data(), px.size()}).error.find("bits per sample is 16"), std::string::npos);
+	EXPECT_FALSE(decodeImageData({2, 2, 8, true, 8, 3, px.data(), px.size()}).image);    // alpha with 3 channels
+	EXPECT_FALSE(decodeImageData({2, 2, 6, false, 8, 4, px.data(), px.size()}).image);   // 4 channels without alpha
+	EXPECT_FALSE(decodeImageData({2, 2, 5, false, 8, 3, px.data(), px.size()}).image);   // rowstride shorter than a row
+	EXPECT_FALSE(decodeImageData({5, 5, 15, false, 8, 3, px.data(), px.size()}).image);  // too few bytes
+	EXPECT_FALSE(decodeImageData({0, 2, 6, false, 8, 3, px.data(), px.size()}).image);
+	EXPECT_FALSE(decodeImageData({-1, 2, 6, false, 8, 3, px.data(), px.size()}).image);
+	EXPECT_FALSE(decodeImageData({kMaxImageSide + 1, 1, (kMaxImageSide + 1) * 3, false, 8, 3, px.data(), px.size()}).image);
+	EXPECT_FALSE(decodeImageData({1, 1, 3, false, 8, 3, nullptr, 0}).image);
+	// The last row need not be padded.
+	EXPECT_TRUE(decodeImageData({2, 2, 8, false, 8, 3, px.data(), 14}).image);
+	EXPECT_FALSE(decodeImageData({2, 2, 8, false, 8, 3, px.data(), 13}).image);
+}
+
+TEST(NotificationsMapping, WhatAnImagePathNames) {
+	EXPECT_EQ(iconSpec("").kind, IconSpec::Kind::None);
+	auto s = iconSpec("mail-unread");
+	EXPECT_EQ(s.kind, IconSpec::Kind::Name);
+	EXPECT_EQ(s.value, "mail-unread");
+	s = iconSpec("/tmp/a b.png");
+	EXPECT_EQ(s.kind, IconSpec::Kind::File);
+	EXPECT_EQ(s.value, "/tmp/a b.png");
+	s = iconSpec("file:///tmp/a%20b.png");
+	EXPECT_EQ(s.kind, IconSpec::Kind::File);
+	EXPECT_EQ(s.value, "/tmp/a b.png");
+	s = iconSpec("file://localhost/x.png");
+	EXPECT_EQ(s.value, "/x.png");
+	EXPECT_EQ(iconSpec("file://otherhost/x.png").kind, IconSpec::Kind::None);
+	EXPECT_EQ(iconSpec("https://example.org/x.png").kind, IconSpec::Kind::None);
+	EXPECT_EQ(iconSpec("file:///x%00.png").kind, IconSpec::Kind::None);
+	EXPECT_EQ(pathOfFileUrl("file:///run/q/history/3-image.png"), "/run/q/history/3-image.png");
+	EXPECT_EQ(pathOfFileUrl("/not/a/url"), "");
+}
+
+TEST(NotificationsMapping, Rfc3339WithMilliseconds) {
+	auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1796286446131));
+	EXPECT_EQ(rfc3339(t), "2026-12-03T08:27:26.131Z");
+}
+
+TEST(NotificationsState, RoundTripAndDefaults) {
+	SavedState s;
+	s.lastId = 41;
+	s.reservedId = 41 + kIdReserve;
+	s.clean = false;
+	s.dnd = true;
+	s.defaultTimeoutMs = 8000;
+	s.historyLimit = 50;
+	s.history.push_back({{"id", 40}, {"summary", "hi"}});
+	auto back = parseState(serializeState(s));
+	ASSERT_TRUE(back);
+	EXPECT_EQ(back->lastId, 41u);
+	EXPECT_EQ(back->reservedId, 41 + kIdReserve);
+	EXPECT_FALSE(back->clean);
+	EXPECT_TRUE(back->dnd);
+	EXPECT_EQ(back->defaultTimeoutMs, 8000u);
+	EXPECT_EQ(back->historyLimit, 50u);
+	EXPECT_EQ(back->history, s.history);
+	auto empty = parseState("{}");
+	ASSERT_TRUE(empty);
+	EXPECT_EQ(empty->lastId, 0u);
+	EXPECT_EQ(empty->historyLimit, kDefaultHistoryLimit);
+	EXPECT_EQ(firstId(*empty), 1u);
+}
+
+TEST(NotificationsState, GarbageIsReplacedByDefaultsAndNamed) {
+	EXPECT_FALSE(parseState("not json"));
+	EXPECT_FALSE(parseState("[1, 2]"));
+	std::string problems;
+	auto s = parseState(R"({"lastId": "x", "dnd": 1, "historyLimit": 5000, "history": [{"id": 3}, {"id": 0}, 7, {"x": 1}]})", &problems);
+	ASSERT_TRUE(s);
+	EXPECT_EQ(s->lastId, 0u);
+	EXPECT_FALSE(s->dnd);
+	EXPECT_EQ(s->historyLimit, kDefaultHistoryLimit);
+	ASSERT_EQ(s->history.size(), 1u);
+	EXPECT_NE(problems.find("lastId"), std::string::npos);
+	EXPECT_NE(problems.find("dnd"), std::string::npos);
+	EXPECT_NE(problems.find("history entry"), std::string::npos);
+}
+
+TEST(NotificationsState, IdsAreNeverReused) {
+	SavedState s;
+	s.lastId = 10;
+	s.reservedId = 10 + kIdReserve;
+	s.clean = true;
+	EXPECT_EQ(firstId(s), 11u);     // a clean stop wrote the exact counter
+	s.clean = false;
+	EXPECT_EQ(firstId(s), 11 + kIdReserve);   // after a crash: past every id that may have been handed out
+	s.lastId = UINT32_MAX;
+	s.clean = true;
+	EXPECT_EQ(firstId(s), 1u);      // wraps past the top, never to 0
+	EXPECT_EQ(followingId(UINT32_MAX), 1u);
+	EXPECT_EQ(followingId(7), 8u);
+}
+
+#endif
