@@ -30,6 +30,7 @@ ObjectCache::~ObjectCache() {
 	watcher_.reset();
 	matches_.clear();
 	for (auto& [_, p]: proxies_) bus_.bury(std::move(p));
+	for (auto& p: retired_) bus_.bury(std::move(p));
 }
 
 const ObjectCache::Interfaces* ObjectCache::object(const std::string& path) const {
@@ -64,6 +65,28 @@ sdbus::IProxy& ObjectCache::proxy(const std::string& path) {
 	return *p;
 }
 
+void ObjectCache::retire(const std::string& path) {
+	auto it = proxies_.find(path);
+	if (it == proxies_.end()) return;
+	retired_.push_back(std::move(it->second));
+	proxies_.erase(it);
+	while (retired_.size() > kRetiredProxies) {
+		bus_.bury(std::move(retired_.front()));
+		retired_.pop_front();
+	}
+}
+
+std::vector<std::string> ObjectCache::forgetBelow(const std::string& path) {
+	std::vector<std::string> gone;
+	auto prefix = path + "/";
+	for (auto it = objects_.lower_bound(prefix); it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+		gone.push_back(it->first);
+		it = objects_.erase(it);
+	}
+	for (const auto& p: gone) retire(p);
+	return gone;
+}
+
 void ObjectCache::appeared(const std::string& owner) {
 	vanished();
 	owner_ = owner;
@@ -90,6 +113,8 @@ void ObjectCache::vanished() {
 	objects_.clear();
 	for (auto& [_, p]: proxies_) bus_.bury(std::move(p));
 	proxies_.clear();
+	for (auto& p: retired_) bus_.bury(std::move(p));
+	retired_.clear();
 	owner_.clear();
 	ready_ = false;
 	if (had && hooks_.lost) hooks_.lost();
@@ -126,9 +151,12 @@ void ObjectCache::onManager(sdbus::Message& msg) {
 			std::vector<std::string> gone;
 			for (const auto& n: names)
 				if (it->second.erase(n)) gone.push_back(n);
-			// Its proxy stays: a call on the object (Delete, whose answer follows this
-			// signal) would be cancelled with it.
-			if (it->second.empty()) objects_.erase(it);
+			// Its proxy is retired, not destroyed: a call on the object (Delete, whose answer
+			// follows this signal) would be cancelled with it.
+			if (it->second.empty()) {
+				objects_.erase(it);
+				retire(path);
+			}
 			if (hooks_.removed && !gone.empty()) hooks_.removed(path, gone);
 		}
 	} catch (const sdbus::Error& e) {

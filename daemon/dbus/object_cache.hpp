@@ -15,6 +15,7 @@
 #include "properties.hpp"
 #include "variant.hpp"
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -65,10 +66,19 @@ public:
 	// Whether a message comes from the service's current owner.
 	[[nodiscard]] bool fromOwner(sdbus::Message& msg) const;
 
+	// Forgets every object below `path` (not `path` itself) without a signal: for a service
+	// that drops a subtree without InterfacesRemoved for each object (BlueZ, when an adapter
+	// goes, does not always announce its devices). No hook runs; returns the paths forgotten.
+	std::vector<std::string> forgetBelow(const std::string& path);
+
 	// A proxy of one of the service's objects, for calls; kept until the service goes (also
 	// after the object: destroying a proxy cancels its calls, and an object's removal often
-	// comes before the answer to the call that removed it).
+	// comes before the answer to the call that removed it). The proxies of the last
+	// kRetiredProxies removed objects are kept; older ones are destroyed, so a service whose
+	// objects come and go (BlueZ during discovery) does not grow the cache without bound.
 	sdbus::IProxy& proxy(const std::string& path);
+	static constexpr size_t kRetiredProxies = 64;
+	[[nodiscard]] size_t proxyCount() const { return proxies_.size() + retired_.size(); }
 
 private:
 	void appeared(const std::string& owner);
@@ -76,6 +86,7 @@ private:
 	void onManager(sdbus::Message& msg);
 	void onProperties(sdbus::Message& msg);
 	void reread(const std::string& path, const std::string& interface);
+	void retire(const std::string& path);
 	void malformed(const char* what, const std::string& why);
 
 	BusConnection& bus_;
@@ -90,6 +101,7 @@ private:
 	bool warned_ = false;
 	Objects objects_;
 	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
+	std::deque<std::unique_ptr<sdbus::IProxy>> retired_;   // of removed objects, oldest first
 };
 
 } // namespace qsd::dbus

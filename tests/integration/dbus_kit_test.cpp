@@ -244,3 +244,54 @@ TEST_F(DbusKit, ObjectCacheMirrorsTheObjectsThroughRestarts) {
 	ASSERT_TRUE(spin(loop, [&] { return dbus::asUint(*cache.property("/org/qsd/Cache/a", kIface, "Level")) == 10u; }));
 	EXPECT_EQ(std::count(levels.begin(), levels.end(), 666u), 0);
 }
+
+TEST_F(DbusKit, ObjectCacheForgetsASubtreeAndBoundsItsProxies) {
+	const std::string svc = "org.qsd.Cache";
+	auto& conn = service->connection();
+	auto root = sdbus::createObject(conn, "/org/qsd/Cache");
+	root->addObjectManager();
+	auto a = std::make_unique<Thing>(conn, "/org/qsd/Cache/a");
+	auto ax = std::make_unique<Thing>(conn, "/org/qsd/Cache/a/x");
+	auto ay = std::make_unique<Thing>(conn, "/org/qsd/Cache/a/y");
+	auto ab = std::make_unique<Thing>(conn, "/org/qsd/Cache/ab");
+	conn.requestName(svc);
+
+	dbus::CallSet calls("test");
+	int ready = 0;
+	std::vector<std::string> added, removed;
+	dbus::ObjectCache::Hooks hooks;
+	hooks.ready = [&] { ++ready; };
+	hooks.added = [&](const std::string& path, const std::vector<std::string>&) { added.push_back(path); };
+	hooks.removed = [&](const std::string& path, const std::vector<std::string>&) { removed.push_back(path); };
+	dbus::ObjectCache cache(*client, calls, {svc, "/org/qsd/Cache", "/org/qsd/Cache", {}, "test"}, hooks);
+	ASSERT_TRUE(spin(loop, [&] { return ready == 1; }));
+
+	// The objects below a/ go; a itself and its neighbour ab (a prefix, not a child) stay.
+	auto gone = cache.forgetBelow("/org/qsd/Cache/a");
+	EXPECT_EQ(gone, (std::vector<std::string>{"/org/qsd/Cache/a/x", "/org/qsd/Cache/a/y"}));
+	EXPECT_NE(cache.object("/org/qsd/Cache/a"), nullptr);
+	EXPECT_NE(cache.object("/org/qsd/Cache/ab"), nullptr);
+	EXPECT_EQ(cache.object("/org/qsd/Cache/a/x"), nullptr);
+	EXPECT_TRUE(removed.empty());
+	// Announced again, it comes back with what it has now.
+	ax->level = 7;
+	ax->object->emitInterfacesAddedSignal({kIface});
+	ASSERT_TRUE(spin(loop, [&] { return cache.object("/org/qsd/Cache/a/x") != nullptr; }));
+	EXPECT_EQ(dbus::asUint(*cache.property("/org/qsd/Cache/a/x", kIface, "Level")), 7u);
+	EXPECT_EQ(added, std::vector<std::string>{"/org/qsd/Cache/a/x"});
+
+	// Objects that come and go, each called once (a proxy each): the proxies of removed objects
+	// are kept only up to the bound.
+	size_t before = cache.proxyCount();
+	const size_t n = dbus::ObjectCache::kRetiredProxies + 20;
+	for (size_t i = 0; i < n; ++i) {
+		auto path = "/org/qsd/Cache/t" + std::to_string(i);
+		auto t = std::make_unique<Thing>(conn, path);
+		t->object->emitInterfacesAddedSignal({kIface});
+		ASSERT_TRUE(spin(loop, [&] { return cache.object(path) != nullptr; }));
+		(void)cache.proxy(path);
+		t->object->emitInterfacesRemovedSignal({kIface});
+		ASSERT_TRUE(spin(loop, [&] { return cache.object(path) == nullptr; }));
+	}
+	EXPECT_EQ(cache.proxyCount(), before + dbus::ObjectCache::kRetiredProxies);
+}
