@@ -206,6 +206,9 @@ std::span<const BackendInfo> builtinBackends() {
 #ifdef QSD_WITH_WAYLAND
 	    {"wayland", createWaylandBackend},
 #endif
+#ifdef QSD_WITH_BLUETOOTH
+	    {"bluetooth", createBluetoothBackend},
+#endif
 	    {"", nullptr},
 	});
 	// The sentinel keeps the array non-empty when no backend is compiled in.
