@@ -5,6 +5,7 @@ call log."""
 
 import json
 import os
+import subprocess
 
 import jsonschema
 import pytest
@@ -416,3 +417,26 @@ def test_the_domain_matches_its_schema_after_changes(world):
     world.wait(f"/bluetooth/devices/{DEV}/battery", 0.55)
     assert not schema_errors(world.c, world.bt(), "BluetoothDomain")
     assert json.loads(json.dumps(world.bt())) == world.c.call("tree.get", {"path": "/bluetooth"})["value"]
+
+
+def bluetoothctl(env, *args):
+    """BlueZ's own command-line client, on the private bus."""
+    return subprocess.run(["bluetoothctl", *args], env=env.env, capture_output=True, text=True, timeout=30,
+                          check=True).stdout
+
+
+def test_bluetoothctl_and_qsd_see_the_same(world):
+    env = world.env
+    # What another client of BlueZ does shows in qsd...
+    bluetoothctl(env, "power", "off")
+    world.wait("/bluetooth/adapters/hci0/state", "disabled")
+    bluetoothctl(env, "connect", "11:22:33:44:55:66")
+    world.wait(f"/bluetooth/devices/{DEV}/state", "connected")
+    # ...and what qsd does shows in it.
+    world.c.call("bluetooth.setEnabled", {"adapter": "hci0", "enabled": True})
+    world.c.call("bluetooth.setAlias", {"adapter": "hci0", "alias": "Seen by bluetoothctl"})
+    world.c.call("bluetooth.setTrusted", {"device": DEV, "trusted": True})
+    show = bluetoothctl(env, "show")
+    assert "Alias: Seen by bluetoothctl" in show and "Powered: yes" in show
+    # (The template's Connect signals Connected without storing it, so a fresh read says no.)
+    assert "Trusted: yes" in bluetoothctl(env, "info", "11:22:33:44:55:66")
