@@ -83,6 +83,7 @@ class QsdClient: public QObject {
 	Q_PROPERTY(QVariant audio READ audioVariant NOTIFY audioChanged)
 	Q_PROPERTY(QVariant tray READ trayVariant NOTIFY trayChanged)
 	Q_PROPERTY(QVariant wayland READ waylandVariant NOTIFY waylandChanged)
+	Q_PROPERTY(QVariant bluetooth READ bluetoothVariant NOTIFY bluetoothChanged)
 	Q_PROPERTY(QVariant debug READ debugVariant NOTIFY debugChanged)
 
 public:
@@ -120,6 +121,7 @@ public:
 	[[nodiscard]] QVariant audioVariant() const { return domainVariant("audio"); }
 	[[nodiscard]] QVariant trayVariant() const { return domainVariant("tray"); }
 	[[nodiscard]] QVariant waylandVariant() const { return domainVariant("wayland"); }
+	[[nodiscard]] QVariant bluetoothVariant() const { return domainVariant("bluetooth"); }
 	[[nodiscard]] QVariant debugVariant() const { return domainVariant("debug"); }
 
 	/// The node of the object at a JSON Pointer, or null when there is none (absent or a leaf).
@@ -178,6 +180,7 @@ signals:
 	void audioChanged();
 	void trayChanged();
 	void waylandChanged();
+	void bluetoothChanged();
 	void debugChanged();
 	/// The mirror was (re)built from a snapshot: first subscription, reconnect or tree.resync.
 	void resynced();

@@ -23,12 +23,13 @@ struct DomainBackend {
 	std::string_view domain;
 	std::string_view backend;
 };
-constexpr std::array<DomainBackend, 5> DOMAIN_BACKENDS {{
+constexpr std::array<DomainBackend, 6> DOMAIN_BACKENDS {{
     {"network", "nm"},
     {"power", "upower"},
     {"audio", "pipewire"},
     {"tray", "tray"},
     {"wayland", "wayland"},
+    {"bluetooth", "bluetooth"},
 }};
 
 } // namespace qsd::qml

@@ -210,6 +210,7 @@ void QsdClient::commit(Batch& batch, const std::vector<std::string>& touched, co
 	    {"power", &QsdClient::powerChanged},   {"audio", &QsdClient::audioChanged},
 	    {"tray", &QsdClient::trayChanged},     {"wayland", &QsdClient::waylandChanged},
 	    {"debug", &QsdClient::debugChanged},
+	    {"bluetooth", &QsdClient::bluetoothChanged},
 	};
 	for (const auto& [name, signal]: DOMAINS) {
 		auto* now = this->domain(name);

@@ -1,5 +1,5 @@
-// A status bar over qsd in plain Qt Quick: battery, power profile, network with a Wi-Fi menu,
-// volume with an output menu, and the tray with its menus. Run it with
+// A status bar over qsd in plain Qt Quick: battery, power profile, network with a Wi-Fi menu, Bluetooth
+// with its menu, volume with an output menu, and the tray with its menus. Run it with
 //   QML_IMPORT_PATH=<build>/client-qml/qml /usr/lib/qt6/bin/qml bar.qml
 // Every part binds to the tree; a part whose domain the daemon does not have stays hidden.
 import QtQuick
@@ -14,15 +14,15 @@ Window {
     color: Theme.background
     title: "qsd bar"
 
-    // The menu shown under its chip: "", "wifi", "profile", "audio" or "tray".
+    // The menu shown under its chip: "", "wifi", "profile", "audio", "tray" or "bluetooth".
     property string openMenu: ""
     property string trayItem: ""
-    readonly property var menus: ["wifi", "profile", "audio", "tray"]
+    readonly property var menus: ["wifi", "profile", "audio", "tray", "bluetooth"]
     function toggle(name) { openMenu = openMenu === name ? "" : name }
     // The parts shown now, by name (the render test checks them).
     function visibleSections() {
         var shown = []
-        for (var part of [tray, volume, network, profile, battery])
+        for (var part of [tray, volume, network, bluetooth, profile, battery])
             if (part.visible) shown.push(part.objectName)
         return shown
     }
@@ -92,6 +92,11 @@ Window {
             highlighted: bar.openMenu === "wifi"
             onClicked: bar.toggle("wifi")
         }
+        BluetoothChip {
+            id: bluetooth
+            highlighted: bar.openMenu === "bluetooth"
+            onClicked: bar.toggle("bluetooth")
+        }
         ProfileChip {
             id: profile
             highlighted: bar.openMenu === "profile"
@@ -126,6 +131,12 @@ Window {
         // Opened from the renderer without a click: the first item with a menu.
         itemKey: bar.trayItem !== "" ? bar.trayItem : tray.firstMenuItem
         open: bar.openMenu === "tray" && tray.visible
+        onDismissed: bar.openMenu = ""
+    }
+    BluetoothMenu {
+        bar: bar
+        anchorItem: bluetooth
+        open: bar.openMenu === "bluetooth" && bluetooth.visible
         onDismissed: bar.openMenu = ""
     }
 }
