@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ public:
 		std::string pathNamespace;    // whose PropertiesChanged to follow: "/org/freedesktop/NetworkManager", "/"
 		NameWatcher::Options name;    // activation, status hook
 		std::string log = "dbus";     // log category
+		// The interfaces to mirror, each with the properties to keep (an empty set: all of
+		// them). Empty: every interface and property. What is not kept costs no memory and
+		// runs no hook: BlueZ's GATT objects and advertising data, which qsd never reads.
+		std::map<std::string, std::set<std::string>> interfaces = {};
 	};
 	// Every hook is optional. Paths and interfaces are the object's; the cache already holds the
 	// new state when a hook runs (a removed interface is gone; its object too when it was the
@@ -87,6 +92,9 @@ private:
 	void onProperties(sdbus::Message& msg);
 	void reread(const std::string& path, const std::string& interface);
 	void retire(const std::string& path);
+	// Whether an interface is mirrored; drops the properties of it that are not kept.
+	[[nodiscard]] bool keeps(const std::string& interface) const;
+	void filter(const std::string& interface, Properties& props) const;
 	void malformed(const char* what, const std::string& why);
 
 	BusConnection& bus_;

@@ -295,3 +295,48 @@ TEST_F(DbusKit, ObjectCacheForgetsASubtreeAndBoundsItsProxies) {
 	}
 	EXPECT_EQ(cache.proxyCount(), before + dbus::ObjectCache::kRetiredProxies);
 }
+
+TEST_F(DbusKit, ObjectCacheKeepsOnlyTheInterfacesAndPropertiesAskedFor) {
+	const std::string svc = "org.qsd.Cache";
+	constexpr const char* kOther = "org.qsd.Test.Other";
+	auto& conn = service->connection();
+	auto root = sdbus::createObject(conn, "/org/qsd/Cache");
+	root->addObjectManager();
+	auto a = std::make_unique<Thing>(conn, "/org/qsd/Cache/a");
+	// An object with only an interface the cache is not asked for (BlueZ's GATT objects).
+	uint32_t otherLevel = 1;
+	auto other = sdbus::createObject(conn, "/org/qsd/Cache/a/gatt");
+	other->registerProperty(kOther, "Level", "u", [&](sdbus::PropertyGetReply& r) { r << otherLevel; });
+	other->finishRegistration();
+	conn.requestName(svc);
+
+	dbus::CallSet calls("test");
+	int ready = 0;
+	std::vector<std::string> events;
+	dbus::ObjectCache::Hooks hooks;
+	hooks.ready = [&] { ++ready; };
+	hooks.added = [&](const std::string& path, const std::vector<std::string>&) { events.push_back("added " + path); };
+	hooks.changed = [&](const std::string& path, const std::string&, const std::vector<std::string>& names) {
+		for (const auto& n: names) events.push_back("changed " + path + " " + n);
+	};
+	dbus::ObjectCache::Options options{svc, "/org/qsd/Cache", "/org/qsd/Cache", {}, "test"};
+	options.interfaces = {{kIface, {"Level"}}};
+	dbus::ObjectCache cache(*client, calls, options, hooks);
+	ASSERT_TRUE(spin(loop, [&] { return ready == 1; }));
+	EXPECT_NE(cache.property("/org/qsd/Cache/a", kIface, "Level"), nullptr);
+	EXPECT_EQ(cache.property("/org/qsd/Cache/a", kIface, "Name"), nullptr);
+	EXPECT_EQ(cache.object("/org/qsd/Cache/a/gatt"), nullptr);
+
+	// Changes of what is not kept run no hook; the object of another interface never appears.
+	a->name = "renamed";
+	a->object->emitPropertiesChangedSignal(kIface, {"Name"});
+	other->emitInterfacesAddedSignal({kOther});
+	otherLevel = 2;
+	other->emitPropertiesChangedSignal(kOther, {"Level"});
+	a->level = 4;   // then a change that is kept, which must come through alone
+	a->object->emitPropertiesChangedSignal(kIface, {"Level"});
+	ASSERT_TRUE(spin(loop, [&] { return dbus::asUint(*cache.property("/org/qsd/Cache/a", kIface, "Level")) == 4u; }));
+	EXPECT_EQ(events, std::vector<std::string>{"changed /org/qsd/Cache/a Level"});
+	EXPECT_EQ(cache.object("/org/qsd/Cache/a/gatt"), nullptr);
+	EXPECT_EQ(cache.property("/org/qsd/Cache/a", kIface, "Name"), nullptr);
+}
