@@ -42,9 +42,24 @@ ret = dbus.UInt32(token)
 AGENT_RESULT = "ret = self.agent_calls.get(int(args[0]), ['unknown'])"
 
 # The template's StartDiscovery reads a DiscoveryFilter property no adapter has until
-# SetDiscoveryFilter is called (a KeyError); these do what bluetoothd does for a plain client.
-DISCOVERY = """
-self.UpdateProperties('org.bluez.Adapter1', {{'Discovering': dbus.Boolean({on})}})
+# SetDiscoveryFilter is called (a KeyError); these do what bluetoothd does for a plain client,
+# refusing to start on an adapter that is off.
+START_DISCOVERY = """
+if not self.props['org.bluez.Adapter1']['Powered']:
+    raise dbus.exceptions.DBusException('Resource Not Ready', name='org.bluez.Error.NotReady')
+self.UpdateProperties('org.bluez.Adapter1', {'Discovering': dbus.Boolean(True)})
+"""
+STOP_DISCOVERY = "self.UpdateProperties('org.bluez.Adapter1', {'Discovering': dbus.Boolean(False)})"
+# An adapter added with those methods (and powered off when asked), in one call of the mock's,
+# so that no call of qsd's can reach the adapter in between.
+ADD_ADAPTER = f"""
+path = self.AddAdapter(args[0], args[1])
+adapter = objects[path]
+adapter.AddMethod('org.bluez.Adapter1', 'StartDiscovery', '', '', {START_DISCOVERY!r})
+adapter.AddMethod('org.bluez.Adapter1', 'StopDiscovery', '', '', {STOP_DISCOVERY!r})
+if not args[2]:
+    adapter.UpdateProperties('org.bluez.Adapter1', {{'Powered': dbus.Boolean(False)}})
+ret = path
 """
 
 
@@ -65,6 +80,7 @@ class Bluez:
         m = dbus_mod().Interface(self.root, MOCK)
         m.AddMethod(BLUEZ_MOCK, "CallAgent", "sossav", "u", CALL_AGENT)
         m.AddMethod(BLUEZ_MOCK, "AgentResult", "u", "as", AGENT_RESULT)
+        m.AddMethod(TEST, "AddAdapter", "ssb", "s", ADD_ADAPTER)
         for name in adapters:
             self.add_adapter(name)
 
@@ -79,12 +95,8 @@ class Bluez:
     def control(self, path):
         return dbus_mod().Interface(self.obj(path), MOCK)
 
-    def add_adapter(self, name="hci0", alias="my-laptop"):
-        path = str(self.mock.AddAdapter(name, alias))
-        ctl = self.control(path)
-        ctl.AddMethod(ADAPTER, "StartDiscovery", "", "", DISCOVERY.format(on=True))
-        ctl.AddMethod(ADAPTER, "StopDiscovery", "", "", DISCOVERY.format(on=False))
-        return path
+    def add_adapter(self, name="hci0", alias="my-laptop", powered=True):
+        return str(dbus_mod().Interface(self.root, TEST).AddAdapter(name, alias, powered))
 
     def remove_adapter(self, name="hci0"):
         self.mock.RemoveAdapter(name)

@@ -324,6 +324,28 @@ def test_a_discovery_claim_outlives_bluetoothd(world, env):
     assert err.data["name"] == "org.bluez.Error.NotReady"
 
 
+def test_a_refused_discovery_waits_for_the_adapter(world, env):
+    c = world.c
+    c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": True})
+    world.wait("/bluetooth/adapters/hci0/discovering", True)
+    world.bz.stop()
+    world.wait("/bluetooth/available", False)
+    # The new bluetoothd's adapter is off: BlueZ refuses to discover (NotReady).
+    bz = Bluez(env)
+    bz.add_adapter("hci0", "off", powered=False)
+    bz.add_adapter("hci1", "sentinel")
+    world.wait("/bluetooth/adapters/hci1/alias", "sentinel")
+    world.wait("/bluetooth/adapters/hci0/enabled", False)
+    # Refused once, not asked again in a loop.
+    c.call("hello")
+    assert len(bz.calls(HCI0, "StartDiscovery")) == 1
+    assert world.bt()["adapters"]["hci0"]["discovering"] is False
+    # Powered on: the claim still held starts discovery.
+    c.call("bluetooth.setEnabled", {"adapter": "hci0", "enabled": True})
+    world.wait("/bluetooth/adapters/hci0/discovering", True)
+    assert len(bz.calls(HCI0, "StartDiscovery")) == 2
+
+
 def test_bad_params_and_unknown_ids(world):
     c = world.c
     expect_error(c, "bluetooth.setEnabled", {"adapter": "hci9", "enabled": True}, -32001, param="adapter", adapter="hci9")

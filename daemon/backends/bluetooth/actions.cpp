@@ -225,6 +225,8 @@ void BluetoothBackend::setDiscovering(Call& c) {
 	auto& dd = discovery_[key];
 	if (dd.phase == Discovery::Phase::Running) answer->result({{"adapter", key}, {"enabled", true}});
 	else dd.waiting.emplace_back(holder, answer);
+	// A new claim tries a refused start again.
+	if (dd.phase == Discovery::Phase::Failed) dd.phase = Discovery::Phase::Stopped;
 	reconcileDiscovery(key);
 }
 
@@ -253,8 +255,9 @@ void BluetoothBackend::reconcileDiscovery(const std::string& key) {
 				d.waiting.clear();
 				if (e) {
 					// The claims asked now are refused; they are not kept (the client may ask again).
+					// Claims held from before wait for the adapter to change.
 					log::info("bluetooth", "StartDiscovery on {} failed: {}: {}", key, e->getName(), e->getMessage());
-					d.phase = Discovery::Phase::Stopped;
+					d.phase = Discovery::Phase::Failed;
 					for (auto& [h, _]: waiting) d.holders.erase(h);
 				} else {
 					d.phase = Discovery::Phase::Running;
@@ -281,7 +284,15 @@ void BluetoothBackend::reconcileDiscovery(const std::string& key) {
 			return;
 		}
 	}
-	if (d.holders.empty() && d.phase == Discovery::Phase::Stopped && d.waiting.empty()) discovery_.erase(it);
+	bool idle = d.phase == Discovery::Phase::Stopped || d.phase == Discovery::Phase::Failed;
+	if (d.holders.empty() && idle && d.waiting.empty()) discovery_.erase(it);
+}
+
+void BluetoothBackend::retryDiscovery(const std::string& key) {
+	auto it = discovery_.find(key);
+	if (it == discovery_.end() || it->second.phase != Discovery::Phase::Failed) return;
+	it->second.phase = Discovery::Phase::Stopped;
+	reconcileDiscovery(key);
 }
 
 void BluetoothBackend::discoveryLost(const std::string& key) {

@@ -35,6 +35,15 @@ void BluetoothBackend::onBusStart() {
 	// bluetoothd is started by the system (bluetooth.target) where there is hardware; qsd does
 	// not activate it. The cache's matches are installed now, before anything is read.
 	dbus::ObjectCache::Options options{kBluez, "/", kBluezPath, {false, [this] { updateState(); }}, "bluetooth"};
+	// Only what the tree shows is kept: a BLE device also has GATT objects, advertising and
+	// manufacturer data, whose values would cost most of the memory and wake qsd for nothing.
+	options.interfaces = {
+	    {kAdapterIface, {"Name", "Address", "Alias", "Powered", "PowerState", "Discoverable", "DiscoverableTimeout", "Pairable",
+	                     "PairableTimeout", "Discovering"}},
+	    {kDeviceIface, {"Address", "Name", "Alias", "Icon", "Paired", "Bonded", "Trusted", "Blocked", "Connected", "RSSI",
+	                    "WakeAllowed"}},
+	    {kBatteryIface, {"Percentage"}},
+	};
 	dbus::ObjectCache::Hooks hooks;
 	hooks.appeared = [this](const std::string&) { appeared(); };
 	hooks.ready = [this] { snapshot(); };
@@ -175,11 +184,26 @@ void BluetoothBackend::changed(const std::string& path, const std::string& inter
 			it->second.awaitingPowered = false;
 		}
 		publishAdapter(*key);
+		// A discovery BlueZ refused (the adapter was off) is tried again once the power changed.
+		if (has(names, "Powered")) retryDiscovery(*key);
 		return;
 	}
 	if (interface != kDeviceIface && interface != kBatteryIface) return;
 	auto id = deviceId(path);
-	if (!id || !devices_.count(id->key)) return;
+	if (!id) return;
+	auto it = devices_.find(id->key);
+	if (it == devices_.end()) return;
+	// The most frequent change by far while discovering: one field, written without rebuilding
+	// the device (as mapDevice would write it).
+	if (interface == kDeviceIface && names.size() == 1 && names.front() == "RSSI" && it->second.published) {
+		json rssi = nullptr;
+		if (const auto* v = cache_->property(path, kDeviceIface, "RSSI")) {
+			if (auto i = dbus::asInt(*v)) rssi = *i;
+			else reader_.wrongType(path, "RSSI", v);
+		}
+		context_.tree.set(std::string(kDevices) + "/" + id->key + "/rssi", std::move(rssi));
+		return;
+	}
 	publishDevice(id->key);
 	// What was shown for the pairing is no longer needed once the device is paired.
 	if (interface == kDeviceIface && has(names, "Paired")) {
