@@ -282,6 +282,21 @@ void QsdPeakMonitor::readPeaks() {
 	}
 }
 
+QsdBluetoothDiscovery::~QsdBluetoothDiscovery() { this->shutdown(); }
+
+void QsdBluetoothDiscovery::setAdapter(const QString& adapter) {
+	if (adapter == this->mAdapter) return;
+	this->mAdapter = adapter;
+	emit this->adapterChanged();
+	this->reconfigure();
+}
+
+bool QsdBluetoothDiscovery::targetPresent() const {
+	if (!isTrue(this->client()->findDaemon("/bluetooth/available"))) return false;
+	const auto* adapter = this->client()->findDaemon("/bluetooth/adapters/" + pointer::escape(this->mAdapter.toStdString()));
+	return adapter && adapter->is_object();
+}
+
 // ---- QsdLeases ----------------------------------------------------------------------------
 
 QsdLeases::QsdLeases(QsdClient* client): QObject(client), mClient(client) {

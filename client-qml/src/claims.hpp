@@ -251,6 +251,34 @@ private:
 	double mPeak = 0;
 };
 
+// QsdBluetoothDiscovery { adapter: Qsd.bluetooth?.defaultAdapter ?? ""; active: menu.visible }
+class QsdBluetoothDiscovery: public qsd::qml::QsdSwitchClaim {
+	Q_OBJECT
+	QML_ELEMENT
+	/// The adapter: a key of /bluetooth/adapters ("hci0").
+	Q_PROPERTY(QString adapter READ adapter WRITE setAdapter NOTIFY adapterChanged)
+
+public:
+	explicit QsdBluetoothDiscovery(QObject* parent = nullptr): QsdSwitchClaim(parent) {}
+	~QsdBluetoothDiscovery() override;
+
+	[[nodiscard]] QString adapter() const { return this->mAdapter; }
+	void setAdapter(const QString& adapter);
+	[[nodiscard]] std::string watchedPath() const override { return "/bluetooth"; }
+
+signals:
+	void adapterChanged();
+
+protected:
+	[[nodiscard]] bool configured() const override { return !this->mAdapter.isEmpty(); }
+	[[nodiscard]] bool targetPresent() const override;
+	[[nodiscard]] std::string method() const override { return "bluetooth.setDiscovering"; }
+	[[nodiscard]] nlohmann::json target() const override { return {{"adapter", this->mAdapter.toStdString()}}; }
+
+private:
+	QString mAdapter;
+};
+
 // The switches of one client, shared by its claims: the daemon keeps one flag per connection
 // and target, so two scanners for wlan0 in one shell must not switch each other off. A child
 // object of the client; cleared when the connection goes (the daemon forgot them all).

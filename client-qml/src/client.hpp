@@ -85,6 +85,7 @@ class QsdClient: public QObject {
 	Q_PROPERTY(QVariant wayland READ waylandVariant NOTIFY waylandChanged)
 	Q_PROPERTY(QVariant media READ mediaVariant NOTIFY mediaChanged)
 	Q_PROPERTY(QVariant notifications READ notificationsVariant NOTIFY notificationsChanged)
+	Q_PROPERTY(QVariant bluetooth READ bluetoothVariant NOTIFY bluetoothChanged)
 	Q_PROPERTY(QVariant debug READ debugVariant NOTIFY debugChanged)
 
 public:
@@ -124,6 +125,7 @@ public:
 	[[nodiscard]] QVariant waylandVariant() const { return domainVariant("wayland"); }
 	[[nodiscard]] QVariant mediaVariant() const { return domainVariant("media"); }
 	[[nodiscard]] QVariant notificationsVariant() const { return domainVariant("notifications"); }
+	[[nodiscard]] QVariant bluetoothVariant() const { return domainVariant("bluetooth"); }
 	[[nodiscard]] QVariant debugVariant() const { return domainVariant("debug"); }
 
 	/// The node of the object at a JSON Pointer, or null when there is none (absent or a leaf).
@@ -184,6 +186,7 @@ signals:
 	void waylandChanged();
 	void mediaChanged();
 	void notificationsChanged();
+	void bluetoothChanged();
 	void debugChanged();
 	/// The mirror was (re)built from a snapshot: first subscription, reconnect or tree.resync.
 	void resynced();

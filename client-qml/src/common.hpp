@@ -23,7 +23,7 @@ struct DomainBackend {
 	std::string_view domain;
 	std::string_view backend;
 };
-constexpr std::array<DomainBackend, 7> DOMAIN_BACKENDS {{
+constexpr std::array<DomainBackend, 8> DOMAIN_BACKENDS {{
     {"network", "nm"},
     {"power", "upower"},
     {"audio", "pipewire"},
@@ -31,6 +31,7 @@ constexpr std::array<DomainBackend, 7> DOMAIN_BACKENDS {{
     {"wayland", "wayland"},
     {"media", "mpris"},
     {"notifications", "notifications"},
+    {"bluetooth", "bluetooth"},
 }};
 
 } // namespace qsd::qml

@@ -211,6 +211,7 @@ void QsdClient::commit(Batch& batch, const std::vector<std::string>& touched, co
 	    {"tray", &QsdClient::trayChanged},     {"wayland", &QsdClient::waylandChanged},
 	    {"media", &QsdClient::mediaChanged},   {"debug", &QsdClient::debugChanged},
 	    {"notifications", &QsdClient::notificationsChanged},
+	    {"bluetooth", &QsdClient::bluetoothChanged},
 	};
 	for (const auto& [name, signal]: DOMAINS) {
 		auto* now = this->domain(name);

@@ -233,7 +233,8 @@ int main(int argc, char** argv) {
 	const QMap<QString, QString> menuOf {{QStringLiteral("wifi"), QStringLiteral("network")}, {QStringLiteral("profile"), QStringLiteral("profile")},
 	                                     {QStringLiteral("audio"), QStringLiteral("volume")},  {QStringLiteral("tray"), QStringLiteral("tray")},
 	                                     {QStringLiteral("media"), QStringLiteral("media")},
-	                                     {QStringLiteral("notifications"), QStringLiteral("notifications")}};
+	                                     {QStringLiteral("notifications"), QStringLiteral("notifications")},
+	                                     {QStringLiteral("bluetooth"), QStringLiteral("bluetooth")}};
 	for (const auto& menu: bar->property("menus").toStringList()) {
 		if (!shown.contains(menuOf.value(menu))) continue;
 		if (menu != QStringLiteral("wifi")) bar->setProperty("openMenu", menu);

@@ -205,6 +205,7 @@ std::unique_ptr<Backend> createTrayBackend(BackendContext& context);
 std::unique_ptr<Backend> createWaylandBackend(BackendContext& context);
 std::unique_ptr<Backend> createMprisBackend(BackendContext& context);
 std::unique_ptr<Backend> createNotificationsBackend(BackendContext& context);
+std::unique_ptr<Backend> createBluetoothBackend(BackendContext& context);
 
 // RFC 3339 UTC timestamp of now, as used in the tree.
 [[nodiscard]] std::string nowRfc3339();

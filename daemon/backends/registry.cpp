@@ -212,6 +212,9 @@ std::span<const BackendInfo> builtinBackends() {
 #ifdef QSD_WITH_NOTIFICATIONS
 	    {"notifications", createNotificationsBackend},
 #endif
+#ifdef QSD_WITH_BLUETOOTH
+	    {"bluetooth", createBluetoothBackend},
+#endif
 	    {"", nullptr},
 	});
 	// The sentinel keeps the array non-empty when no backend is compiled in.

@@ -30,6 +30,7 @@ ObjectCache::~ObjectCache() {
 	watcher_.reset();
 	matches_.clear();
 	for (auto& [_, p]: proxies_) bus_.bury(std::move(p));
+	for (auto& p: retired_) bus_.bury(std::move(p));
 }
 
 const ObjectCache::Interfaces* ObjectCache::object(const std::string& path) const {
@@ -64,6 +65,39 @@ sdbus::IProxy& ObjectCache::proxy(const std::string& path) {
 	return *p;
 }
 
+bool ObjectCache::keeps(const std::string& interface) const {
+	return options_.interfaces.empty() || options_.interfaces.count(interface) != 0;
+}
+
+void ObjectCache::filter(const std::string& interface, Properties& props) const {
+	if (options_.interfaces.empty()) return;
+	auto it = options_.interfaces.find(interface);
+	if (it == options_.interfaces.end() || it->second.empty()) return;
+	std::erase_if(props, [&](const auto& kv) { return !it->second.count(kv.first); });
+}
+
+void ObjectCache::retire(const std::string& path) {
+	auto it = proxies_.find(path);
+	if (it == proxies_.end()) return;
+	retired_.push_back(std::move(it->second));
+	proxies_.erase(it);
+	while (retired_.size() > kRetiredProxies) {
+		bus_.bury(std::move(retired_.front()));
+		retired_.pop_front();
+	}
+}
+
+std::vector<std::string> ObjectCache::forgetBelow(const std::string& path) {
+	std::vector<std::string> gone;
+	auto prefix = path + "/";
+	for (auto it = objects_.lower_bound(prefix); it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+		gone.push_back(it->first);
+		it = objects_.erase(it);
+	}
+	for (const auto& p: gone) retire(p);
+	return gone;
+}
+
 void ObjectCache::appeared(const std::string& owner) {
 	vanished();
 	owner_ = owner;
@@ -78,7 +112,15 @@ void ObjectCache::appeared(const std::string& owner) {
 			                          e->getMessage());
 			             return;
 		             }
-		             for (auto& [path, ifaces]: objects) objects_[path] = std::move(ifaces);
+		             for (auto& [path, ifaces]: objects) {
+			             Interfaces kept;
+			             for (auto& [iface, props]: ifaces) {
+				             if (!keeps(iface)) continue;
+				             filter(iface, props);
+				             kept.emplace(iface, std::move(props));
+			             }
+			             if (!kept.empty()) objects_[path] = std::move(kept);
+		             }
 		             ready_ = true;
 		             if (hooks_.ready) hooks_.ready();
 	             });
@@ -90,6 +132,8 @@ void ObjectCache::vanished() {
 	objects_.clear();
 	for (auto& [_, p]: proxies_) bus_.bury(std::move(p));
 	proxies_.clear();
+	for (auto& p: retired_) bus_.bury(std::move(p));
+	retired_.clear();
 	owner_.clear();
 	ready_ = false;
 	if (had && hooks_.lost) hooks_.lost();
@@ -111,10 +155,11 @@ void ObjectCache::onManager(sdbus::Message& msg) {
 			Interfaces ifaces;
 			msg >> path >> ifaces;
 			std::vector<std::string> names;
-			auto& obj = objects_[path];
 			for (auto& [iface, props]: ifaces) {
+				if (!keeps(iface)) continue;
+				filter(iface, props);
 				names.push_back(iface);
-				obj.insert_or_assign(iface, std::move(props));
+				objects_[path].insert_or_assign(iface, std::move(props));
 			}
 			if (hooks_.added && !names.empty()) hooks_.added(path, names);
 		} else if (member == "InterfacesRemoved") {
@@ -126,9 +171,12 @@ void ObjectCache::onManager(sdbus::Message& msg) {
 			std::vector<std::string> gone;
 			for (const auto& n: names)
 				if (it->second.erase(n)) gone.push_back(n);
-			// Its proxy stays: a call on the object (Delete, whose answer follows this
-			// signal) would be cancelled with it.
-			if (it->second.empty()) objects_.erase(it);
+			// Its proxy is retired, not destroyed: a call on the object (Delete, whose answer
+			// follows this signal) would be cancelled with it.
+			if (it->second.empty()) {
+				objects_.erase(it);
+				retire(path);
+			}
 			if (hooks_.removed && !gone.empty()) hooks_.removed(path, gone);
 		}
 	} catch (const sdbus::Error& e) {
@@ -146,14 +194,21 @@ void ObjectCache::onProperties(sdbus::Message& msg) {
 		if (it == objects_.end()) return;
 		auto jt = it->second.find(change.interface);
 		if (jt == it->second.end()) return;
+		filter(change.interface, change.changed);
 		std::vector<std::string> names;
 		for (auto& [k, v]: change.changed) {
 			names.push_back(k);
 			jt->second.insert_or_assign(k, std::move(v));
 		}
-		for (const auto& k: change.invalidated) jt->second.erase(k);
+		bool invalidated = false;
+		const auto kept = options_.interfaces.find(change.interface);
+		for (const auto& k: change.invalidated) {
+			if (kept != options_.interfaces.end() && !kept->second.empty() && !kept->second.count(k)) continue;
+			jt->second.erase(k);
+			invalidated = true;
+		}
 		if (hooks_.changed && !names.empty()) hooks_.changed(path, change.interface, names);
-		if (!change.invalidated.empty()) reread(path, change.interface);
+		if (invalidated) reread(path, change.interface);
 	} catch (const sdbus::Error& e) {
 		malformed("PropertiesChanged", e.getMessage());
 	}
@@ -173,6 +228,7 @@ void ObjectCache::reread(const std::string& path, const std::string& interface) 
 			             log::debug(options_.log, "re-reading {} of {} failed: {}", interface, path, e->getName());
 			             return;
 		             }
+		             filter(interface, props);
 		             for (const auto& [k, _]: *p) names.push_back(k);
 		             for (const auto& [k, _]: props)
 			             if (!p->count(k)) names.push_back(k);

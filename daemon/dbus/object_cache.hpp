@@ -15,9 +15,11 @@
 #include "properties.hpp"
 #include "variant.hpp"
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,10 @@ public:
 		std::string pathNamespace;    // whose PropertiesChanged to follow: "/org/freedesktop/NetworkManager", "/"
 		NameWatcher::Options name;    // activation, status hook
 		std::string log = "dbus";     // log category
+		// The interfaces to mirror, each with the properties to keep (an empty set: all of
+		// them). Empty: every interface and property. What is not kept costs no memory and
+		// runs no hook: BlueZ's GATT objects and advertising data, which qsd never reads.
+		std::map<std::string, std::set<std::string>> interfaces = {};
 	};
 	// Every hook is optional. Paths and interfaces are the object's; the cache already holds the
 	// new state when a hook runs (a removed interface is gone; its object too when it was the
@@ -65,10 +71,19 @@ public:
 	// Whether a message comes from the service's current owner.
 	[[nodiscard]] bool fromOwner(sdbus::Message& msg) const;
 
+	// Forgets every object below `path` (not `path` itself) without a signal: for a service
+	// that drops a subtree without InterfacesRemoved for each object (BlueZ, when an adapter
+	// goes, does not always announce its devices). No hook runs; returns the paths forgotten.
+	std::vector<std::string> forgetBelow(const std::string& path);
+
 	// A proxy of one of the service's objects, for calls; kept until the service goes (also
 	// after the object: destroying a proxy cancels its calls, and an object's removal often
-	// comes before the answer to the call that removed it).
+	// comes before the answer to the call that removed it). The proxies of the last
+	// kRetiredProxies removed objects are kept; older ones are destroyed, so a service whose
+	// objects come and go (BlueZ during discovery) does not grow the cache without bound.
 	sdbus::IProxy& proxy(const std::string& path);
+	static constexpr size_t kRetiredProxies = 64;
+	[[nodiscard]] size_t proxyCount() const { return proxies_.size() + retired_.size(); }
 
 private:
 	void appeared(const std::string& owner);
@@ -76,6 +91,10 @@ private:
 	void onManager(sdbus::Message& msg);
 	void onProperties(sdbus::Message& msg);
 	void reread(const std::string& path, const std::string& interface);
+	void retire(const std::string& path);
+	// Whether an interface is mirrored; drops the properties of it that are not kept.
+	[[nodiscard]] bool keeps(const std::string& interface) const;
+	void filter(const std::string& interface, Properties& props) const;
 	void malformed(const char* what, const std::string& why);
 
 	BusConnection& bus_;
@@ -90,6 +109,7 @@ private:
 	bool warned_ = false;
 	Objects objects_;
 	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
+	std::deque<std::unique_ptr<sdbus::IProxy>> retired_;   // of removed objects, oldest first
 };
 
 } // namespace qsd::dbus

@@ -5,7 +5,8 @@ whole-tree subscribers (target in docs/performance.md: <= 9 MiB RSS and <= 5 MiB
 The services, all started here: python-dbusmock's NetworkManager (a Wi-Fi device with 4
 access points, a wired device, saved profiles, an active connection), UPower (a discharging
 battery) and power-profiles-daemon on private system and session buses; real pipewire and
-wireplumber with 4 null sinks, a null source and 2 playing streams; 10 tray items with
+wireplumber with 4 null sinks, a null source and 2 playing streams; BlueZ (bluez5 mock) with an
+adapter and 6 paired devices; 10 tray items with
 15-entry menus (a typical tray) on the session bus; headless sway with 2 outputs and 2 foot
 windows. A service that cannot run here (no sway, ...) is left out and said so; its backend
 then runs without it and reports that in /daemon/backends.
@@ -61,6 +62,15 @@ def main():
                             "org.freedesktop.DBus.Mock")
         up.AddDischargingBattery("BAT0", "Battery", 73.5, 3600)
         env.start_mock("power_profiles_daemon", name="net.hadess.PowerProfiles")
+        # BlueZ: one adapter, six paired devices, two of them connected with a battery.
+        from bluezmock import Bluez
+        bz = Bluez(env, ["hci0"])
+        for i in range(6):
+            path = bz.add_device(f"00:11:22:33:44:{i:02X}", f"Device {i}")
+            bz.mock.PairDevice("hci0", f"00:11:22:33:44:{i:02X}", 0)
+            if i < 2:
+                bz.mock.ConnectDevice("hci0", f"00:11:22:33:44:{i:02X}")
+                bz.add_battery(path, 60 + i)
 
         left_out = []
         pw = pwtest.PipeWire(env)
@@ -90,13 +100,16 @@ def main():
         pid = env.daemon.pid
         c = env.client()
         sub = c.subscribe([""])
-        on = set(only.split(",")) if only is not None else {"nm", "upower", "pipewire", "tray", "wayland"}
+        on = set(only.split(",")) if only is not None else {"nm", "upower", "pipewire", "tray", "wayland", "bluetooth"}
         if "nm" in on:
             c.wait_value(sub, "/network/available", True, timeout=20)
         if "upower" in on:
             c.wait_value(sub, "/power/available", True, timeout=20)
         if "pipewire" in on:
             c.wait_value(sub, "/audio/available", True, timeout=20)
+        if "bluetooth" in on and "bluetooth" in pointer_get(c.mirror(sub), "/daemon/backends", {}):
+            c.wait_for(lambda: len(pointer_get(c.mirror(sub), "/bluetooth/devices", {})) == 6, timeout=20,
+                       what="6 Bluetooth devices")
         if "tray" in on:
             c.wait_for(lambda: len(pointer_get(c.mirror(sub), "/tray/items", {})) == 10, timeout=60,
                        what="10 tray items")

@@ -287,3 +287,99 @@ TEST_F(DbusKit, ObjectCacheMirrorsTheObjectsThroughRestarts) {
 	ASSERT_TRUE(spin(loop, [&] { return dbus::asUint(*cache.property("/org/qsd/Cache/a", kIface, "Level")) == 10u; }));
 	EXPECT_EQ(std::count(levels.begin(), levels.end(), 666u), 0);
 }
+
+TEST_F(DbusKit, ObjectCacheForgetsASubtreeAndBoundsItsProxies) {
+	const std::string svc = "org.qsd.Cache";
+	auto& conn = service->connection();
+	auto root = sdbus::createObject(conn, "/org/qsd/Cache");
+	root->addObjectManager();
+	auto a = std::make_unique<Thing>(conn, "/org/qsd/Cache/a");
+	auto ax = std::make_unique<Thing>(conn, "/org/qsd/Cache/a/x");
+	auto ay = std::make_unique<Thing>(conn, "/org/qsd/Cache/a/y");
+	auto ab = std::make_unique<Thing>(conn, "/org/qsd/Cache/ab");
+	conn.requestName(svc);
+
+	dbus::CallSet calls("test");
+	int ready = 0;
+	std::vector<std::string> added, removed;
+	dbus::ObjectCache::Hooks hooks;
+	hooks.ready = [&] { ++ready; };
+	hooks.added = [&](const std::string& path, const std::vector<std::string>&) { added.push_back(path); };
+	hooks.removed = [&](const std::string& path, const std::vector<std::string>&) { removed.push_back(path); };
+	dbus::ObjectCache cache(*client, calls, {svc, "/org/qsd/Cache", "/org/qsd/Cache", {}, "test"}, hooks);
+	ASSERT_TRUE(spin(loop, [&] { return ready == 1; }));
+
+	// The objects below a/ go; a itself and its neighbour ab (a prefix, not a child) stay.
+	auto gone = cache.forgetBelow("/org/qsd/Cache/a");
+	EXPECT_EQ(gone, (std::vector<std::string>{"/org/qsd/Cache/a/x", "/org/qsd/Cache/a/y"}));
+	EXPECT_NE(cache.object("/org/qsd/Cache/a"), nullptr);
+	EXPECT_NE(cache.object("/org/qsd/Cache/ab"), nullptr);
+	EXPECT_EQ(cache.object("/org/qsd/Cache/a/x"), nullptr);
+	EXPECT_TRUE(removed.empty());
+	// Announced again, it comes back with what it has now.
+	ax->level = 7;
+	ax->object->emitInterfacesAddedSignal({kIface});
+	ASSERT_TRUE(spin(loop, [&] { return cache.object("/org/qsd/Cache/a/x") != nullptr; }));
+	EXPECT_EQ(dbus::asUint(*cache.property("/org/qsd/Cache/a/x", kIface, "Level")), 7u);
+	EXPECT_EQ(added, std::vector<std::string>{"/org/qsd/Cache/a/x"});
+
+	// Objects that come and go, each called once (a proxy each): the proxies of removed objects
+	// are kept only up to the bound.
+	size_t before = cache.proxyCount();
+	const size_t n = dbus::ObjectCache::kRetiredProxies + 20;
+	for (size_t i = 0; i < n; ++i) {
+		auto path = "/org/qsd/Cache/t" + std::to_string(i);
+		auto t = std::make_unique<Thing>(conn, path);
+		t->object->emitInterfacesAddedSignal({kIface});
+		ASSERT_TRUE(spin(loop, [&] { return cache.object(path) != nullptr; }));
+		(void)cache.proxy(path);
+		t->object->emitInterfacesRemovedSignal({kIface});
+		ASSERT_TRUE(spin(loop, [&] { return cache.object(path) == nullptr; }));
+	}
+	EXPECT_EQ(cache.proxyCount(), before + dbus::ObjectCache::kRetiredProxies);
+}
+
+TEST_F(DbusKit, ObjectCacheKeepsOnlyTheInterfacesAndPropertiesAskedFor) {
+	const std::string svc = "org.qsd.Cache";
+	constexpr const char* kOther = "org.qsd.Test.Other";
+	auto& conn = service->connection();
+	auto root = sdbus::createObject(conn, "/org/qsd/Cache");
+	root->addObjectManager();
+	auto a = std::make_unique<Thing>(conn, "/org/qsd/Cache/a");
+	// An object with only an interface the cache is not asked for (BlueZ's GATT objects).
+	uint32_t otherLevel = 1;
+	auto other = sdbus::createObject(conn, "/org/qsd/Cache/a/gatt");
+	other->registerProperty(kOther, "Level", "u", [&](sdbus::PropertyGetReply& r) { r << otherLevel; });
+	other->finishRegistration();
+	conn.requestName(svc);
+
+	dbus::CallSet calls("test");
+	int ready = 0;
+	std::vector<std::string> events;
+	dbus::ObjectCache::Hooks hooks;
+	hooks.ready = [&] { ++ready; };
+	hooks.added = [&](const std::string& path, const std::vector<std::string>&) { events.push_back("added " + path); };
+	hooks.changed = [&](const std::string& path, const std::string&, const std::vector<std::string>& names) {
+		for (const auto& n: names) events.push_back("changed " + path + " " + n);
+	};
+	dbus::ObjectCache::Options options{svc, "/org/qsd/Cache", "/org/qsd/Cache", {}, "test"};
+	options.interfaces = {{kIface, {"Level"}}};
+	dbus::ObjectCache cache(*client, calls, options, hooks);
+	ASSERT_TRUE(spin(loop, [&] { return ready == 1; }));
+	EXPECT_NE(cache.property("/org/qsd/Cache/a", kIface, "Level"), nullptr);
+	EXPECT_EQ(cache.property("/org/qsd/Cache/a", kIface, "Name"), nullptr);
+	EXPECT_EQ(cache.object("/org/qsd/Cache/a/gatt"), nullptr);
+
+	// Changes of what is not kept run no hook; the object of another interface never appears.
+	a->name = "renamed";
+	a->object->emitPropertiesChangedSignal(kIface, {"Name"});
+	other->emitInterfacesAddedSignal({kOther});
+	otherLevel = 2;
+	other->emitPropertiesChangedSignal(kOther, {"Level"});
+	a->level = 4;   // then a change that is kept, which must come through alone
+	a->object->emitPropertiesChangedSignal(kIface, {"Level"});
+	ASSERT_TRUE(spin(loop, [&] { return dbus::asUint(*cache.property("/org/qsd/Cache/a", kIface, "Level")) == 4u; }));
+	EXPECT_EQ(events, std::vector<std::string>{"changed /org/qsd/Cache/a Level"});
+	EXPECT_EQ(cache.object("/org/qsd/Cache/a/gatt"), nullptr);
+	EXPECT_EQ(cache.property("/org/qsd/Cache/a", kIface, "Name"), nullptr);
+}

@@ -628,5 +628,82 @@ class NotificationSenders(Service):
                 ("notifications.clearHistory", {})]
 
 
+
+class BluezMock(Service):
+    """bluetoothd as python-dbusmock's bluez5 (tests/integration/bluezmock.py): two adapters,
+    paired and nearby devices. Churn: RSSI, batteries that come and go, devices found and
+    forgotten, an adapter removed and added again, questions to qsd's agent (answered by the
+    soak's clients, cancelled by BlueZ, or left to time out)."""
+    name = "BlueZ (python-dbusmock)"
+    backend = "bluetooth"
+
+    def qsd_env(self, env):
+        env["QSD_RFKILL"] = os.path.join(self.env.dir, "no-rfkill")
+        env["QSD_BLUETOOTH_AGENT_TIMEOUT_MS"] = "3000"
+
+    def start(self):
+        from bluezmock import Bluez
+        self.bz = Bluez(self.env, ["hci0", "hci1"])
+        self.proc = self.bz.proc
+        self.addresses = [f"00:11:22:33:44:{i:02X}" for i in range(8)]
+        for i, address in enumerate(self.addresses):
+            self.bz.add_device(address, f"Device {i}", adapter="hci0" if i < 6 else "hci1")
+            if i < 3:
+                self.bz.mock.PairDevice("hci0", address, 0)
+        self.extra = 0
+
+    def stop(self):
+        super().stop()
+        try:
+            self.bz.bus.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def churn(self):
+        from bluezmock import DEVICE
+        bz, r = self.bz, random.random()
+        address = random.choice(self.addresses[:6])
+        path = bz.device_path(address)
+        if r < 0.5:
+            bz.update(path, DEVICE, {"RSSI": dbus.Int16(random.randint(-95, -30))})
+        elif r < 0.65:
+            if random.random() < 0.5:
+                bz.add_battery(path, random.randint(0, 100))
+            else:
+                bz.remove_battery(path)
+        elif r < 0.75:
+            self.extra += 1
+            bz.add_device(f"10:00:00:00:{self.extra // 256 % 256:02X}:{self.extra % 256:02X}", f"Found {self.extra}")
+        elif r < 0.8:
+            # hci1 goes without a word about its devices, and comes back (as after a resume).
+            bz.remove_adapter("hci1")
+            bz.add_adapter("hci1", "again")
+        elif r < 0.95:
+            name = bz.qsd_name(self.env.daemon.pid) if self.env.daemon else None
+            method = random.choice(["RequestConfirmation"] * 6 + ["DisplayPasskey"] * 3 + ["Cancel"])
+            passkey = dbus.UInt32(random.randint(0, 999999))
+            if name and method == "Cancel":
+                bz.call_agent(name, method, "")
+            elif name and method == "RequestConfirmation":
+                bz.call_agent(name, method, "ou", dbus.ObjectPath(path), passkey)
+            elif name:
+                bz.call_agent(name, method, "ouq", dbus.ObjectPath(path), passkey, dbus.UInt16(random.randint(0, 6)))
+        else:
+            bz.update(bz.device_path(address), DEVICE, {"Alias": "\u00e9" * random.randint(0, 400)})
+
+    def actions(self):
+        def request():
+            requests = self.at("/bluetooth/agent/requests", {}) or {}
+            return {"request": random.choice(list(requests) or ["1"]), "accept": random.random() < 0.5}
+        dev = lambda: {"device": "hci0_" + random.choice(self.addresses[:6]).replace(":", "_")}  # noqa: E731
+        return [("bluetooth.setDiscovering", lambda: {"adapter": random.choice(["hci0", "hci1"]),
+                                                      "enabled": random.random() < 0.6}),
+                ("bluetooth.setEnabled", lambda: {"adapter": "hci0", "enabled": random.random() < 0.8}),
+                ("bluetooth.connect", dev),
+                ("bluetooth.disconnect", dev),
+                ("bluetooth.setTrusted", lambda: dict(dev(), trusted=random.random() < 0.5)),
+                ("bluetooth.answer", request)]
+
+
 SERVICES = [NetworkManagerMock, UPowerMock, PowerProfilesMock, PipeWireService, TrayItems, HeadlessSway,
-            NotificationSenders]
+            NotificationSenders, BluezMock]

@@ -1,6 +1,6 @@
 // A status bar over qsd in plain Qt Quick: battery, power profile, network with a Wi-Fi menu,
-// volume with an output menu, the tray with its menus, the active media player, and
-// notifications: a bell with the notification centre, and popups at the top right. Run it with
+// Bluetooth with its menu, volume with an output menu, the tray with its menus, the active media
+// player, and notifications: a bell with the notification centre, and popups at the top right. Run it with
 //   QML_IMPORT_PATH=<build>/client-qml/qml /usr/lib/qt6/bin/qml bar.qml
 // Every part binds to the tree; a part whose domain the daemon does not have stays hidden.
 import QtQuick
@@ -15,15 +15,15 @@ Window {
     color: Theme.background
     title: "qsd bar"
 
-    // The menu shown under its chip: "", "wifi", "profile", "audio", "tray", "media" or "notifications".
+    // The menu shown under its chip: "", "wifi", "profile", "audio", "tray", "media", "notifications" or "bluetooth".
     property string openMenu: ""
     property string trayItem: ""
-    readonly property var menus: ["wifi", "profile", "audio", "tray", "media", "notifications"]
+    readonly property var menus: ["wifi", "profile", "audio", "tray", "media", "notifications", "bluetooth"]
     function toggle(name) { openMenu = openMenu === name ? "" : name }
     // The parts shown now, by name (the render test checks them).
     function visibleSections() {
         var shown = []
-        for (var part of [media, tray, volume, network, profile, battery, bell, popups])
+        for (var part of [media, tray, volume, network, bluetooth, profile, battery, bell, popups])
             if (part.visible) shown.push(part.objectName)
         return shown
     }
@@ -98,6 +98,11 @@ Window {
             highlighted: bar.openMenu === "wifi"
             onClicked: bar.toggle("wifi")
         }
+        BluetoothChip {
+            id: bluetooth
+            highlighted: bar.openMenu === "bluetooth"
+            onClicked: bar.toggle("bluetooth")
+        }
         ProfileChip {
             id: profile
             highlighted: bar.openMenu === "profile"
@@ -157,6 +162,12 @@ Window {
         // Opened from the renderer without a click: the first item with a menu.
         itemKey: bar.trayItem !== "" ? bar.trayItem : tray.firstMenuItem
         open: bar.openMenu === "tray" && tray.visible
+        onDismissed: bar.openMenu = ""
+    }
+    BluetoothMenu {
+        bar: bar
+        anchorItem: bluetooth
+        open: bar.openMenu === "bluetooth" && bluetooth.visible
         onDismissed: bar.openMenu = ""
     }
 }

@@ -38,7 +38,7 @@ set(unchecked "")
 foreach(path ${bar})
   get_filename_component(name ${path} NAME)
   file(READ ${path} original)
-  string(REGEX MATCHALL "Qsd(Core|Network|Power|Audio|Tray|Wayland)\\.[A-Za-z_0-9]+\\.[A-Za-z_0-9]+" uses "${original}")
+  string(REGEX MATCHALL "Qsd(Core|Network|Power|Audio|Tray|Wayland|Bluetooth)\\.[A-Za-z_0-9]+\\.[A-Za-z_0-9]+" uses "${original}")
   list(REMOVE_DUPLICATES uses)
   foreach(use ${uses})
     # Every occurrence of this constant in the file, one at a time.

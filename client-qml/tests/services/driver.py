@@ -189,6 +189,22 @@ def nm_agent_reply(token):
     from nmmock import plain
     state, error, secrets = mock(NM, AGENT_MANAGER).AgentReply(dbus.UInt32(int(token)))
     print(json.dumps({"state": str(state), "error": str(error), "secrets": plain(secrets)}))
+def bt_ask(device, passkey):
+    """The bluez5 mock asks qsd's agent to confirm a passkey, as bluetoothd does; prints the
+    token of the call (bt-answer reads its outcome)."""
+    from bar_bluetooth_agent import qsd_name
+    from bluezmock import AGENT_PATH, BLUEZ, BLUEZ_MOCK
+    b = bus()
+    mock = dbus.Interface(b.get_object(BLUEZ, "/"), BLUEZ_MOCK)
+    print(int(mock.CallAgent(qsd_name(b), dbus.ObjectPath(AGENT_PATH), "RequestConfirmation", "ou",
+                             dbus.Array([dbus.ObjectPath(device), dbus.UInt32(int(passkey))], signature="v"))))
+
+
+def bt_answer(token):
+    """What qsd answered BlueZ: "ok", "error <name>", or "pending"."""
+    from bluezmock import BLUEZ, BLUEZ_MOCK
+    result = dbus.Interface(bus().get_object(BLUEZ, "/"), BLUEZ_MOCK).AgentResult(dbus.UInt32(int(token)))
+    print(" ".join(str(x) for x in result[:2]))
 
 
 ACTIONS = {
@@ -211,6 +227,11 @@ ACTIONS = {
     "pw-default-sink": pw_default_sink,
     "pw-meters": pw_meters,
     "tray-calls": tray_calls,
+    "bt-forget-agents": lambda: bus().get_object("org.bluez", "/org/bluez").ForgetAgents(dbus_interface="org.qsd.Test"),
+    "bt-ask": bt_ask,
+    "bt-answer": bt_answer,
+    "bt-discovery-starts": lambda: print(calls("org.bluez", "/org/bluez/hci0", "StartDiscovery")),
+    "bt-discovery-stops": lambda: print(calls("org.bluez", "/org/bluez/hci0", "StopDiscovery")),
 }
 
 

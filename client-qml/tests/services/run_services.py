@@ -185,6 +185,40 @@ def notifications(env):
     return {}
 
 
+def bluetooth(env):
+    """BlueZ (python-dbusmock's bluez5, tests/integration/bluezmock.py) with one adapter: a
+    headset, connected, its battery at 80 %, and a mouse, both paired; a phone and a speaker
+    nearby, not paired; device icons from Adwaita. For the picture, the phone asks qsd's agent
+    to confirm a passkey as soon as qsd is BlueZ's agent (bar_bluetooth_agent.py)."""
+    from bluezmock import DEVICE, Bluez
+    from qsdtest import wait_until
+    bz = Bluez(env, ["hci0"])
+    # BlueZ forgets the agent of a client that leaves the bus; the template does not.
+    bz.control("/org/bluez").AddMethod("org.qsd.Test", "ForgetAgents", "", "",
+                                       "self.agent_paths = []; self.capabilities = {}; self.default_agent = None")
+    devices = [("00:1B:66:A1:B2:C3", "WH-1000XM4", "audio-headset", True),
+               ("D4:F5:13:22:41:07", "MX Master 3", "input-mouse", True),
+               ("3C:28:6D:90:11:5E", "Pixel 8", "phone", False),
+               ("74:5C:4B:0A:88:19", "JBL Flip 6", "audio-speakers", False)]
+    paths = {}
+    for address, name, icon, paired in devices:
+        path = paths[name] = bz.add_device(address, name)
+        if paired:
+            bz.mock.PairDevice("hci0", address, 0)
+        bz.update(path, DEVICE, {"Icon": icon})
+    bz.update(paths["Pixel 8"], DEVICE, {"RSSI": -48})
+    bz.update(paths["JBL Flip 6"], DEVICE, {"RSSI": -67})
+    bz.mock.ConnectDevice("hci0", "00:1B:66:A1:B2:C3")
+    bz.add_battery(paths["WH-1000XM4"], 80)
+    out = {"QSD_ICON_THEME": "Adwaita", "QSD_RFKILL": os.path.join(env.dir, "no-rfkill")}
+    if sys.argv[1] == "render":
+        helper = env.spawn([PY, os.path.join(HERE, "bar_bluetooth_agent.py"), paths["Pixel 8"]], "bar-bluetooth-agent")
+        log = os.path.join(env.dir, "bar-bluetooth-agent.log")
+        wait_until(lambda: helper.poll() is None and "ready" in open(log).read(), 30, what="the agent helper")
+        out["QSD_BLUETOOTH_AGENT_TIMEOUT_MS"] = "600000"   # the picture is taken long before
+    return out
+
+
 # backend id -> the service that feeds it.
 SERVICES = {
     "nm": networkmanager,
@@ -193,6 +227,7 @@ SERVICES = {
     "tray": tray,
     "mpris": mpris,
     "notifications": notifications,
+    "bluetooth": bluetooth,
 }
 
 
@@ -204,6 +239,7 @@ PARTS = {
     "tray": ["tray"],
     "mpris": ["media"],
     "notifications": ["notifications", "popups"],
+    "bluetooth": ["bluetooth"],
 }
 
 
@@ -220,6 +256,10 @@ MENUS = {
              ("--menu-expect", "tray=Open,Options,Sync,Mode A,Mode B,Recent,Disabled,Quit,Ctrl+q,#checkmark,#radio,#trayMenuIcon")],
     "mpris": [("--menu-expect", "media=Bar Player,Blue in Green,Miles Davis,Kind of Blue,5:37,#seekBar,#mediaArt")],
     "notifications": [("--menu-expect", "notifications=Do not disturb,#dndSwitch,Calendar: Stand-up,Dismiss all,Clear history")],
+    # The list of new devices opened (discovery runs), and the phone's passkey to confirm.
+    "bluetooth": [("--click", "bluetooth=Pair new device"),
+                  ("--menu-expect", "bluetooth=Bluetooth is on,WH-1000XM4,80%  connected,MX Master 3,Pair with Pixel 8?,"
+                                    "123 456,Confirm,Reject,Pair new device,searching…,Pixel 8,JBL Flip 6")],
 }
 
 

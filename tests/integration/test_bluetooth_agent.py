@@ -1,0 +1,234 @@
+"""qsd's pairing agent (org.bluez.Agent1) against the bluez5 mock. The template's Pair never asks
+an agent, so the test makes the mock call qsd's agent itself, from bluetoothd's own connection,
+as bluetoothd does during a pairing (bluezmock.Bluez.call_agent), and answers through qsd."""
+
+import os
+
+import pytest
+
+from bluezmock import AGENT_PATH, Bluez, dbus_mod
+from qsdtest import RpcError
+
+DEV = Bluez.device_key()
+DEV_PATH = Bluez.device_path()
+REQUESTS = "/bluetooth/agent/requests"
+
+
+class Agent:
+    def __init__(self, env, timeout_ms=None):
+        env.env["QSD_RFKILL"] = os.path.join(env.dir, "no-rfkill")
+        if timeout_ms:
+            env.env["QSD_BLUETOOTH_AGENT_TIMEOUT_MS"] = str(timeout_ms)
+        self.env = env
+        self.bz = Bluez(env, ["hci0"])
+        self.bz.add_device()
+        env.start_qsd(backends=["bluetooth"])
+        self.c = env.client()
+        self.sub = self.c.subscribe(["/bluetooth"])
+        self.c.wait_value(self.sub, "/bluetooth/agent/isDefault", True)
+        self.qsd = self.bz.qsd_name(env.daemon.pid)
+
+    def requests(self):
+        return self.c.mirror(self.sub)["bluetooth"]["agent"]["requests"]
+
+    def wait_request(self, n=1):
+        self.c.wait_for(lambda: len(self.requests()) >= n, what=f"{n} agent request(s)")
+        return self.requests()
+
+    def wait_no_request(self):
+        self.c.wait_for(lambda: not self.requests(), what="no agent request")
+
+    def ask(self, method, sig, *values):
+        return self.bz.call_agent(self.qsd, method, sig, *values)
+
+
+@pytest.fixture
+def agent(env):
+    a = Agent(env)
+    yield a
+    a.c.close()
+
+
+def dev_path():
+    return dbus_mod().ObjectPath(DEV_PATH)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def test_confirmation_accepted_through_qsd(agent):
+    dbus = dbus_mod()
+    shell = agent.env.client()
+    shell.call("events.subscribe", {"topics": ["bluetooth.agentRequest"]})
+    token = agent.ask("RequestConfirmation", "ou", dev_path(), dbus.UInt32(123456))
+    req = agent.wait_request()["1"]
+    assert req["device"] == DEV and req["kind"] == "requestConfirmation" and req["passkey"] == "123456"
+    assert req["id"] == "1" and req["pinCode"] is None and req["entered"] is None and req["service"] is None
+    assert req["createdAt"].endswith("Z")
+    # The same fields as an event, for a shell that raises a prompt without the domain.
+    shell.wait_for(lambda: any(n["method"] == "event" for n in shell.notifications), what="the event")
+    event = next(n["params"] for n in shell.notifications if n["method"] == "event")
+    assert event["topic"] == "bluetooth.agentRequest" and event["data"] == req
+    # BlueZ's call is still waiting: only the answer ends it.
+    assert agent.bz.agent_result(token) == ["pending"]
+    assert shell.call("bluetooth.answer", {"request": "1", "accept": True}) == {"request": "1", "accepted": True}
+    assert agent.bz.wait_agent_result(token) == ["ok"]
+    agent.wait_no_request()
+    # Gone for everyone: a second answer finds nothing.
+    with pytest.raises(RpcError) as err:
+        agent.c.call("bluetooth.answer", {"request": "1", "accept": True})
+    assert err.value.code == -32001 and err.value.data["param"] == "request"
+
+
+def test_confirmation_rejected(agent):
+    token = agent.ask("RequestConfirmation", "ou", dev_path(), dbus_mod().UInt32(42))
+    assert agent.wait_request()["1"]["passkey"] == "000042"
+    agent.c.call("bluetooth.answer", {"request": "1", "accept": False})
+    assert agent.bz.wait_agent_result(token)[:2] == ["error", "org.bluez.Error.Rejected"]
+    agent.wait_no_request()
+
+
+def test_pin_code_and_passkey_requests(agent):
+    c = agent.c
+    token = agent.ask("RequestPinCode", "o", dev_path())
+    agent.wait_request()
+    with pytest.raises(RpcError) as err:
+        c.call("bluetooth.answer", {"request": "1", "accept": True})
+    assert err.value.code == -32602 and err.value.data["param"] == "pinCode"
+    with pytest.raises(RpcError) as err:
+        c.call("bluetooth.answer", {"request": "1", "accept": True, "pinCode": "12\u00e934"})
+    assert err.value.data["param"] == "pinCode"
+    # A wrong answer lost nothing: the request still waits.
+    assert "1" in agent.requests()
+    c.call("bluetooth.answer", {"request": "1", "accept": True, "pinCode": "0000"})
+    assert agent.bz.wait_agent_result(token) == ["ok", "0000"]
+
+    token = agent.ask("RequestPasskey", "o", dev_path())
+    assert agent.wait_request()["2"]["kind"] == "requestPasskey"
+    with pytest.raises(RpcError) as err:
+        c.call("bluetooth.answer", {"request": "2", "accept": True})
+    assert err.value.data["param"] == "passkey"
+    c.call("bluetooth.answer", {"request": "2", "accept": True, "passkey": 1234})
+    assert agent.bz.wait_agent_result(token) == ["ok", "1234"]
+
+    token = agent.ask("AuthorizeService", "os", dev_path(), "0000110b-0000-1000-8000-00805f9b34fb")
+    req = agent.wait_request()["3"]
+    assert req["kind"] == "authorizeService" and req["service"] == "0000110b-0000-1000-8000-00805f9b34fb"
+    c.call("bluetooth.answer", {"request": "3", "accept": True})
+    assert agent.bz.wait_agent_result(token) == ["ok"]
+
+    token = agent.ask("RequestAuthorization", "o", dev_path())
+    assert agent.wait_request()["4"]["kind"] == "requestAuthorization"
+    c.call("bluetooth.answer", {"request": "4", "accept": False})
+    assert agent.bz.wait_agent_result(token)[:2] == ["error", "org.bluez.Error.Rejected"]
+
+
+def test_display_requests_are_answered_at_once_and_shown_until_paired(agent):
+    dbus = dbus_mod()
+    token = agent.ask("DisplayPasskey", "ouq", dev_path(), dbus.UInt32(7), dbus.UInt16(0))
+    # BlueZ goes on with the pairing at once; the passkey stays on screen.
+    assert agent.bz.wait_agent_result(token) == ["ok"]
+    req = agent.wait_request()["1"]
+    assert req["kind"] == "displayPasskey" and req["passkey"] == "000007" and req["entered"] == 0
+    # Keys typed on the other side update the request in place.
+    agent.ask("DisplayPasskey", "ouq", dev_path(), dbus.UInt32(7), dbus.UInt16(3))
+    agent.c.wait_value(agent.sub, f"{REQUESTS}/1/entered", 3)
+    assert list(agent.requests()) == ["1"]
+    # Paired: nothing to show any more.
+    agent.bz.mock.PairDevice("hci0", "11:22:33:44:55:66", 0)
+    agent.wait_no_request()
+    token = agent.ask("DisplayPinCode", "os", dev_path(), "4711")
+    assert agent.bz.wait_agent_result(token) == ["ok"]
+    # An update took no id of its own: this is the second request.
+    req = agent.wait_request()["2"]
+    assert req["kind"] == "displayPinCode" and req["pinCode"] == "4711"
+    # A client dismisses it.
+    assert agent.c.call("bluetooth.answer", {"request": "2", "accept": True}) == {"request": "2", "accepted": True}
+    agent.wait_no_request()
+
+
+def test_cancel_removes_the_request(agent):
+    agent.ask("RequestConfirmation", "ou", dev_path(), dbus_mod().UInt32(1))
+    agent.wait_request()
+    token = agent.ask("Cancel", "")
+    assert agent.bz.wait_agent_result(token) == ["ok"]
+    agent.wait_no_request()
+    with pytest.raises(RpcError) as err:
+        agent.c.call("bluetooth.answer", {"request": "1", "accept": True})
+    assert err.value.code == -32001
+
+
+def test_unanswered_requests_time_out(env):
+    agent = Agent(env, timeout_ms=300)
+    token = agent.ask("RequestConfirmation", "ou", dev_path(), dbus_mod().UInt32(5))
+    agent.wait_request()
+    agent.wait_no_request()
+    assert agent.bz.wait_agent_result(token)[:2] == ["error", "org.bluez.Error.Canceled"]
+
+
+def test_requests_in_flight_are_bounded(agent):
+    dbus = dbus_mod()
+    tokens = [agent.ask("RequestConfirmation", "ou", dev_path(), dbus.UInt32(i)) for i in range(40)]
+    agent.wait_request(16)
+    # The 17th and later are refused at once; 16 wait.
+    for t in tokens[16:]:
+        assert agent.bz.wait_agent_result(t)[:2] == ["error", "org.bluez.Error.Rejected"]
+    assert len(agent.requests()) == 16
+    assert all(agent.bz.agent_result(t) == ["pending"] for t in tokens[:16])
+    # Answering one makes room again.
+    agent.c.call("bluetooth.answer", {"request": "1", "accept": True})
+    assert agent.bz.wait_agent_result(tokens[0]) == ["ok"]
+    late = agent.ask("RequestConfirmation", "ou", dev_path(), dbus.UInt32(99))
+    agent.c.wait_for(lambda: any(r["passkey"] == "000099" for r in agent.requests().values()), what="the late request")
+    assert agent.bz.agent_result(late) == ["pending"]
+
+
+def test_only_bluez_may_call_the_agent(agent):
+    dbus = dbus_mod()
+    # Another program on the bus, pretending to be bluetoothd.
+    other = agent.env.dbus()
+    obj = other.get_object(agent.qsd, AGENT_PATH)
+    with pytest.raises(dbus.DBusException) as err:
+        obj.RequestConfirmation(dev_path(), dbus.UInt32(1), dbus_interface="org.bluez.Agent1")
+    assert err.value.get_dbus_name() == "org.freedesktop.DBus.Error.AccessDenied"
+    with pytest.raises(dbus.DBusException) as err:
+        obj.Release(dbus_interface="org.bluez.Agent1")
+    assert err.value.get_dbus_name() == "org.freedesktop.DBus.Error.AccessDenied"
+    # Garbage from BlueZ itself: a path that is no device, a passkey of seven digits, wrong types.
+    for method, sig, values in [("RequestConfirmation", "ou", [dbus.ObjectPath("/org/bluez"), dbus.UInt32(1)]),
+                                ("RequestConfirmation", "ou", [dev_path(), dbus.UInt32(1000000)])]:
+        token = agent.ask(method, sig, *values)
+        assert agent.bz.wait_agent_result(token)[:2] == ["error", "org.bluez.Error.Rejected"]
+    token = agent.ask("RequestConfirmation", "ss", "x", "y")
+    assert agent.bz.wait_agent_result(token)[:2] == ["error", "org.freedesktop.DBus.Error.InvalidArgs"]
+    assert agent.requests() == {}
+    assert agent.c.mirror(agent.sub)["bluetooth"]["agent"]["registered"] is True
+
+
+def test_release_and_restart(agent, env):
+    agent.ask("RequestConfirmation", "ou", dev_path(), dbus_mod().UInt32(1))
+    agent.wait_request()
+    token = agent.ask("Release", "")
+    assert agent.bz.wait_agent_result(token) == ["ok"]
+    agent.c.wait_value(agent.sub, "/bluetooth/agent/registered", False)
+    assert agent.c.mirror(agent.sub)["bluetooth"]["agent"]["isDefault"] is False
+    agent.wait_no_request()
+    # A new bluetoothd: qsd registers again and BlueZ's questions reach it.
+    agent.bz.stop()
+    agent.c.wait_value(agent.sub, "/bluetooth/available", False)
+    bz = Bluez(env, ["hci0"])
+    bz.add_device()
+    agent.c.wait_value(agent.sub, "/bluetooth/agent/isDefault", True)
+    assert bz.calls("/org/bluez", "RegisterAgent") == [[AGENT_PATH, "KeyboardDisplay"]]
+    token = bz.call_agent(agent.qsd, "RequestConfirmation", "ou", dev_path(), dbus_mod().UInt32(2))
+    assert agent.wait_request()["2"]["passkey"] == "000002"
+    agent.c.call("bluetooth.answer", {"request": "2", "accept": True})
+    assert bz.wait_agent_result(token) == ["ok"]
+
+
+def test_a_device_that_goes_takes_its_requests(agent):
+    agent.ask("RequestConfirmation", "ou", dev_path(), dbus_mod().UInt32(1))
+    agent.wait_request()
+    dbus_mod().Interface(agent.bz.obj("/org/bluez/hci0"), "org.bluez.Adapter1").RemoveDevice(dev_path())
+    agent.wait_no_request()
+    agent.c.wait_for(lambda: DEV not in agent.c.mirror(agent.sub)["bluetooth"]["devices"], what="the device gone")
