@@ -497,6 +497,9 @@ class Env:
         """Stops everything. Unless check (default: self.check_exit) is False, fails, after
         cleaning up, when qsd did not exit cleanly (exit_problems). With keep, the directory
         with every program's log is left in place (and named on stderr)."""
+        if getattr(self, "closed", False):
+            return   # closing twice (a finally after an explicit close) is harmless
+        self.closed = True
         check = self.check_exit if check is None else check
         problems = self.exit_problems() if check else []
         if self.daemon is not None and self.daemon.poll() is None:
