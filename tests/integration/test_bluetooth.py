@@ -289,6 +289,33 @@ def test_connecting_shows_while_bluez_works(world):
         world.wait(state, after)
 
 
+def test_pairing_shows_and_a_failed_pair_names_bluez_s_error(world):
+    c, bz = world.c, world.bz
+    pairing = f"/bluetooth/devices/{DEV}/pairing"
+    # bluetoothd busy (stopped): the pair waits, and the tree says so.
+    os.kill(bz.proc.pid, signal.SIGSTOP)
+    try:
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "id": 9003, "method": "bluetooth.pair", "params": {"device": DEV}}) + "\n")
+        assert c.call("tree.get", {"path": pairing})["value"] is True
+    finally:
+        os.kill(bz.proc.pid, signal.SIGCONT)
+    assert answer_of(c, 9003)["result"] == {"device": DEV, "paired": True, "trusted": True}
+    world.wait(pairing, False)
+    # The other side refuses: BlueZ's error by name, no longer pairing, and not made trusted.
+    c.call("bluetooth.setTrusted", {"device": DEV, "trusted": False})
+    world.wait(f"/bluetooth/devices/{DEV}/trusted", False)
+    bz.control(DEV_PATH).AddMethod(DEVICE, "Pair", "", "",
+                                   "raise dbus.exceptions.DBusException('Authentication Failed', "
+                                   "name='org.bluez.Error.AuthenticationFailed')")
+    err = expect_error(c, "bluetooth.pair", {"device": DEV}, -32002)
+    assert err.data["name"] == "org.bluez.Error.AuthenticationFailed"
+    assert c.call("tree.get", {"path": pairing})["value"] is False
+    assert world.bt()["devices"][DEV]["trusted"] is False
+    # Bonded, where BlueZ has it (5.73 and later), is shown as it changes.
+    bz.change(DEV_PATH, DEVICE, {"Bonded": dbus_mod().Boolean(True)})
+    world.wait(f"/bluetooth/devices/{DEV}/bonded", True)
+
+
 def test_discovery_is_claimed_per_connection(world):
     bz, env = world.bz, world.env
     a, b = env.client(), env.client()
@@ -355,6 +382,26 @@ def test_a_refused_discovery_waits_for_the_adapter(world, env):
     c.call("bluetooth.setEnabled", {"adapter": "hci0", "enabled": True})
     world.wait("/bluetooth/adapters/hci0/discovering", True)
     assert len(bz.calls(HCI0, "StartDiscovery")) == 2
+
+
+def test_a_discovery_claim_outlives_a_power_cycle(world):
+    c, bz = world.c, world.bz
+    dbus = dbus_mod()
+    c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": True})
+    world.wait("/bluetooth/adapters/hci0/discovering", True)
+    # Powered off (by another program, the power key), bluetoothd ends every discovery session
+    # of the adapter, qsd's too.
+    bz.update(HCI0, ADAPTER, {"Powered": dbus.Boolean(False), "Discovering": dbus.Boolean(False)})
+    world.wait("/bluetooth/adapters/hci0/enabled", False)
+    # Powered again: the claim still held starts a new session.
+    bz.update(HCI0, ADAPTER, {"Powered": dbus.Boolean(True)})
+    world.wait("/bluetooth/adapters/hci0/discovering", True)
+    assert len(bz.calls(HCI0, "StartDiscovery")) == 2
+    # There was no session to stop in between; the release stops the new one.
+    assert bz.calls(HCI0, "StopDiscovery") == []
+    c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": False})
+    world.wait("/bluetooth/adapters/hci0/discovering", False)
+    assert len(bz.calls(HCI0, "StopDiscovery")) == 1
 
 
 def test_bad_params_and_unknown_ids(world):

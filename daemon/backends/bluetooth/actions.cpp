@@ -295,6 +295,17 @@ void BluetoothBackend::retryDiscovery(const std::string& key) {
 	reconcileDiscovery(key);
 }
 
+void BluetoothBackend::discoveryPoweredOff(const std::string& key) {
+	auto it = discovery_.find(key);
+	if (it == discovery_.end() || it->second.phase != Discovery::Phase::Running) return;
+	// The session went with the power; nothing is left to stop. Powered again, it starts anew
+	// for the claims still held (retryDiscovery); a claim asked meanwhile tries at once.
+	log::info("bluetooth", "{} powered off: its discovery session ended", key);
+	it->second.phase = Discovery::Phase::Failed;
+	++it->second.serial;
+	reconcileDiscovery(key);
+}
+
 void BluetoothBackend::discoveryLost(const std::string& key) {
 	auto it = discovery_.find(key);
 	if (it == discovery_.end()) return;

@@ -184,8 +184,14 @@ void BluetoothBackend::changed(const std::string& path, const std::string& inter
 			it->second.awaitingPowered = false;
 		}
 		publishAdapter(*key);
-		// A discovery BlueZ refused (the adapter was off) is tried again once the power changed.
-		if (has(names, "Powered")) retryDiscovery(*key);
+		if (has(names, "Powered")) {
+			const auto* v = cache_->property(it->second.path, kAdapterIface, "Powered");
+			// BlueZ ends every discovery session of an adapter that powers off (adapter_stop), qsd's
+			// too: the claims still held start a new one when it is powered again. A discovery BlueZ
+			// refused (the adapter was off) is tried again then as well.
+			if (v && dbus::asBool(*v).value_or(false)) retryDiscovery(*key);
+			else discoveryPoweredOff(*key);
+		}
 		return;
 	}
 	if (interface != kDeviceIface && interface != kBatteryIface) return;

@@ -173,8 +173,9 @@ private:
 	// Discovery: one session of qsd's per adapter, while at least one client claims it.
 	struct Discovery {
 		std::set<uint64_t> holders;
-		// Failed: StartDiscovery was refused (the adapter is off); tried again when the adapter's
-		// Powered changes or a client claims again, never in a loop.
+		// Failed: StartDiscovery was refused (the adapter is off), or the adapter powered off and
+		// BlueZ ended the session; started again when the adapter is powered or a client claims
+		// again, never in a loop.
 		enum class Phase { Stopped, Starting, Running, Stopping, Failed } phase = Phase::Stopped;
 		uint64_t serial = 0;   // tells a stale StartDiscovery/StopDiscovery answer from the latest
 		// Claims answered once StartDiscovery is, by holder.
@@ -184,6 +185,7 @@ private:
 	void reconcileDiscovery(const std::string& adapter);
 	void discoveryLost(const std::string& adapter);
 	void retryDiscovery(const std::string& adapter);
+	void discoveryPoweredOff(const std::string& adapter);
 
 	// A setEnabled waiting for the kernel to report the unblock it asked for.
 	struct PendingUnblock {
