@@ -451,7 +451,8 @@ def test_hostile_values_degrade_one_field(world):
     assert "qsd" in world.env.qsd_log()
 
 
-def test_device_icons_resolve_through_the_theme(env):
+def icon_theme(env):
+    """A hicolor theme of the test's own, with audio-headset in it; returns its icon directory."""
     theme = os.path.join(env.dir, "icons", "hicolor", "32x32", "devices")
     os.makedirs(theme)
     with open(os.path.join(env.dir, "icons", "hicolor", "index.theme"), "w") as f:
@@ -460,6 +461,11 @@ def test_device_icons_resolve_through_the_theme(env):
         f.write(b"\x89PNG\r\n\x1a\n")
     env.env["XDG_DATA_DIRS"] = env.dir
     env.env["QSD_ICON_THEME"] = "hicolor"
+    return theme
+
+
+def test_device_icons_resolve_through_the_theme(env):
+    theme = icon_theme(env)
     w = start(env)
     w.bz.update(DEV_PATH, DEVICE, {"Icon": "audio-headset"})
     w.wait(f"/bluetooth/devices/{DEV}/icon", "audio-headset")
@@ -467,6 +473,20 @@ def test_device_icons_resolve_through_the_theme(env):
     w.bz.update(DEV_PATH, DEVICE, {"Icon": "no-such-icon"})
     w.wait(f"/bluetooth/devices/{DEV}/icon", "no-such-icon")
     assert w.bt()["devices"][DEV]["iconUrl"] is None
+
+
+def test_an_icon_installed_later_is_found(env):
+    theme = icon_theme(env)
+    w = start(env)
+    w.bz.update(DEV_PATH, DEVICE, {"Icon": "input-mouse"})
+    w.wait(f"/bluetooth/devices/{DEV}/icon", "input-mouse")
+    assert w.bt()["devices"][DEV]["iconUrl"] is None
+    # A package installs the icon while qsd runs: the "not found" is not kept for good.
+    tmp = os.path.join(env.dir, "input-mouse.png")
+    with open(tmp, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+    os.rename(tmp, os.path.join(theme, "input-mouse.png"))
+    w.wait(f"/bluetooth/devices/{DEV}/iconUrl", "file://" + os.path.join(theme, "input-mouse.png"))
 
 
 def test_devices_are_bounded(env):
