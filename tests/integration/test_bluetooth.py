@@ -402,6 +402,11 @@ def test_a_discovery_claim_outlives_a_power_cycle(world):
     c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": False})
     world.wait("/bluetooth/adapters/hci0/discovering", False)
     assert len(bz.calls(HCI0, "StopDiscovery")) == 1
+    # A claim held on an adapter that goes is given up all the same.
+    c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": True})
+    bz.remove_adapter("hci0")
+    world.wait_gone("/bluetooth/adapters/hci0")
+    assert c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": False}) == {"adapter": "hci0", "enabled": False}
 
 
 def test_bad_params_and_unknown_ids(world):
@@ -409,6 +414,7 @@ def test_bad_params_and_unknown_ids(world):
     expect_error(c, "bluetooth.setEnabled", {"adapter": "hci9", "enabled": True}, -32001, param="adapter", adapter="hci9")
     expect_error(c, "bluetooth.connect", {"device": "hci0_00_00_00_00_00_00"}, -32001, param="device")
     expect_error(c, "bluetooth.setDiscovering", {"adapter": "hci9", "enabled": True}, -32001, param="adapter")
+    expect_error(c, "bluetooth.setDiscovering", {"adapter": "hci9", "enabled": False}, -32001, param="adapter")
     expect_error(c, "bluetooth.setEnabled", {"adapter": "hci0", "enabled": "yes"}, -32602, param="enabled")
     expect_error(c, "bluetooth.setEnabled", {"enabled": True}, -32602, param="adapter")
     expect_error(c, "bluetooth.setDiscoverable", {"adapter": "hci0", "discoverable": True, "timeout": -1}, -32602,

@@ -210,7 +210,9 @@ void BluetoothBackend::setDiscovering(Call& c) {
 	bool on = p.boolean("enabled");
 	std::string leaseKey = "bluetooth.discovery." + key;
 	if (!on) {
-		revokeLease(c.client(), leaseKey);
+		// A claim is given up whatever the state of BlueZ and of its adapter (it may have gone
+		// with the claim held); giving up none names an unknown adapter like any other call.
+		if (!revokeLease(c.client(), leaseKey) && ready_) (void)adapter(p);
 		return c.result({{"adapter", key}, {"enabled", false}});
 	}
 	if (auto why = precondition()) throw unavailable(*why);
