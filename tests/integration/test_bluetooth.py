@@ -289,6 +289,33 @@ def test_connecting_shows_while_bluez_works(world):
         world.wait(state, after)
 
 
+def test_pairing_shows_and_a_failed_pair_names_bluez_s_error(world):
+    c, bz = world.c, world.bz
+    pairing = f"/bluetooth/devices/{DEV}/pairing"
+    # bluetoothd busy (stopped): the pair waits, and the tree says so.
+    os.kill(bz.proc.pid, signal.SIGSTOP)
+    try:
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "id": 9003, "method": "bluetooth.pair", "params": {"device": DEV}}) + "\n")
+        assert c.call("tree.get", {"path": pairing})["value"] is True
+    finally:
+        os.kill(bz.proc.pid, signal.SIGCONT)
+    assert answer_of(c, 9003)["result"] == {"device": DEV, "paired": True, "trusted": True}
+    world.wait(pairing, False)
+    # The other side refuses: BlueZ's error by name, no longer pairing, and not made trusted.
+    c.call("bluetooth.setTrusted", {"device": DEV, "trusted": False})
+    world.wait(f"/bluetooth/devices/{DEV}/trusted", False)
+    bz.control(DEV_PATH).AddMethod(DEVICE, "Pair", "", "",
+                                   "raise dbus.exceptions.DBusException('Authentication Failed', "
+                                   "name='org.bluez.Error.AuthenticationFailed')")
+    err = expect_error(c, "bluetooth.pair", {"device": DEV}, -32002)
+    assert err.data["name"] == "org.bluez.Error.AuthenticationFailed"
+    assert c.call("tree.get", {"path": pairing})["value"] is False
+    assert world.bt()["devices"][DEV]["trusted"] is False
+    # Bonded, where BlueZ has it (5.73 and later), is shown as it changes.
+    bz.change(DEV_PATH, DEVICE, {"Bonded": dbus_mod().Boolean(True)})
+    world.wait(f"/bluetooth/devices/{DEV}/bonded", True)
+
+
 def test_discovery_is_claimed_per_connection(world):
     bz, env = world.bz, world.env
     a, b = env.client(), env.client()
@@ -357,11 +384,37 @@ def test_a_refused_discovery_waits_for_the_adapter(world, env):
     assert len(bz.calls(HCI0, "StartDiscovery")) == 2
 
 
+def test_a_discovery_claim_outlives_a_power_cycle(world):
+    c, bz = world.c, world.bz
+    dbus = dbus_mod()
+    c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": True})
+    world.wait("/bluetooth/adapters/hci0/discovering", True)
+    # Powered off (by another program, the power key), bluetoothd ends every discovery session
+    # of the adapter, qsd's too.
+    bz.update(HCI0, ADAPTER, {"Powered": dbus.Boolean(False), "Discovering": dbus.Boolean(False)})
+    world.wait("/bluetooth/adapters/hci0/enabled", False)
+    # Powered again: the claim still held starts a new session.
+    bz.update(HCI0, ADAPTER, {"Powered": dbus.Boolean(True)})
+    world.wait("/bluetooth/adapters/hci0/discovering", True)
+    assert len(bz.calls(HCI0, "StartDiscovery")) == 2
+    # There was no session to stop in between; the release stops the new one.
+    assert bz.calls(HCI0, "StopDiscovery") == []
+    c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": False})
+    world.wait("/bluetooth/adapters/hci0/discovering", False)
+    assert len(bz.calls(HCI0, "StopDiscovery")) == 1
+    # A claim held on an adapter that goes is given up all the same.
+    c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": True})
+    bz.remove_adapter("hci0")
+    world.wait_gone("/bluetooth/adapters/hci0")
+    assert c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": False}) == {"adapter": "hci0", "enabled": False}
+
+
 def test_bad_params_and_unknown_ids(world):
     c = world.c
     expect_error(c, "bluetooth.setEnabled", {"adapter": "hci9", "enabled": True}, -32001, param="adapter", adapter="hci9")
     expect_error(c, "bluetooth.connect", {"device": "hci0_00_00_00_00_00_00"}, -32001, param="device")
     expect_error(c, "bluetooth.setDiscovering", {"adapter": "hci9", "enabled": True}, -32001, param="adapter")
+    expect_error(c, "bluetooth.setDiscovering", {"adapter": "hci9", "enabled": False}, -32001, param="adapter")
     expect_error(c, "bluetooth.setEnabled", {"adapter": "hci0", "enabled": "yes"}, -32602, param="enabled")
     expect_error(c, "bluetooth.setEnabled", {"enabled": True}, -32602, param="adapter")
     expect_error(c, "bluetooth.setDiscoverable", {"adapter": "hci0", "discoverable": True, "timeout": -1}, -32602,
@@ -404,7 +457,8 @@ def test_hostile_values_degrade_one_field(world):
     assert "qsd" in world.env.qsd_log()
 
 
-def test_device_icons_resolve_through_the_theme(env):
+def icon_theme(env):
+    """A hicolor theme of the test's own, with audio-headset in it; returns its icon directory."""
     theme = os.path.join(env.dir, "icons", "hicolor", "32x32", "devices")
     os.makedirs(theme)
     with open(os.path.join(env.dir, "icons", "hicolor", "index.theme"), "w") as f:
@@ -413,6 +467,11 @@ def test_device_icons_resolve_through_the_theme(env):
         f.write(b"\x89PNG\r\n\x1a\n")
     env.env["XDG_DATA_DIRS"] = env.dir
     env.env["QSD_ICON_THEME"] = "hicolor"
+    return theme
+
+
+def test_device_icons_resolve_through_the_theme(env):
+    theme = icon_theme(env)
     w = start(env)
     w.bz.update(DEV_PATH, DEVICE, {"Icon": "audio-headset"})
     w.wait(f"/bluetooth/devices/{DEV}/icon", "audio-headset")
@@ -420,6 +479,20 @@ def test_device_icons_resolve_through_the_theme(env):
     w.bz.update(DEV_PATH, DEVICE, {"Icon": "no-such-icon"})
     w.wait(f"/bluetooth/devices/{DEV}/icon", "no-such-icon")
     assert w.bt()["devices"][DEV]["iconUrl"] is None
+
+
+def test_an_icon_installed_later_is_found(env):
+    theme = icon_theme(env)
+    w = start(env)
+    w.bz.update(DEV_PATH, DEVICE, {"Icon": "input-mouse"})
+    w.wait(f"/bluetooth/devices/{DEV}/icon", "input-mouse")
+    assert w.bt()["devices"][DEV]["iconUrl"] is None
+    # A package installs the icon while qsd runs: the "not found" is not kept for good.
+    tmp = os.path.join(env.dir, "input-mouse.png")
+    with open(tmp, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+    os.rename(tmp, os.path.join(theme, "input-mouse.png"))
+    w.wait(f"/bluetooth/devices/{DEV}/iconUrl", "file://" + os.path.join(theme, "input-mouse.png"))
 
 
 def test_devices_are_bounded(env):

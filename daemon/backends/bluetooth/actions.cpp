@@ -210,7 +210,9 @@ void BluetoothBackend::setDiscovering(Call& c) {
 	bool on = p.boolean("enabled");
 	std::string leaseKey = "bluetooth.discovery." + key;
 	if (!on) {
-		revokeLease(c.client(), leaseKey);
+		// A claim is given up whatever the state of BlueZ and of its adapter (it may have gone
+		// with the claim held); giving up none names an unknown adapter like any other call.
+		if (!revokeLease(c.client(), leaseKey) && ready_) (void)adapter(p);
 		return c.result({{"adapter", key}, {"enabled", false}});
 	}
 	if (auto why = precondition()) throw unavailable(*why);
@@ -292,6 +294,17 @@ void BluetoothBackend::retryDiscovery(const std::string& key) {
 	auto it = discovery_.find(key);
 	if (it == discovery_.end() || it->second.phase != Discovery::Phase::Failed) return;
 	it->second.phase = Discovery::Phase::Stopped;
+	reconcileDiscovery(key);
+}
+
+void BluetoothBackend::discoveryPoweredOff(const std::string& key) {
+	auto it = discovery_.find(key);
+	if (it == discovery_.end() || it->second.phase != Discovery::Phase::Running) return;
+	// The session went with the power; nothing is left to stop. Powered again, it starts anew
+	// for the claims still held (retryDiscovery); a claim asked meanwhile tries at once.
+	log::info("bluetooth", "{} powered off: its discovery session ended", key);
+	it->second.phase = Discovery::Phase::Failed;
+	++it->second.serial;
 	reconcileDiscovery(key);
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <sys/epoll.h>
+
 namespace qsd::bluetooth {
 
 namespace {
@@ -30,6 +32,7 @@ BluetoothBackend::~BluetoothBackend() { stop(); }
 
 void BluetoothBackend::onBusStart() {
 	rfkill_ = std::make_unique<RfkillWatch>(context_.loop, RfkillWatch::fromEnvironment(), [this] { rfkillChanged(); });
+	watchIconThemes();
 	// The agent is on qsd's connection from the start: BlueZ may call it as soon as it is registered.
 	exportAgent();
 	// bluetoothd is started by the system (bluetooth.target) where there is hardware; qsd does
@@ -62,6 +65,8 @@ void BluetoothBackend::onBusStop() {
 	requests_.clear();
 	unblocks_.clear();
 	discovery_.clear();
+	iconRescan_.reset();
+	iconWatch_.reset();
 	cache_.reset();
 	agent_.reset();
 	rfkill_.reset();
@@ -184,8 +189,14 @@ void BluetoothBackend::changed(const std::string& path, const std::string& inter
 			it->second.awaitingPowered = false;
 		}
 		publishAdapter(*key);
-		// A discovery BlueZ refused (the adapter was off) is tried again once the power changed.
-		if (has(names, "Powered")) retryDiscovery(*key);
+		if (has(names, "Powered")) {
+			const auto* v = cache_->property(it->second.path, kAdapterIface, "Powered");
+			// BlueZ ends every discovery session of an adapter that powers off (adapter_stop), qsd's
+			// too: the claims still held start a new one when it is powered again. A discovery BlueZ
+			// refused (the adapter was off) is tried again then as well.
+			if (v && dbus::asBool(*v).value_or(false)) retryDiscovery(*key);
+			else discoveryPoweredOff(*key);
+		}
 		return;
 	}
 	if (interface != kDeviceIface && interface != kBatteryIface) return;
@@ -295,10 +306,12 @@ void BluetoothBackend::publishDevice(const std::string& key) {
 	const auto* props = cache_->properties(d.path, kDeviceIface);
 	if (!props) return;
 	const auto* battery = cache_->properties(d.path, kBatteryIface);
-	// The theme is searched when the icon name changes, not on every RSSI change.
+	// The theme is searched when the icon name or the installed themes change, not on every
+	// RSSI change.
 	auto icon = deviceIcon(*props);
-	if (icon != d.icon || (icon.empty() && !d.iconUrl.is_null())) {
+	if (icon != d.icon || d.iconVersion != icons_.version() || (icon.empty() && !d.iconUrl.is_null())) {
 		d.icon = icon;
+		d.iconVersion = icons_.version();
 		auto url = icons_.url(icon);
 		d.iconUrl = url ? json(*url) : json(nullptr);
 	}
@@ -336,6 +349,28 @@ void BluetoothBackend::publishAgent() {
 	if (!ready_) return;
 	context_.tree.update(std::string(kRoot) + "/agent",
 	                     {{"registered", agentRegistered_}, {"isDefault", agentDefault_}, {"error", agentError_}});
+}
+
+// ---------------------------------------------------------------------------------------------
+// icon themes
+
+void BluetoothBackend::watchIconThemes() {
+	// Without reading the theme's inotify events its indexes would never be dropped: an icon
+	// theme installed while qsd runs would stay unknown (iconUrl null) until a restart.
+	if (icons_.watchFd() < 0) return;
+	iconWatch_ = context_.loop.addIo(icons_.watchFd(), EPOLLIN, [this](uint32_t) {
+		if (icons_.readEvents()) iconThemesChanged();
+	}, "bluetooth-icon-themes");
+	iconRescan_ = context_.loop.addIdleTimer([this] {
+		for (const auto& [key, d]: devices_)
+			if (d.published) publishDevice(key);
+	}, "bluetooth-icon-rescan");
+}
+
+void BluetoothBackend::iconThemesChanged() {
+	if (sd_event_source_get_enabled(iconRescan_.get(), nullptr) > 0) return;
+	log::debug("bluetooth", "the icon themes changed: resolving the devices' icons again");
+	iconRescan_.setTime(context_.loop.now() + std::chrono::duration_cast<std::chrono::microseconds>(kIconRescanDelay).count());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -68,6 +68,9 @@ public:
 	static constexpr auto kUnblockTimeout = std::chrono::seconds(5);
 	static constexpr auto kPairTimeout = std::chrono::seconds(120);
 	static constexpr auto kConnectTimeout = std::chrono::seconds(60);
+	// A package installing icons writes hundreds of files: the icons are resolved again once the
+	// burst had this long to settle, not once per file (as the tray does).
+	static constexpr auto kIconRescanDelay = std::chrono::milliseconds(500);
 
 private:
 	// --- life cycle (bluetooth_backend.cpp)
@@ -97,6 +100,7 @@ private:
 		int pairing = 0;                 // pair calls of qsd's in flight
 		bool published = false;          // in the tree (not when over kMaxDevices)
 		std::string icon;                // the name iconUrl was resolved for
+		uint64_t iconVersion = 0;        // ... with the themes as they were then (IconLookup::version)
 		json iconUrl = nullptr;
 	};
 
@@ -114,6 +118,8 @@ private:
 	void publishAgent();
 	void rfkillChanged();
 	bool rfkillBlocked(const std::string& adapter) const;
+	void watchIconThemes();
+	void iconThemesChanged();
 
 	// --- the agent (agent.cpp)
 	struct AgentRequest {
@@ -173,8 +179,9 @@ private:
 	// Discovery: one session of qsd's per adapter, while at least one client claims it.
 	struct Discovery {
 		std::set<uint64_t> holders;
-		// Failed: StartDiscovery was refused (the adapter is off); tried again when the adapter's
-		// Powered changes or a client claims again, never in a loop.
+		// Failed: StartDiscovery was refused (the adapter is off), or the adapter powered off and
+		// BlueZ ended the session; started again when the adapter is powered or a client claims
+		// again, never in a loop.
 		enum class Phase { Stopped, Starting, Running, Stopping, Failed } phase = Phase::Stopped;
 		uint64_t serial = 0;   // tells a stale StartDiscovery/StopDiscovery answer from the latest
 		// Claims answered once StartDiscovery is, by holder.
@@ -184,6 +191,7 @@ private:
 	void reconcileDiscovery(const std::string& adapter);
 	void discoveryLost(const std::string& adapter);
 	void retryDiscovery(const std::string& adapter);
+	void discoveryPoweredOff(const std::string& adapter);
 
 	// A setEnabled waiting for the kernel to report the unblock it asked for.
 	struct PendingUnblock {
@@ -196,6 +204,8 @@ private:
 	std::unique_ptr<RfkillWatch> rfkill_;
 	std::unique_ptr<sdbus::IObject> agent_;
 	IconLookup icons_;
+	EventSource iconWatch_;     // the themes' inotify descriptor
+	EventSource iconRescan_;    // devices' icons resolved again once a burst of changes is over
 	bool ready_ = false;
 	std::map<std::string, AdapterModel> adapters_;    // by key
 	std::map<std::string, DeviceModel> devices_;      // by key

@@ -15,6 +15,7 @@ constexpr int kIconSize = 32;
 
 struct IconLookup::Impl {
 	tray::IconTheme theme{tray::IconTheme::fromEnvironment(kIconSize)};
+	uint64_t version = 0;
 };
 
 IconLookup::IconLookup(): impl_(std::make_unique<Impl>()) {}
@@ -26,12 +27,25 @@ std::optional<std::string> IconLookup::url(const std::string& name) {
 	if (file.empty()) return std::nullopt;
 	return tray::fileUrl(file);
 }
+
+int IconLookup::watchFd() const { return impl_->theme.watchFd(); }
+
+bool IconLookup::readEvents() {
+	if (!impl_->theme.readEvents()) return false;
+	++impl_->version;
+	return true;
+}
+
+uint64_t IconLookup::version() const { return impl_->version; }
 #else
 struct IconLookup::Impl {};
 
 IconLookup::IconLookup() = default;
 
 std::optional<std::string> IconLookup::url(const std::string&) { return std::nullopt; }
+int IconLookup::watchFd() const { return -1; }
+bool IconLookup::readEvents() { return false; }
+uint64_t IconLookup::version() const { return 0; }
 #endif
 
 IconLookup::~IconLookup() = default;
