@@ -267,6 +267,34 @@ def test_icon_from_the_desktop_entry(media):
     assert p["iconUrl"] is None
 
 
+def test_an_icon_installed_while_qsd_runs_is_found_for_the_next_player(env):
+    # The theme is indexed once and watched with inotify; the answers cached per desktop entry
+    # must not outlive an icon installed since (a player installed with its icons, then started).
+    data = os.path.join(env.dir, "data")
+    apps, hicolor = os.path.join(data, "applications"), os.path.join(data, "icons", "hicolor")
+    os.makedirs(apps)
+    os.makedirs(os.path.join(hicolor, "48x48", "apps"))
+    with open(os.path.join(hicolor, "index.theme"), "w") as f:
+        f.write("[Icon Theme]\nName=Hicolor\nDirectories=48x48/apps\n\n[48x48/apps]\nSize=48\nType=Threshold\n")
+    with open(os.path.join(apps, "org.qsdtest.Late.desktop"), "w") as f:
+        f.write("[Desktop Entry]\nType=Application\nName=Late\nIcon=qsdtest-late-player\n")
+    env.env["XDG_DATA_HOME"] = data
+    env.env["XDG_DATA_DIRS"] = os.path.join(env.dir, "nodata")
+    env.start_qsd(backends=["mpris"])
+    c = env.client()
+    sub = c.subscribe(["/media"])
+    c.wait_value(sub, "/media/available", True, timeout=30)
+    first, p = start(env, c, sub, "late1", root={"DesktopEntry": "org.qsdtest.Late"})
+    assert p["iconUrl"] is None
+    icon = os.path.join(hicolor, "48x48", "apps", "qsdtest-late-player.png")
+    with open(icon, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+    first.terminate()
+    c.wait_for(lambda: "late1" not in players(c, sub), what="the first player gone")
+    _, p = start(env, c, sub, "late2", root={"DesktopEntry": "org.qsdtest.Late"})
+    assert p["iconUrl"] == "file://" + icon
+
+
 def test_the_number_of_players_is_bounded(media):
     env, c, sub = media
     first, _ = start(env, c, sub, "first")

@@ -7,11 +7,8 @@
 #include "../tray/mapping.hpp"
 #endif
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "../../files.hpp"
 
-#include <cerrno>
 #include <cstdlib>
 
 namespace qsd::mpris {
@@ -24,29 +21,6 @@ constexpr int kIconSize = 64;
 std::string env(const char* name) {
 	const char* v = std::getenv(name);
 	return v ? v : "";
-}
-
-// The file's text when it is a regular file of at most kMaxDesktopFile bytes. O_NONBLOCK: a FIFO
-// planted under that name must not stall the loop; fstat then refuses it.
-std::optional<std::string> readSmallFile(const std::string& path) {
-	int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) return std::nullopt;
-	std::optional<std::string> out;
-	struct stat st{};
-	if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 && size_t(st.st_size) <= kMaxDesktopFile) {
-		std::string text(size_t(st.st_size), '\0');
-		size_t got = 0;
-		while (got < text.size()) {
-			ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-			if (n < 0 && errno == EINTR) continue;
-			if (n <= 0) break;
-			got += size_t(n);
-		}
-		text.resize(got);
-		out = std::move(text);
-	}
-	::close(fd);
-	return out;
 }
 
 } // namespace
@@ -71,7 +45,9 @@ std::vector<std::string> applicationDirs() {
 std::optional<std::string> desktopEntryIcon(const std::string& entry, const std::vector<std::string>& dirs) {
 	if (!validDesktopEntry(entry)) return std::nullopt;
 	for (const auto& dir: dirs) {
-		auto text = readSmallFile(dir + "/" + entry + ".desktop");
+		// Opened without blocking, and only read when it is a regular file of bounded size: a FIFO
+		// planted under that name must not stall the loop.
+		auto text = readFile(dir + "/" + entry + ".desktop", kMaxDesktopFile);
 		if (!text) continue;
 		// The first file found is the entry (the specification's precedence), icon or not.
 		return desktopIcon(*text);
@@ -104,6 +80,12 @@ std::optional<std::string> IconLookup::iconUrl(const std::string& name) {
 
 std::optional<std::string> IconLookup::forDesktopEntry(const std::string& entry) {
 	if (!validDesktopEntry(entry)) return std::nullopt;
+#ifdef QSD_TRAY_BACKEND
+	// The theme's inotify queue is drained here, when a player needs an icon, rather than by an
+	// io source: players come and go seldom, and an icon installed since the last lookup (or a
+	// theme changed) then drops the answers cached before it.
+	if (theme_->theme.readEvents()) cache_.clear();
+#endif
 	if (auto it = cache_.find(entry); it != cache_.end()) return it->second;
 	std::optional<std::string> url;
 	if (auto icon = desktopEntryIcon(entry, dirs_)) url = iconUrl(*icon);
