@@ -55,7 +55,10 @@ public:
 	[[nodiscard]] QVariant entry(const QString& key) const;
 	// The same for a UTF-8 key (what the mirror holds).
 	[[nodiscard]] QVariant value(std::string_view key) const;
-	[[nodiscard]] QVariant value(const QString& key) const { return this->value(std::string_view(key.toUtf8())); }
+	[[nodiscard]] QVariant value(const QString& key) const {
+		auto utf8 = key.toUtf8();
+		return this->value(std::string_view(utf8.constData(), static_cast<size_t>(utf8.size())));
+	}
 
 	// Stores values without emitting anything: the client writes every value of a batch first
 	// and notifies afterwards, so no binding ever sees half a batch. One call per node and batch
