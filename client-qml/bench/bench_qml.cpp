@@ -69,8 +69,12 @@ long rssKiB() {
 }
 
 // Bytes in use on the heap (glibc): unlike RSS, not inflated by freed temporaries (the parsed
-// 10 000-operation patch) that the allocator keeps.
-long heapBytes() { return static_cast<long>(mallinfo2().uordblks); }
+// 10 000-operation patch) that the allocator keeps. Blocks above the mmap threshold are not in
+// uordblks; whether a large array lands there depends on what was freed before, so both count.
+long heapBytes() {
+	auto info = mallinfo2();
+	return static_cast<long>(info.uordblks + info.hblkhd);
+}
 
 double percentile(std::vector<double> v, double p) {
 	std::sort(v.begin(), v.end());

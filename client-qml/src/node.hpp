@@ -5,21 +5,28 @@
 // `Qsd.network.devices` can be bound as a whole (`values.filter(d => d.connected)`), and
 // `get(key)`, which reaches every key, numbers included: JavaScript reads nodes["41"] (a PipeWire
 // serial) as an array index, which a QObject does not have.
+//
+// The fields are properties of a meta-object of the node's own (what QQmlPropertyMap does),
+// built without keeping a QMetaObjectBuilder per node: the builder is most of what a
+// QQmlPropertyMap costs per field, and the node's property names are already in the built
+// meta-object, so a new one is built from them when keys are added (docs/performance.md).
 
 #include <qhash.h>
 #include <qjsvalue.h>
 #include <qobject.h>
 #include <qqmlintegration.h>
-#include <qqmlpropertymap.h>
 #include <qstring.h>
+#include <qstringlist.h>
 #include <qvariant.h>
 
-#include <set>
 #include <string>
+#include <string_view>
 
 namespace qsd::qml {
 
-class QsdNode: public QQmlPropertyMap {
+class NodeMetaObject;
+
+class QsdNode: public QObject {
 	Q_OBJECT
 	QML_ANONYMOUS
 	/// The object's entries in key order (the daemon's order): the node of each object entry,
@@ -40,12 +47,18 @@ public:
 	[[nodiscard]] const std::string& path() const { return this->mPath; }
 
 	[[nodiscard]] QVariantList values() const;
-	[[nodiscard]] int count() const { return static_cast<int>(this->mEntries.size()); }
+	[[nodiscard]] int count() const;
 	[[nodiscard]] QJSValue getFunction() const;
-	/// The keys present now, in key order (QQmlPropertyMap's keys() also lists removed keys).
+	/// The keys present now, in key order.
 	Q_INVOKABLE [[nodiscard]] QStringList keys() const;
 	// The entry of a key: its node, a leaf's value, or an invalid QVariant (absent).
 	[[nodiscard]] QVariant entry(const QString& key) const;
+	// The same for a UTF-8 key (what the mirror holds).
+	[[nodiscard]] QVariant value(std::string_view key) const;
+	[[nodiscard]] QVariant value(const QString& key) const {
+		auto utf8 = key.toUtf8();
+		return this->value(std::string_view(utf8.constData(), static_cast<size_t>(utf8.size())));
+	}
 
 	// Stores values without emitting anything: the client writes every value of a batch first
 	// and notifies afterwards, so no binding ever sees half a batch. One call per node and batch
@@ -67,19 +80,12 @@ signals:
 	void valuesChanged();
 	void countChanged();
 
-protected:
-	// Writes from QML are refused: the tree is the daemon's, changed through actions.
-	QVariant updateValue(const QString& key, const QVariant& input) override;
-
 private:
 	std::string mPath;
 	QHash<QString, QsdNode*> mChildren;
-	// The keys present now, in the daemon's order (nlohmann sorts object keys by bytes, as
-	// std::string compares them). The property map keeps removed keys as undefined properties.
-	std::set<std::string> mEntries;
-	// Property name -> notify signal index. QMetaObject::indexOfProperty is a linear scan, which
-	// made notifying every key of a large object quadratic; rebuilt whenever a key is missing.
-	QHash<QString, int> mNotifySignals;
+	// Owned by QObject (its dynamic meta-object), which deletes it after `destroyed`, so the
+	// values it holds stay readable for as long as QML can reach the node.
+	NodeMetaObject* mMeta;
 };
 
 // What QsdNode's `get` function calls (through a JS function that reads `values` first, so that

@@ -148,7 +148,7 @@ void QsdClient::syncEntry(Batch& batch, QsdNode* parent, const std::string& key,
 	const QVariantHash* writes = writesIt != batch.writes.end() ? &writesIt->second : nullptr;
 	auto pendingIt = writes ? writes->constFind(qkey) : QVariantHash::const_iterator();
 	auto pending = writes && pendingIt != writes->cend();
-	auto current = pending ? *pendingIt : parent->value(qkey);
+	auto current = pending ? *pendingIt : parent->value(std::string_view(key));
 	if (sameValue(current, next)) return;
 	if (!pending) batch.notifications.emplace_back(parent, qkey);
 	batch.writes[parent].insert(qkey, next);

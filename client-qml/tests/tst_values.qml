@@ -87,7 +87,27 @@ TestCase {
         compare(Qsd.debug.counted.count, 42)
     }
 
-    function test_5_gone() {
+    function test_5_keysThatNameMembersOfEveryNode() {
+        // No property can be named after keys() or a QObject member; the entries are kept all the
+        // same, and so are the other keys of the same batch.
+        set("/debug/members", { keys: 1, destroyed: 2, x: 3 })
+        tryVerify(function() { return Qsd.debug.members !== undefined })
+        var members = Qsd.debug.members
+        compare(members.x, 3)
+        compare(members.keys(), ["destroyed", "keys", "x"])
+        compare(members.values, [2, 1, 3])
+        compare(members.count, 3)
+        compare(members.get("keys"), 1)
+        compare(members.get("destroyed"), 2)
+        set("/debug/members/keys", 4)
+        tryCompare(members, "values", [2, 4, 3])
+        // Nodes are read-only: an assignment is refused with a warning.
+        ignoreWarning("Qsd: /debug/members/x is read-only; change it with an action (Qsd.call)")
+        members.x = 9
+        compare(members.x, 3)
+    }
+
+    function test_6_gone() {
         remove("/debug/devices")
         tryCompare(test, "deviceCount", -1)
         compare(onNames, [])
