@@ -4,6 +4,8 @@ hints of the wrong type, refused image data, oversized text, and floods. Everyth
 the private session bus with exact D-Bus types (notifyutil.Bus) and checked through qsd's socket."""
 
 import os
+import struct
+import zlib
 
 import notifyutil as n
 import trayutil
@@ -104,6 +106,66 @@ def test_legacy_image_hints_and_the_order_of_image_sources(env, bus):
     assert got["icon"]["image"] == got["icon"]["appIcon"]
     assert trayutil.file_of(got["all"]["appIcon"]) == theme_file
     assert got["missing"]["image"] is None and got["missing"]["appIcon"] is None
+
+
+def test_an_icon_installed_while_qsd_runs_is_found(env, bus):
+    """The icon theme is indexed once and followed through inotify: an application installed
+    after qsd started has its icon found, and a name once missing is not missing for good."""
+    theme = os.path.join(env.dir, "home", ".local", "share", "icons", "hicolor", "64x64", "apps")
+    trayutil.write_png(os.path.join(theme, "qsd-test-app.png"), 64, 64, (0, 200, 0, 255))
+    env.env["XDG_DATA_HOME"] = os.path.join(env.dir, "home", ".local", "share")
+    c, sub = n.start(env)
+    first = bus.notify("Before", icon="qsd-late-app", timeout=0)
+    c.wait_for(lambda: str(first) in items(c, sub), what="item")
+    assert items(c, sub)[str(first)]["appIcon"] is None
+    # Installed the way a package manager does: written aside, renamed into place.
+    late = os.path.join(theme, "qsd-late-app.png")
+    trayutil.write_png(late + ".tmp", 64, 64, (200, 0, 0, 255))
+    os.rename(late + ".tmp", late)
+
+    def found():
+        nid = bus.notify("After", icon="qsd-late-app", timeout=0)
+        c.wait_for(lambda: str(nid) in items(c, sub), what="item")
+        return items(c, sub)[str(nid)]["appIcon"]
+    assert trayutil.file_of(wait_until(found, timeout=10, interval=0.05, what="the icon installed later")) == late
+
+
+def noise_png(path, w, h):
+    """A w x h RGBA PNG of random pixels, stored uncompressed: w*h*4 bytes and a little more."""
+    raw = b"".join(b"\x00" + os.urandom(w * 4) for _ in range(h))
+
+    def chunk(kind, data):
+        c = kind + data
+        return struct.pack(">I", len(data)) + c + struct.pack(">I", zlib.crc32(c) & 0xFFFFFFFF)
+
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw, 0)) + chunk(b"IEND", b""))
+
+
+def test_each_application_has_its_own_room_for_images(env, bus):
+    """Image files are charged to the connection that sent them: one application's photos do not
+    leave the others without images."""
+    c, sub = n.start(env)
+    # Five photos of 1.3 MB each from one application, copied into qsd's store.
+    photos = []
+    for i in range(5):
+        path = os.path.join(env.dir, f"photo{i}.png")
+        noise_png(path, 600, 560)
+        photos.append(bus.notify(f"photo {i}", hints={"image-path": path}, timeout=0))
+    # Then another application's picture of 260 KB.
+    avatar_png = os.path.join(env.dir, "avatar.png")
+    noise_png(avatar_png, 256, 256)
+    other = n.Bus(env)
+    try:
+        avatar = other.notify("Ann", hints={"image-path": avatar_png}, timeout=0)
+    finally:
+        other.close()
+    c.wait_for(lambda: {str(i) for i in photos + [avatar]} <= set(items(c, sub)), what="items")
+    for i in [avatar] + photos:
+        path = trayutil.file_of(items(c, sub)[str(i)]["image"])
+        assert os.path.dirname(path) == store_dir(env), i
+    assert open(trayutil.file_of(items(c, sub)[str(avatar)]["image"]), "rb").read() == open(avatar_png, "rb").read()
 
 
 def test_a_temporary_image_path_that_vanishes_is_kept(env, bus):

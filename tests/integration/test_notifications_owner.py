@@ -21,6 +21,11 @@ def clean_exit(env):
 
 
 def test_qsd_waits_behind_another_server_and_takes_over_when_it_leaves(env):
+    # A history from an earlier run, served while qsd waits.
+    c, sub = n.start(env)
+    earlier = notify_send(env, "-p", "Earlier").stdout.strip()
+    c.call("notifications.dismiss", {"id": int(earlier)})
+    assert env.stop_qsd() == 0
     mock = env.start_mock("notification_daemon", system=False, name=n.NAME)
     c, sub = n.start(env, wait_active=False)
     c.wait_value(sub, "/notifications/server", "waiting", timeout=20)
@@ -31,6 +36,7 @@ def test_qsd_waits_behind_another_server_and_takes_over_when_it_leaves(env):
     # Waiting is a normal state, and the domain is served.
     assert c.call("tree.get", {"path": "/daemon/backends/notifications/state"})["value"] == "running"
     assert c.mirror(sub)["notifications"]["available"] is True
+    assert history(c, sub)[earlier]["summary"] == "Earlier"
     # Meanwhile notify-send reaches the other server.
     assert notify_send(env, "-p", "To the mock").stdout.strip() == "1"
     assert items(c, sub) == {}
@@ -42,6 +48,7 @@ def test_qsd_waits_behind_another_server_and_takes_over_when_it_leaves(env):
     nid = notify_send(env, "-p", "To qsd").stdout.strip()
     c.wait_for(lambda: nid in items(c, sub), what="qsd's notification")
     assert items(c, sub)[nid]["summary"] == "To qsd"
+    assert int(nid) > int(earlier)
 
 
 def test_a_second_qsd_waits_and_continues_the_ids(env):

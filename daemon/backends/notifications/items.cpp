@@ -59,7 +59,7 @@ uint32_t NotificationsBackend::allocateId() {
 // ---------------------------------------------------------------------------------------------
 // showing
 
-NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::string& text) {
+NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::string& text, const std::string& sender) {
 	auto spec = iconSpec(validUtf8(text));
 	if (spec.kind == IconSpec::Kind::Name) {
 		if (auto url = images_->iconUrl(spec.value)) return {*url, std::nullopt};
@@ -72,7 +72,7 @@ NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::stri
 	// A PNG is copied (Chromium deletes its temporary file while the notification is shown);
 	// any other file is shown where it is.
 	if (uint64_t(st.st_size) <= kMaxImageFileBytes)
-		if (auto stored = images_->storePngFile(spec.value)) return {stored->url, std::move(stored)};
+		if (auto stored = images_->storePngFile(spec.value, sender)) return {stored->url, std::move(stored)};
 	return {fileUrlOf(spec.value), std::nullopt};
 }
 
@@ -106,7 +106,7 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	for (const auto& action: actions) live.actions.push_back(action.key);
 
 	// image-data (and its older names) > image-path > app_icon.
-	auto appIcon = resolveIcon(a.appIcon);
+	auto appIcon = resolveIcon(a.appIcon, sender);
 	Resolved image;
 	for (const auto& [hint, raw]: a.hints.images) {
 		auto decoded = decodeImageData(raw);
@@ -114,10 +114,10 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 			warnOnce("image:" + hint + ":" + who, fmt::format("{} sent {} qsd cannot use: {}; the hint is ignored", who, hint, decoded.error));
 			continue;
 		}
-		if (auto stored = images_->storePixels(*decoded.image)) image = {stored->url, std::move(stored)};
+		if (auto stored = images_->storePixels(*decoded.image, sender)) image = {stored->url, std::move(stored)};
 		break;
 	}
-	if (image.url.is_null() && a.hints.imagePath) image = resolveIcon(*a.hints.imagePath);
+	if (image.url.is_null() && a.hints.imagePath) image = resolveIcon(*a.hints.imagePath, sender);
 	if (image.url.is_null()) image = appIcon;
 	live.appIcon = std::move(appIcon.stored);
 	live.image = std::move(image.stored);
@@ -152,8 +152,10 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	if (live.deadline) deadlines_.insert({*live.deadline, id});
 	// A replacement belongs to whoever sent it (notify-send -r is a new connection each time).
 	if (replacing && slot.sender != sender) {
-		if (auto it = bySender_.find(slot.sender); it != bySender_.end() && (it->second.erase(id), it->second.empty()))
+		if (auto it = bySender_.find(slot.sender); it != bySender_.end() && (it->second.erase(id), it->second.empty())) {
+			images_->forget(slot.sender);
 			bySender_.erase(it);
+		}
 	}
 	live.sender = sender;
 	auto& mine = bySender_[sender];
@@ -182,7 +184,10 @@ void NotificationsBackend::close(uint32_t id, CloseReason reason) {
 	// Destroyed at the end: the stored files go once history has its own copies.
 	Live live = std::move(it->second);
 	live_.erase(it);
-	if (auto s = bySender_.find(live.sender); s != bySender_.end() && (s->second.erase(id), s->second.empty())) bySender_.erase(s);
+	if (auto s = bySender_.find(live.sender); s != bySender_.end() && (s->second.erase(id), s->second.empty())) {
+		images_->forget(live.sender);
+		bySender_.erase(s);
+	}
 	if (live.deadline) deadlines_.erase({*live.deadline, id});
 	auto path = itemPath(id);
 	const json* shown = context_.tree.find(path);

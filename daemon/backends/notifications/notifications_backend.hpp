@@ -83,7 +83,7 @@ private:
 		nlohmann::json url = nullptr;
 		std::optional<StoredImage> stored;
 	};
-	[[nodiscard]] Resolved resolveIcon(const std::string& text);
+	[[nodiscard]] Resolved resolveIcon(const std::string& text, const std::string& sender);
 	// Emits NotificationClosed(id, reason) and moves the item to history (unless transient).
 	void close(uint32_t id, CloseReason reason);
 	void armExpiry();
@@ -115,6 +115,7 @@ private:
 	std::unique_ptr<dbus::OwnedName> name_;     // org.freedesktop.Notifications and its object
 	sdbus::IObject* object_ = nullptr;
 	std::unique_ptr<Images> images_;
+	EventSource themeWatch_;                    // the icon theme's inotify descriptor
 	bool wasOwner_ = false;
 
 	std::map<uint32_t, Live> live_;

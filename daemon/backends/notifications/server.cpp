@@ -10,6 +10,8 @@
 #include "../../files.hpp"
 #include "../../log.hpp"
 
+#include <sys/epoll.h>
+
 namespace qsd::notifications {
 
 using json = nlohmann::json;
@@ -43,6 +45,9 @@ json NotificationsBackend::initialRoot() const {
 void NotificationsBackend::onBusStart() {
 	images_ = std::make_unique<Images>();
 	if (!images_->dir().empty()) historyDir_ = images_->dir() + "/history";
+	if (images_->themeWatchFd() >= 0)
+		themeWatch_ = context_.loop.addIo(images_->themeWatchFd(), EPOLLIN, [this](uint32_t) { images_->readThemeEvents(); },
+		                                  "notifications-icon-themes");
 	expiry_ = context_.loop.addIdleTimer([this] { expire(); }, "notifications-expiry");
 	saveTimer_ = context_.loop.addIdleTimer([this] {
 		saveArmed_ = false;
@@ -74,6 +79,7 @@ void NotificationsBackend::onBusStop() {
 	bySender_.clear();
 	history_.clear();
 	historyOrder_.clear();
+	themeWatch_.reset();
 	images_.reset();
 	warned_.clear();
 }
