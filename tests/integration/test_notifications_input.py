@@ -168,6 +168,31 @@ def test_each_application_has_its_own_room_for_images(env, bus):
     assert open(trayutil.file_of(items(c, sub)[str(avatar)]["image"]), "rb").read() == open(avatar_png, "rb").read()
 
 
+def test_history_keeps_at_most_32_mib_of_images(env, bus):
+    """History's image copies are on the session's tmpfs: past 32 MiB the oldest entries lose
+    their images (the entries stay)."""
+    c, sub = n.start(env)
+    ids = []
+    for i in range(30):
+        path = os.path.join(env.dir, f"photo{i}.png")
+        noise_png(path, 600, 560)
+        ids.append(bus.notify(f"photo {i}", hints={"image-path": path}, timeout=0))
+        c.call("notifications.dismiss", {"id": ids[-1]})
+        os.unlink(path)
+    c.wait_for(lambda: str(ids[-1]) in history(c, sub), what="history")
+    kept = history(c, sub)
+    assert set(kept) == {str(i) for i in ids}
+    copies = os.path.join(store_dir(env), "history")
+    total = sum(os.path.getsize(os.path.join(copies, f)) for f in os.listdir(copies))
+    assert total <= 32 << 20
+    with_image = [i for i in ids if kept[str(i)]["image"] is not None]
+    # The newest kept theirs: 24 of 1.34 MB fit.
+    assert with_image == ids[-len(with_image):] and len(with_image) == (32 << 20) // os.path.getsize(
+        trayutil.file_of(kept[str(ids[-1])]["image"]))
+    assert sorted(os.listdir(copies)) == sorted(os.path.basename(trayutil.file_of(kept[str(i)]["image"]))
+                                                for i in with_image)
+
+
 def test_a_temporary_image_path_that_vanishes_is_kept(env, bus):
     """Chromium writes the image to a temporary file and deletes it while the notification is up."""
     c, sub = n.start(env)

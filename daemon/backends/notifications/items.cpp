@@ -263,10 +263,42 @@ void NotificationsBackend::evictOverflow(const std::set<uint32_t>& ids, size_t m
 void NotificationsBackend::addHistory(uint32_t id, json entry, std::vector<std::string> files) {
 	if (auto old = history_.find(id); old != history_.end()) removeHistory(id);
 	auto order = nextOrder_++;
-	history_[id] = Closed{order, std::move(files)};
+	uint64_t bytes = 0;
+	for (const auto& file: files) {
+		struct stat st{};
+		if (::stat(file.c_str(), &st) == 0) bytes += uint64_t(st.st_size);
+	}
+	history_[id] = Closed{order, std::move(files), bytes};
 	historyOrder_[order] = id;
+	historyImageBytes_ += bytes;
 	context_.tree.set(historyPath(id), std::move(entry));
 	trimHistory();
+	// The copies live on $XDG_RUNTIME_DIR, a tmpfs shared with the whole session: the oldest
+	// entries give theirs up first.
+	for (auto it = historyOrder_.begin(); historyImageBytes_ > kMaxHistoryImageBytes && it != historyOrder_.end(); ++it) {
+		if (history_.at(it->second).files.empty()) continue;
+		warnOnce("historyImages", fmt::format("history's image files would take more than {} MiB; the oldest entries' "
+		                                      "images are removed", kMaxHistoryImageBytes >> 20));
+		dropHistoryImages(it->second);
+	}
+	markDirty();
+}
+
+void NotificationsBackend::dropHistoryImages(uint32_t id) {
+	auto& closed = history_.at(id);
+	auto path = historyPath(id);
+	json gone = json::object();
+	if (const json* entry = context_.tree.find(path))
+		for (const char* field: {"image", "appIcon"})
+			if (auto it = entry->find(field); it != entry->end() && it->is_string() &&
+			                                  std::find(closed.files.begin(), closed.files.end(),
+			                                            pathOfFileUrl(it->get<std::string>())) != closed.files.end())
+				gone[field] = nullptr;
+	for (const auto& file: closed.files) ::unlink(file.c_str());
+	historyImageBytes_ -= closed.bytes;
+	closed.bytes = 0;
+	closed.files.clear();
+	if (!gone.empty()) context_.tree.update(path, gone);
 	markDirty();
 }
 
@@ -274,6 +306,7 @@ void NotificationsBackend::removeHistory(uint32_t id) {
 	auto it = history_.find(id);
 	if (it == history_.end()) return;
 	for (const auto& file: it->second.files) ::unlink(file.c_str());
+	historyImageBytes_ -= it->second.bytes;
 	historyOrder_.erase(it->second.order);
 	history_.erase(it);
 	context_.tree.remove(historyPath(id));

@@ -63,6 +63,7 @@ private:
 	struct Closed {
 		uint64_t order = 0;                        // closing order: the oldest leave first
 		std::vector<std::string> files;
+		uint64_t bytes = 0;                        // their size, counted in historyImageBytes_
 	};
 
 	// --- server.cpp: the D-Bus object, the name
@@ -93,6 +94,8 @@ private:
 	void addHistory(uint32_t id, nlohmann::json entry, std::vector<std::string> files);
 	void removeHistory(uint32_t id);
 	void trimHistory();
+	// Removes the entry's image copies (its `image` and `appIcon` become null; the entry stays).
+	void dropHistoryImages(uint32_t id);
 	[[nodiscard]] std::string historyCopy(uint32_t id, const char* what, const StoredImage& image);
 	void loadState();
 	void markDirty();
@@ -126,6 +129,7 @@ private:
 	std::map<uint64_t, uint32_t> historyOrder_;            // closing order -> id
 	uint64_t nextOrder_ = 1;
 	std::string historyDir_;
+	uint64_t historyImageBytes_ = 0;                       // history's copies, at most kMaxHistoryImageBytes
 
 	uint32_t nextId_ = 1;
 	uint32_t lastId_ = 0;       // the last id handed out

@@ -79,6 +79,7 @@ void NotificationsBackend::onBusStop() {
 	bySender_.clear();
 	history_.clear();
 	historyOrder_.clear();
+	historyImageBytes_ = 0;
 	themeWatch_.reset();
 	images_.reset();
 	warned_.clear();
