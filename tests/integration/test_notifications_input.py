@@ -287,6 +287,9 @@ def test_at_most_a_thousand_notifications_are_shown(env, bus):
         assert str(i) not in live
         assert history(c, sub)[str(i)]["closeReason"] == "expired"
     assert str(crit + 14) in live
+    # Their senders were told: NotificationClosed with reason 1.
+    bus.wait_signal(lambda s: ("NotificationClosed", crit + 13, 1) in s, what="NotificationClosed(oldest, 1)")
+    assert ("NotificationClosed", crit + 1, 1) in bus.signals
     assert "more than 1000 notifications are shown in all" in env.qsd_log()
 
 

@@ -3,9 +3,12 @@ name first (python-dbusmock's notification_daemon template, another qsd) keeps i
 in the queue, and qsd takes over the moment it leaves; history, Do-Not-Disturb, the settings and
 the id counter survive a restart, a crash included."""
 
+import ctypes
 import json
 import os
 import signal
+import struct
+import time
 
 import pytest
 
@@ -104,6 +107,60 @@ def test_a_restart_keeps_history_dnd_settings_and_the_id_counter(env):
     assert got["items"] == {}
     # The counter continues where it was: no id is given twice.
     assert int(notify_send(env, "-p", "after restart").stdout) == shown + 1
+
+
+class FileWrites:
+    """Counts the atomic writes (renames onto it) of one file, through inotify. Renames from the
+    temporary file are watched too: inotify merges an event with the one queued before it when
+    they are alike, and every rename onto the file looks alike."""
+
+    IN_MOVED_FROM = 0x40
+    IN_MOVED_TO = 0x80
+
+    def __init__(self, path):
+        self.name = os.path.basename(path).encode()
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self.fd >= 0
+        assert self.libc.inotify_add_watch(self.fd, os.path.dirname(path).encode(),
+                                                self.IN_MOVED_FROM | self.IN_MOVED_TO) >= 0
+        self.count = 0
+
+    def read(self):
+        try:
+            data = os.read(self.fd, 1 << 16)
+        except BlockingIOError:
+            return self.count
+        pos = 0
+        while pos < len(data):
+            _, mask, _, length = struct.unpack_from("iIII", data, pos)
+            name = data[pos + 16:pos + 16 + length].rstrip(b"\0")
+            pos += 16 + length
+            if mask & self.IN_MOVED_TO and name == self.name:
+                self.count += 1
+        return self.count
+
+    def close(self):
+        os.close(self.fd)
+
+
+def test_the_state_file_is_written_at_most_once_a_second(env):
+    c, sub = n.start(env)
+    path = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    writes = FileWrites(path)
+    bus = n.Bus(env)
+    try:
+        start = time.monotonic()
+        ids = [bus.notify(f"n{i}", timeout=0) for i in range(40)]
+        for i in ids:
+            c.call("notifications.dismiss", {"id": i})
+        # Every change reaches the file, in as few writes as the seconds it took allow.
+        wait_until(lambda: writes.read() and len(json.load(open(path))["history"]) == 40, what="the history written")
+        elapsed = time.monotonic() - start
+        assert writes.read() <= int(elapsed) + 2, (writes.count, elapsed)
+    finally:
+        bus.close()
+        writes.close()
 
 
 def test_ids_are_not_reused_after_a_crash(env):
