@@ -54,11 +54,12 @@ def test_qsd_waits_behind_another_server_and_takes_over_when_it_leaves(env):
     assert int(nid) > int(earlier)
 
 
-def test_a_second_qsd_waits_and_continues_the_ids(env):
+def test_a_second_qsd_waits_and_continues_the_ids_and_the_history(env):
     c, sub = n.start(env)
     first_daemon = env.daemon
     first_socket = env.socket
     a = int(notify_send(env, "-p", "one").stdout)
+    c.call("notifications.dismiss", {"id": a})
     # A second qsd (its own socket) queues behind the first.
     env.start_qsd(backends=["notifications"], socket_path=os.path.join(env.run, "second.sock"))
     c2 = env.client()
@@ -67,13 +68,24 @@ def test_a_second_qsd_waits_and_continues_the_ids(env):
     assert other["processName"] == "qsd" and other["pid"] == first_daemon.pid
     assert c2.mirror(sub2)["notifications"]["server"] == "waiting"
     b = int(notify_send(env, "-p", "two").stdout)
-    # The first stops: the second owns the name at once and hands out ids after the first's.
+    c.call("notifications.dismiss", {"id": b})
+    c.call("notifications.setDnd", {"enabled": True})
+    # The first stops: the second owns the name at once, hands out ids after the first's, and
+    # goes on with the first's history and Do-Not-Disturb (what the first left in the file).
     first_daemon.send_signal(signal.SIGTERM)
     assert first_daemon.wait(10) == 0
     c2.wait_value(sub2, "/notifications/server", "active", timeout=20)
     d = int(notify_send(env, "-p", "three").stdout)
     assert d > b > a
     c2.wait_for(lambda: str(d) in items(c2, sub2), what="the second qsd's notification")
+    got = c2.mirror(sub2)["notifications"]
+    assert {got["history"][str(i)]["summary"] for i in (a, b)} == {"one", "two"}
+    assert got["dnd"] is True and got["items"][str(d)]["popup"] is False
+    # And keeps them: the file the second writes still has them.
+    c2.call("notifications.dismiss", {"id": d})
+    state = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    wait_until(lambda: d in [e["id"] for e in json.load(open(state))["history"]], what="the second's history written")
+    assert [e["id"] for e in json.load(open(state))["history"]] == [a, b, d]
     c.close()
     c2.close()
     env.socket = first_socket

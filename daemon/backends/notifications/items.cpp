@@ -344,11 +344,23 @@ void NotificationsBackend::loadState() {
 	historyLimit_ = state.historyLimit;
 	nextId_ = firstId(state);
 
+	auto highest = restoreHistory(state.history);
+	if (highest >= nextId_ && highest != UINT32_MAX) nextId_ = highest + 1;
+	lastId_ = nextId_ - 1;
+
+	context_.tree.update(kRoot, {{"dnd", dnd_}, {"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}});
+	// The reservation is on disk before the first id is handed out.
+	if (!statePath_.empty()) save(false);
+	if (!state.history.empty() || state.lastId)
+		log::info("notifications", "{} notifications of history read back; ids continue at {}", history_.size(), nextId_);
+}
+
+uint32_t NotificationsBackend::restoreHistory(json& entries) {
 	// History as it was left, oldest first. Image copies that are gone (the runtime directory
 	// is emptied at log-out) are shown as null; files nothing refers to are removed.
 	std::set<std::string> referenced;
 	uint32_t highest = 0;
-	for (auto& entry: state.history) {
+	for (auto& entry: entries) {
 		auto id = entry["id"].get<uint32_t>();
 		std::vector<std::string> files;
 		for (const char* field: {"image", "appIcon"}) {
@@ -363,18 +375,11 @@ void NotificationsBackend::loadState() {
 		highest = std::max(highest, id);
 		addHistory(id, std::move(entry), std::move(files));
 	}
-	if (highest >= nextId_ && highest != UINT32_MAX) nextId_ = highest + 1;
-	lastId_ = nextId_ - 1;
 	std::error_code ec;
 	if (!historyDir_.empty())
 		for (const auto& e: fs::directory_iterator(historyDir_, ec))
 			if (!referenced.count(e.path().string())) fs::remove(e.path(), ec);
-
-	context_.tree.update(kRoot, {{"dnd", dnd_}, {"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}});
-	// The reservation is on disk before the first id is handed out.
-	if (!statePath_.empty()) save(false);
-	if (!state.history.empty() || state.lastId)
-		log::info("notifications", "{} notifications of history read back; ids continue at {}", history_.size(), nextId_);
+	return highest;
 }
 
 void NotificationsBackend::markDirty() {
@@ -405,7 +410,7 @@ void NotificationsBackend::save(bool clean) {
 	}
 }
 
-void NotificationsBackend::takeIdsFromFile() {
+void NotificationsBackend::takeStateFromFile() {
 	if (statePath_.empty()) return;
 	auto text = readFile(statePath_, kMaxStateFileBytes);
 	if (!text) return;
@@ -414,11 +419,33 @@ void NotificationsBackend::takeIdsFromFile() {
 	// Our own reservation is no one else's ids; another writer's is.
 	uint32_t last = state->lastId;
 	if (!state->clean && state->reservedId != reservedId_) last = std::max(last, state->reservedId);
-	if (last >= nextId_ && last != UINT32_MAX) {
+	bool later = last >= nextId_ && last != UINT32_MAX;
+	if (later) {
 		nextId_ = last + 1;
 		lastId_ = last;
-		save(false);
 	}
+	if (!waited_) {
+		if (later) save(false);
+		return;
+	}
+	// The server that had the name kept history, Do-Not-Disturb and the settings while this
+	// one waited; what it left in the file is the state to go on with. History's entries are
+	// replaced without touching their files (the file's entries name the same copies);
+	// restoreHistory then removes those nothing refers to.
+	dnd_ = state->dnd;
+	defaultTimeoutMs_ = state->defaultTimeoutMs;
+	historyLimit_ = state->historyLimit;
+	history_.clear();
+	historyOrder_.clear();
+	historyImageBytes_ = 0;
+	context_.tree.set("/notifications/history", json::object());
+	auto highest = restoreHistory(state->history);
+	if (highest >= nextId_ && highest != UINT32_MAX) {
+		nextId_ = highest + 1;
+		lastId_ = highest;
+	}
+	context_.tree.update(kRoot, {{"dnd", dnd_}, {"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}});
+	save(false);
 }
 
 } // namespace qsd::notifications

@@ -100,7 +100,11 @@ private:
 	void loadState();
 	void markDirty();
 	void save(bool clean);
-	void takeIdsFromFile();
+	// Adds the state file's history entries; returns the highest id among them.
+	uint32_t restoreHistory(nlohmann::json& entries);
+	// Taking the name: the ids handed out by another qsd, and after waiting, the history,
+	// Do-Not-Disturb and settings the server before left in the file.
+	void takeStateFromFile();
 	[[nodiscard]] static std::string itemPath(uint32_t id);
 	[[nodiscard]] static std::string historyPath(uint32_t id);
 
@@ -120,6 +124,7 @@ private:
 	std::unique_ptr<Images> images_;
 	EventSource themeWatch_;                    // the icon theme's inotify descriptor
 	bool wasOwner_ = false;
+	bool waited_ = false;                       // another server had the name after qsd asked
 
 	std::map<uint32_t, Live> live_;
 	std::map<std::string, std::set<uint32_t>> bySender_;   // unique name -> ids it has shown

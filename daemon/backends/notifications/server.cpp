@@ -72,6 +72,7 @@ void NotificationsBackend::onBusStop() {
 	// Releases the name now: a server queued behind qsd takes over at once.
 	object_ = nullptr;
 	name_.reset();
+	wasOwner_ = waited_ = false;
 	expiry_.reset();
 	saveTimer_.reset();
 	deadlines_.clear();
@@ -199,9 +200,11 @@ void NotificationsBackend::nameChanged() {
 		}
 	}
 	context_.tree.update(kRoot, {{"server", server}, {"otherOwner", other}});
+	if (name_->state() == State::Waiting) waited_ = true;
 	if (name_->owned() && !wasOwner_) {
-		// Another qsd may have handed ids out while this one waited: continue after them.
-		takeIdsFromFile();
+		// Another qsd may have handed ids out, and kept history, while this one waited:
+		// continue after them.
+		takeStateFromFile();
 		log::info("notifications", "qsd is the notification server");
 	}
 	wasOwner_ = name_->owned();
