@@ -91,6 +91,31 @@ def test_a_second_qsd_waits_and_continues_the_ids_and_the_history(env):
     env.socket = first_socket
 
 
+def test_a_second_qsd_leaves_the_first_ones_image_files_alone(env):
+    c, sub = n.start(env)
+    bus = n.Bus(env)
+    first_socket = env.socket
+    try:
+        red = (1, 1, 3, False, 8, 3, b"\xff\x00\x00")
+        shown = bus.notify("Shown", hints={"image-data": red}, timeout=0)
+        closed = bus.notify("Closed", hints={"image-data": (1, 1, 3, False, 8, 3, b"\x00\xff\x00")}, timeout=0)
+        c.call("notifications.dismiss", {"id": closed})
+        c.wait_for(lambda: str(closed) in history(c, sub), what="history")
+        image = items(c, sub)[str(shown)]["image"]
+        copy = history(c, sub)[str(closed)]["image"]
+        env.start_qsd(backends=["notifications"], socket_path=os.path.join(env.run, "second.sock"))
+        c2 = env.client()
+        sub2 = c2.subscribe(["/notifications"])
+        c2.wait_value(sub2, "/notifications/server", "waiting", timeout=20)
+        # The second has started (and read the state file): the first's files are still there.
+        for url in (image, copy):
+            assert os.path.exists(url[len("file://"):]), url
+        c2.close()
+    finally:
+        bus.close()
+        env.socket = first_socket
+
+
 def test_a_restart_keeps_history_dnd_settings_and_the_id_counter(env):
     c, sub = n.start(env)
     bus = n.Bus(env)

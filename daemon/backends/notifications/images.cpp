@@ -15,11 +15,6 @@ namespace {
 // Icons are looked up for a popup's image: larger than a tray slot.
 constexpr int kIconSize = 128;
 
-std::string storeDir() {
-	const char* rt = std::getenv("XDG_RUNTIME_DIR");
-	if (!rt || !*rt) return {};
-	return std::string(rt) + "/qsd/notifications";
-}
 
 StoredImage stored(const tray::IconRef& ref) { return {ref->path(), ref->url(), ref}; }
 } // namespace
@@ -30,7 +25,13 @@ struct Images::Impl {
 	explicit Impl(std::string dir): store(std::move(dir), {kMaxImageBytes, kMaxImageBytesPerSender}) {}
 };
 
-Images::Images(): impl_(std::make_unique<Impl>(storeDir())), dir_(impl_->store.dir()) {}
+std::string Images::defaultDir() {
+	const char* rt = std::getenv("XDG_RUNTIME_DIR");
+	if (!rt || !*rt) return {};
+	return std::string(rt) + "/qsd/notifications";
+}
+
+Images::Images(): impl_(std::make_unique<Impl>(defaultDir())), dir_(impl_->store.dir()) {}
 
 Images::~Images() = default;
 

@@ -5,7 +5,9 @@
 // code touches one place.
 //
 // Stored files live in $XDG_RUNTIME_DIR/qsd/notifications/ (content-addressed <hash>.png, emptied
-// of an earlier run's files at start) and are deleted when the last StoredImage holding one goes.
+// of an earlier run's files when an Images is made: the backend makes it once it owns the name,
+// so a qsd waiting behind another one leaves that one's files alone) and are deleted when the
+// last StoredImage holding one goes.
 
 #include "mapping.hpp"
 
@@ -49,6 +51,8 @@ public:
 
 	// Where the stored files are ("" without XDG_RUNTIME_DIR: nothing is stored).
 	[[nodiscard]] const std::string& dir() const { return dir_; }
+	// Where they go: $XDG_RUNTIME_DIR/qsd/notifications ("" without XDG_RUNTIME_DIR).
+	[[nodiscard]] static std::string defaultDir();
 
 private:
 	struct Impl;

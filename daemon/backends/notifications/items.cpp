@@ -77,6 +77,7 @@ NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::stri
 }
 
 void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, const std::string& sender) {
+	ensureImages();
 	auto appName = cutUtf8(validUtf8(a.appName), kMaxNameBytes);
 	const auto& who = appName.empty() ? sender : appName;
 	for (const auto& [hint, signature]: a.hints.wrongTypes)
@@ -153,7 +154,7 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	// A replacement belongs to whoever sent it (notify-send -r is a new connection each time).
 	if (replacing && slot.sender != sender) {
 		if (auto it = bySender_.find(slot.sender); it != bySender_.end() && (it->second.erase(id), it->second.empty())) {
-			images_->forget(slot.sender);
+			if (images_) images_->forget(slot.sender);
 			bySender_.erase(it);
 		}
 	}
@@ -185,7 +186,7 @@ void NotificationsBackend::close(uint32_t id, CloseReason reason) {
 	Live live = std::move(it->second);
 	live_.erase(it);
 	if (auto s = bySender_.find(live.sender); s != bySender_.end() && (s->second.erase(id), s->second.empty())) {
-		images_->forget(live.sender);
+		if (images_) images_->forget(live.sender);
 		bySender_.erase(s);
 	}
 	if (live.deadline) deadlines_.erase({*live.deadline, id});
@@ -357,8 +358,7 @@ void NotificationsBackend::loadState() {
 
 uint32_t NotificationsBackend::restoreHistory(json& entries) {
 	// History as it was left, oldest first. Image copies that are gone (the runtime directory
-	// is emptied at log-out) are shown as null; files nothing refers to are removed.
-	std::set<std::string> referenced;
+	// is emptied at log-out) are shown as null.
 	uint32_t highest = 0;
 	for (auto& entry: entries) {
 		auto id = entry["id"].get<uint32_t>();
@@ -371,15 +371,19 @@ uint32_t NotificationsBackend::restoreHistory(json& entries) {
 			if (ours && ::access(file.c_str(), R_OK) != 0) *it = nullptr;
 			else if (ours && std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
 		}
-		referenced.insert(files.begin(), files.end());
 		highest = std::max(highest, id);
 		addHistory(id, std::move(entry), std::move(files));
 	}
-	std::error_code ec;
-	if (!historyDir_.empty())
-		for (const auto& e: fs::directory_iterator(historyDir_, ec))
-			if (!referenced.count(e.path().string())) fs::remove(e.path(), ec);
 	return highest;
+}
+
+void NotificationsBackend::removeStrayHistoryFiles() {
+	if (historyDir_.empty()) return;
+	std::set<std::string> referenced;
+	for (const auto& [_, closed]: history_) referenced.insert(closed.files.begin(), closed.files.end());
+	std::error_code ec;
+	for (const auto& e: fs::directory_iterator(historyDir_, ec))
+		if (!referenced.count(e.path().string())) fs::remove(e.path(), ec);
 }
 
 void NotificationsBackend::markDirty() {

@@ -75,6 +75,9 @@ private:
 	void emitSignal(const char* member, uint32_t id, uint32_t reason);
 	void emitSignal(const char* member, uint32_t id, const std::string& text);
 	void nameChanged();
+	// The image store and the icon theme, made once qsd owns the name (or is sent a notification
+	// anyway): making the store empties its directory, which a server qsd waits behind may use.
+	void ensureImages();
 	void warnOnce(const std::string& key, const std::string& message);
 
 	// --- items.cpp
@@ -102,6 +105,8 @@ private:
 	void save(bool clean);
 	// Adds the state file's history entries; returns the highest id among them.
 	uint32_t restoreHistory(nlohmann::json& entries);
+	// Removes the files of history's directory that no entry refers to.
+	void removeStrayHistoryFiles();
 	// Taking the name: the ids handed out by another qsd, and after waiting, the history,
 	// Do-Not-Disturb and settings the server before left in the file.
 	void takeStateFromFile();

@@ -43,11 +43,7 @@ json NotificationsBackend::initialRoot() const {
 }
 
 void NotificationsBackend::onBusStart() {
-	images_ = std::make_unique<Images>();
-	if (!images_->dir().empty()) historyDir_ = images_->dir() + "/history";
-	if (images_->themeWatchFd() >= 0)
-		themeWatch_ = context_.loop.addIo(images_->themeWatchFd(), EPOLLIN, [this](uint32_t) { images_->readThemeEvents(); },
-		                                  "notifications-icon-themes");
+	if (auto dir = Images::defaultDir(); !dir.empty()) historyDir_ = dir + "/history";
 	expiry_ = context_.loop.addIdleTimer([this] { expire(); }, "notifications-expiry");
 	saveTimer_ = context_.loop.addIdleTimer([this] {
 		saveArmed_ = false;
@@ -202,9 +198,12 @@ void NotificationsBackend::nameChanged() {
 	context_.tree.update(kRoot, {{"server", server}, {"otherOwner", other}});
 	if (name_->state() == State::Waiting) waited_ = true;
 	if (name_->owned() && !wasOwner_) {
+		ensureImages();
 		// Another qsd may have handed ids out, and kept history, while this one waited:
 		// continue after them.
 		takeStateFromFile();
+		// Only now: a server qsd waited behind may have made copies the file does not name yet.
+		removeStrayHistoryFiles();
 		log::info("notifications", "qsd is the notification server");
 	}
 	wasOwner_ = name_->owned();
@@ -218,6 +217,14 @@ void NotificationsBackend::nameChanged() {
 		warnOnce("waiting:" + name_->otherOwner(),
 		         fmt::format("{} is owned by {}{}; qsd waits for it to leave", kBusName, name_->otherOwner(),
 		                     other["processName"].is_string() ? " (" + other["processName"].get<std::string>() + ")" : ""));
+}
+
+void NotificationsBackend::ensureImages() {
+	if (images_) return;
+	images_ = std::make_unique<Images>();
+	if (images_->themeWatchFd() >= 0)
+		themeWatch_ = context_.loop.addIo(images_->themeWatchFd(), EPOLLIN, [this](uint32_t) { images_->readThemeEvents(); },
+		                                  "notifications-icon-themes");
 }
 
 void NotificationsBackend::warnOnce(const std::string& key, const std::string& message) {
