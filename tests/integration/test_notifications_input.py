@@ -4,6 +4,8 @@ hints of the wrong type, refused image data, oversized text, and floods. Everyth
 the private session bus with exact D-Bus types (notifyutil.Bus) and checked through qsd's socket."""
 
 import os
+import struct
+import zlib
 
 import notifyutil as n
 import trayutil
@@ -106,6 +108,91 @@ def test_legacy_image_hints_and_the_order_of_image_sources(env, bus):
     assert got["missing"]["image"] is None and got["missing"]["appIcon"] is None
 
 
+def test_an_icon_installed_while_qsd_runs_is_found(env, bus):
+    """The icon theme is indexed once and followed through inotify: an application installed
+    after qsd started has its icon found, and a name once missing is not missing for good."""
+    theme = os.path.join(env.dir, "home", ".local", "share", "icons", "hicolor", "64x64", "apps")
+    trayutil.write_png(os.path.join(theme, "qsd-test-app.png"), 64, 64, (0, 200, 0, 255))
+    env.env["XDG_DATA_HOME"] = os.path.join(env.dir, "home", ".local", "share")
+    c, sub = n.start(env)
+    first = bus.notify("Before", icon="qsd-late-app", timeout=0)
+    c.wait_for(lambda: str(first) in items(c, sub), what="item")
+    assert items(c, sub)[str(first)]["appIcon"] is None
+    # Installed the way a package manager does: written aside, renamed into place.
+    late = os.path.join(theme, "qsd-late-app.png")
+    trayutil.write_png(late + ".tmp", 64, 64, (200, 0, 0, 255))
+    os.rename(late + ".tmp", late)
+
+    def found():
+        nid = bus.notify("After", icon="qsd-late-app", timeout=0)
+        c.wait_for(lambda: str(nid) in items(c, sub), what="item")
+        return items(c, sub)[str(nid)]["appIcon"]
+    assert trayutil.file_of(wait_until(found, timeout=10, interval=0.05, what="the icon installed later")) == late
+
+
+def noise_png(path, w, h):
+    """A w x h RGBA PNG of random pixels, stored uncompressed: w*h*4 bytes and a little more."""
+    raw = b"".join(b"\x00" + os.urandom(w * 4) for _ in range(h))
+
+    def chunk(kind, data):
+        c = kind + data
+        return struct.pack(">I", len(data)) + c + struct.pack(">I", zlib.crc32(c) & 0xFFFFFFFF)
+
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw, 0)) + chunk(b"IEND", b""))
+
+
+def test_each_application_has_its_own_room_for_images(env, bus):
+    """Image files are charged to the connection that sent them: one application's photos do not
+    leave the others without images."""
+    c, sub = n.start(env)
+    # Five photos of 1.3 MB each from one application, copied into qsd's store.
+    photos = []
+    for i in range(5):
+        path = os.path.join(env.dir, f"photo{i}.png")
+        noise_png(path, 600, 560)
+        photos.append(bus.notify(f"photo {i}", hints={"image-path": path}, timeout=0))
+    # Then another application's picture of 260 KB.
+    avatar_png = os.path.join(env.dir, "avatar.png")
+    noise_png(avatar_png, 256, 256)
+    other = n.Bus(env)
+    try:
+        avatar = other.notify("Ann", hints={"image-path": avatar_png}, timeout=0)
+    finally:
+        other.close()
+    c.wait_for(lambda: {str(i) for i in photos + [avatar]} <= set(items(c, sub)), what="items")
+    for i in [avatar] + photos:
+        path = trayutil.file_of(items(c, sub)[str(i)]["image"])
+        assert os.path.dirname(path) == store_dir(env), i
+    assert open(trayutil.file_of(items(c, sub)[str(avatar)]["image"]), "rb").read() == open(avatar_png, "rb").read()
+
+
+def test_history_keeps_at_most_32_mib_of_images(env, bus):
+    """History's image copies are on the session's tmpfs: past 32 MiB the oldest entries lose
+    their images (the entries stay)."""
+    c, sub = n.start(env)
+    ids = []
+    for i in range(30):
+        path = os.path.join(env.dir, f"photo{i}.png")
+        noise_png(path, 600, 560)
+        ids.append(bus.notify(f"photo {i}", hints={"image-path": path}, timeout=0))
+        c.call("notifications.dismiss", {"id": ids[-1]})
+        os.unlink(path)
+    c.wait_for(lambda: str(ids[-1]) in history(c, sub), what="history")
+    kept = history(c, sub)
+    assert set(kept) == {str(i) for i in ids}
+    copies = os.path.join(store_dir(env), "history")
+    total = sum(os.path.getsize(os.path.join(copies, f)) for f in os.listdir(copies))
+    assert total <= 32 << 20
+    with_image = [i for i in ids if kept[str(i)]["image"] is not None]
+    # The newest kept theirs: 24 of 1.34 MB fit.
+    assert with_image == ids[-len(with_image):] and len(with_image) == (32 << 20) // os.path.getsize(
+        trayutil.file_of(kept[str(ids[-1])]["image"]))
+    assert sorted(os.listdir(copies)) == sorted(os.path.basename(trayutil.file_of(kept[str(i)]["image"]))
+                                                for i in with_image)
+
+
 def test_a_temporary_image_path_that_vanishes_is_kept(env, bus):
     """Chromium writes the image to a temporary file and deletes it while the notification is up."""
     c, sub = n.start(env)
@@ -200,6 +287,9 @@ def test_at_most_a_thousand_notifications_are_shown(env, bus):
         assert str(i) not in live
         assert history(c, sub)[str(i)]["closeReason"] == "expired"
     assert str(crit + 14) in live
+    # Their senders were told: NotificationClosed with reason 1.
+    bus.wait_signal(lambda s: ("NotificationClosed", crit + 13, 1) in s, what="NotificationClosed(oldest, 1)")
+    assert ("NotificationClosed", crit + 1, 1) in bus.signals
     assert "more than 1000 notifications are shown in all" in env.qsd_log()
 
 

@@ -3,9 +3,12 @@ name first (python-dbusmock's notification_daemon template, another qsd) keeps i
 in the queue, and qsd takes over the moment it leaves; history, Do-Not-Disturb, the settings and
 the id counter survive a restart, a crash included."""
 
+import ctypes
 import json
 import os
 import signal
+import struct
+import time
 
 import pytest
 
@@ -21,6 +24,11 @@ def clean_exit(env):
 
 
 def test_qsd_waits_behind_another_server_and_takes_over_when_it_leaves(env):
+    # A history from an earlier run, served while qsd waits.
+    c, sub = n.start(env)
+    earlier = notify_send(env, "-p", "Earlier").stdout.strip()
+    c.call("notifications.dismiss", {"id": int(earlier)})
+    assert env.stop_qsd() == 0
     mock = env.start_mock("notification_daemon", system=False, name=n.NAME)
     c, sub = n.start(env, wait_active=False)
     c.wait_value(sub, "/notifications/server", "waiting", timeout=20)
@@ -31,6 +39,7 @@ def test_qsd_waits_behind_another_server_and_takes_over_when_it_leaves(env):
     # Waiting is a normal state, and the domain is served.
     assert c.call("tree.get", {"path": "/daemon/backends/notifications/state"})["value"] == "running"
     assert c.mirror(sub)["notifications"]["available"] is True
+    assert history(c, sub)[earlier]["summary"] == "Earlier"
     # Meanwhile notify-send reaches the other server.
     assert notify_send(env, "-p", "To the mock").stdout.strip() == "1"
     assert items(c, sub) == {}
@@ -42,13 +51,15 @@ def test_qsd_waits_behind_another_server_and_takes_over_when_it_leaves(env):
     nid = notify_send(env, "-p", "To qsd").stdout.strip()
     c.wait_for(lambda: nid in items(c, sub), what="qsd's notification")
     assert items(c, sub)[nid]["summary"] == "To qsd"
+    assert int(nid) > int(earlier)
 
 
-def test_a_second_qsd_waits_and_continues_the_ids(env):
+def test_a_second_qsd_waits_and_continues_the_ids_and_the_history(env):
     c, sub = n.start(env)
     first_daemon = env.daemon
     first_socket = env.socket
     a = int(notify_send(env, "-p", "one").stdout)
+    c.call("notifications.dismiss", {"id": a})
     # A second qsd (its own socket) queues behind the first.
     env.start_qsd(backends=["notifications"], socket_path=os.path.join(env.run, "second.sock"))
     c2 = env.client()
@@ -57,16 +68,52 @@ def test_a_second_qsd_waits_and_continues_the_ids(env):
     assert other["processName"] == "qsd" and other["pid"] == first_daemon.pid
     assert c2.mirror(sub2)["notifications"]["server"] == "waiting"
     b = int(notify_send(env, "-p", "two").stdout)
-    # The first stops: the second owns the name at once and hands out ids after the first's.
+    c.call("notifications.dismiss", {"id": b})
+    c.call("notifications.setDnd", {"enabled": True})
+    # The first stops: the second owns the name at once, hands out ids after the first's, and
+    # goes on with the first's history and Do-Not-Disturb (what the first left in the file).
     first_daemon.send_signal(signal.SIGTERM)
     assert first_daemon.wait(10) == 0
     c2.wait_value(sub2, "/notifications/server", "active", timeout=20)
     d = int(notify_send(env, "-p", "three").stdout)
     assert d > b > a
     c2.wait_for(lambda: str(d) in items(c2, sub2), what="the second qsd's notification")
+    got = c2.mirror(sub2)["notifications"]
+    assert {got["history"][str(i)]["summary"] for i in (a, b)} == {"one", "two"}
+    assert got["dnd"] is True and got["items"][str(d)]["popup"] is False
+    # And keeps them: the file the second writes still has them.
+    c2.call("notifications.dismiss", {"id": d})
+    state = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    wait_until(lambda: d in [e["id"] for e in json.load(open(state))["history"]], what="the second's history written")
+    assert [e["id"] for e in json.load(open(state))["history"]] == [a, b, d]
     c.close()
     c2.close()
     env.socket = first_socket
+
+
+def test_a_second_qsd_leaves_the_first_ones_image_files_alone(env):
+    c, sub = n.start(env)
+    bus = n.Bus(env)
+    first_socket = env.socket
+    try:
+        red = (1, 1, 3, False, 8, 3, b"\xff\x00\x00")
+        shown = bus.notify("Shown", hints={"image-data": red}, timeout=0)
+        closed = bus.notify("Closed", hints={"image-data": (1, 1, 3, False, 8, 3, b"\x00\xff\x00")}, timeout=0)
+        c.call("notifications.dismiss", {"id": closed})
+        c.wait_for(lambda: str(closed) in history(c, sub), what="history")
+        image = items(c, sub)[str(shown)]["image"]
+        copy = history(c, sub)[str(closed)]["image"]
+        env.start_qsd(backends=["notifications"], socket_path=os.path.join(env.run, "second.sock"))
+        c2 = env.client()
+        sub2 = c2.subscribe(["/notifications"])
+        c2.wait_value(sub2, "/notifications/server", "waiting", timeout=20)
+        # The second has started (and read the state file): the first's files are still there.
+        for url in (image, copy):
+            assert os.path.exists(url[len("file://"):]), url
+        c2.close()
+    finally:
+        bus.close()
+        env.socket = first_socket
 
 
 def test_a_restart_keeps_history_dnd_settings_and_the_id_counter(env):
@@ -97,6 +144,60 @@ def test_a_restart_keeps_history_dnd_settings_and_the_id_counter(env):
     assert got["items"] == {}
     # The counter continues where it was: no id is given twice.
     assert int(notify_send(env, "-p", "after restart").stdout) == shown + 1
+
+
+class FileWrites:
+    """Counts the atomic writes (renames onto it) of one file, through inotify. Renames from the
+    temporary file are watched too: inotify merges an event with the one queued before it when
+    they are alike, and every rename onto the file looks alike."""
+
+    IN_MOVED_FROM = 0x40
+    IN_MOVED_TO = 0x80
+
+    def __init__(self, path):
+        self.name = os.path.basename(path).encode()
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self.fd >= 0
+        assert self.libc.inotify_add_watch(self.fd, os.path.dirname(path).encode(),
+                                                self.IN_MOVED_FROM | self.IN_MOVED_TO) >= 0
+        self.count = 0
+
+    def read(self):
+        try:
+            data = os.read(self.fd, 1 << 16)
+        except BlockingIOError:
+            return self.count
+        pos = 0
+        while pos < len(data):
+            _, mask, _, length = struct.unpack_from("iIII", data, pos)
+            name = data[pos + 16:pos + 16 + length].rstrip(b"\0")
+            pos += 16 + length
+            if mask & self.IN_MOVED_TO and name == self.name:
+                self.count += 1
+        return self.count
+
+    def close(self):
+        os.close(self.fd)
+
+
+def test_the_state_file_is_written_at_most_once_a_second(env):
+    c, sub = n.start(env)
+    path = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    writes = FileWrites(path)
+    bus = n.Bus(env)
+    try:
+        start = time.monotonic()
+        ids = [bus.notify(f"n{i}", timeout=0) for i in range(40)]
+        for i in ids:
+            c.call("notifications.dismiss", {"id": i})
+        # Every change reaches the file, in as few writes as the seconds it took allow.
+        wait_until(lambda: writes.read() and len(json.load(open(path))["history"]) == 40, what="the history written")
+        elapsed = time.monotonic() - start
+        assert writes.read() <= int(elapsed) + 2, (writes.count, elapsed)
+    finally:
+        bus.close()
+        writes.close()
 
 
 def test_ids_are_not_reused_after_a_crash(env):

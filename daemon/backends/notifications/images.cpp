@@ -15,11 +15,6 @@ namespace {
 // Icons are looked up for a popup's image: larger than a tray slot.
 constexpr int kIconSize = 128;
 
-std::string storeDir() {
-	const char* rt = std::getenv("XDG_RUNTIME_DIR");
-	if (!rt || !*rt) return {};
-	return std::string(rt) + "/qsd/notifications";
-}
 
 StoredImage stored(const tray::IconRef& ref) { return {ref->path(), ref->url(), ref}; }
 } // namespace
@@ -27,10 +22,16 @@ StoredImage stored(const tray::IconRef& ref) { return {ref->path(), ref->url(), 
 struct Images::Impl {
 	tray::IconTheme theme{tray::IconTheme::fromEnvironment(kIconSize)};
 	tray::IconStore store;
-	explicit Impl(std::string dir): store(std::move(dir)) {}
+	explicit Impl(std::string dir): store(std::move(dir), {kMaxImageBytes, kMaxImageBytesPerSender}) {}
 };
 
-Images::Images(): impl_(std::make_unique<Impl>(storeDir())), dir_(impl_->store.dir()) {}
+std::string Images::defaultDir() {
+	const char* rt = std::getenv("XDG_RUNTIME_DIR");
+	if (!rt || !*rt) return {};
+	return std::string(rt) + "/qsd/notifications";
+}
+
+Images::Images(): impl_(std::make_unique<Impl>(defaultDir())), dir_(impl_->store.dir()) {}
 
 Images::~Images() = default;
 
@@ -40,24 +41,30 @@ std::optional<std::string> Images::iconUrl(const std::string& name) {
 	return tray::fileUrl(file);
 }
 
-std::optional<StoredImage> Images::storePixels(const Rgba& rgba) {
+int Images::themeWatchFd() const { return impl_->theme.watchFd(); }
+
+void Images::readThemeEvents() { impl_->theme.readEvents(); }
+
+std::optional<StoredImage> Images::storePixels(const Rgba& rgba, const std::string& sender) {
 	tray::Image image{rgba.width, rgba.height, rgba.pixels};
 	if (image.width > kStoredImageSide || image.height > kStoredImageSide) {
 		double f = double(kStoredImageSide) / std::max(image.width, image.height);
 		image = tray::scaled(image, std::max(1, int(image.width * f + 0.5)), std::max(1, int(image.height * f + 0.5)));
 	}
-	auto ref = impl_->store.put(image);
+	auto ref = impl_->store.put(image, sender);
 	if (!ref) return std::nullopt;
 	return stored(ref);
 }
 
-std::optional<StoredImage> Images::storePngFile(const std::string& path) {
+std::optional<StoredImage> Images::storePngFile(const std::string& path, const std::string& sender) {
 	auto bytes = readFile(path, kMaxImageFileBytes);
 	if (!bytes) return std::nullopt;
-	auto ref = impl_->store.putPng(std::vector<uint8_t>(bytes->begin(), bytes->end()));
+	auto ref = impl_->store.putPng(std::vector<uint8_t>(bytes->begin(), bytes->end()), sender);
 	if (!ref) return std::nullopt;
 	return stored(ref);
 }
+
+void Images::forget(const std::string& sender) { impl_->store.forget(sender); }
 
 std::string fileUrlOf(const std::string& path) { return tray::fileUrl(path); }
 

@@ -5,7 +5,9 @@
 // code touches one place.
 //
 // Stored files live in $XDG_RUNTIME_DIR/qsd/notifications/ (content-addressed <hash>.png, emptied
-// of an earlier run's files at start) and are deleted when the last StoredImage holding one goes.
+// of an earlier run's files when an Images is made: the backend makes it once it owns the name,
+// so a qsd waiting behind another one leaves that one's files alone) and are deleted when the
+// last StoredImage holding one goes.
 
 #include "mapping.hpp"
 
@@ -30,14 +32,27 @@ public:
 
 	// The theme's file for an icon name, as a file:// URL.
 	[[nodiscard]] std::optional<std::string> iconUrl(const std::string& name);
+	// The theme's inotify descriptor (-1: none) for the caller's event loop, and what to call
+	// when it is readable: the installed themes are indexed once and re-indexed when they
+	// change, so an icon installed while qsd runs is found.
+	[[nodiscard]] int themeWatchFd() const;
+	void readThemeEvents();
+
+	// The files are charged to `sender` (a connection's unique name): each one may hold
+	// kMaxImageBytesPerSender, all of them kMaxImageBytes (docs/backends/notifications.md,
+	// "Bounds"); an image beyond that is not stored (std::nullopt).
 	// The pixels as a PNG file, scaled down to fit kStoredImageSide first.
-	[[nodiscard]] std::optional<StoredImage> storePixels(const Rgba& image);
+	[[nodiscard]] std::optional<StoredImage> storePixels(const Rgba& image, const std::string& sender);
 	// A copy of a PNG file (up to kMaxImageFileBytes); std::nullopt for another kind of file, one
 	// that cannot be read, or one too large.
-	[[nodiscard]] std::optional<StoredImage> storePngFile(const std::string& path);
+	[[nodiscard]] std::optional<StoredImage> storePngFile(const std::string& path, const std::string& sender);
+	// The sender has nothing shown any more: a refusal is logged again if it comes back.
+	void forget(const std::string& sender);
 
 	// Where the stored files are ("" without XDG_RUNTIME_DIR: nothing is stored).
 	[[nodiscard]] const std::string& dir() const { return dir_; }
+	// Where they go: $XDG_RUNTIME_DIR/qsd/notifications ("" without XDG_RUNTIME_DIR).
+	[[nodiscard]] static std::string defaultDir();
 
 private:
 	struct Impl;

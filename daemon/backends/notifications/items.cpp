@@ -59,7 +59,7 @@ uint32_t NotificationsBackend::allocateId() {
 // ---------------------------------------------------------------------------------------------
 // showing
 
-NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::string& text) {
+NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::string& text, const std::string& sender) {
 	auto spec = iconSpec(validUtf8(text));
 	if (spec.kind == IconSpec::Kind::Name) {
 		if (auto url = images_->iconUrl(spec.value)) return {*url, std::nullopt};
@@ -72,11 +72,12 @@ NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::stri
 	// A PNG is copied (Chromium deletes its temporary file while the notification is shown);
 	// any other file is shown where it is.
 	if (uint64_t(st.st_size) <= kMaxImageFileBytes)
-		if (auto stored = images_->storePngFile(spec.value)) return {stored->url, std::move(stored)};
+		if (auto stored = images_->storePngFile(spec.value, sender)) return {stored->url, std::move(stored)};
 	return {fileUrlOf(spec.value), std::nullopt};
 }
 
 void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, const std::string& sender) {
+	ensureImages();
 	auto appName = cutUtf8(validUtf8(a.appName), kMaxNameBytes);
 	const auto& who = appName.empty() ? sender : appName;
 	for (const auto& [hint, signature]: a.hints.wrongTypes)
@@ -106,7 +107,7 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	for (const auto& action: actions) live.actions.push_back(action.key);
 
 	// image-data (and its older names) > image-path > app_icon.
-	auto appIcon = resolveIcon(a.appIcon);
+	auto appIcon = resolveIcon(a.appIcon, sender);
 	Resolved image;
 	for (const auto& [hint, raw]: a.hints.images) {
 		auto decoded = decodeImageData(raw);
@@ -114,10 +115,10 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 			warnOnce("image:" + hint + ":" + who, fmt::format("{} sent {} qsd cannot use: {}; the hint is ignored", who, hint, decoded.error));
 			continue;
 		}
-		if (auto stored = images_->storePixels(*decoded.image)) image = {stored->url, std::move(stored)};
+		if (auto stored = images_->storePixels(*decoded.image, sender)) image = {stored->url, std::move(stored)};
 		break;
 	}
-	if (image.url.is_null() && a.hints.imagePath) image = resolveIcon(*a.hints.imagePath);
+	if (image.url.is_null() && a.hints.imagePath) image = resolveIcon(*a.hints.imagePath, sender);
 	if (image.url.is_null()) image = appIcon;
 	live.appIcon = std::move(appIcon.stored);
 	live.image = std::move(image.stored);
@@ -152,8 +153,10 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	if (live.deadline) deadlines_.insert({*live.deadline, id});
 	// A replacement belongs to whoever sent it (notify-send -r is a new connection each time).
 	if (replacing && slot.sender != sender) {
-		if (auto it = bySender_.find(slot.sender); it != bySender_.end() && (it->second.erase(id), it->second.empty()))
+		if (auto it = bySender_.find(slot.sender); it != bySender_.end() && (it->second.erase(id), it->second.empty())) {
+			if (images_) images_->forget(slot.sender);
 			bySender_.erase(it);
+		}
 	}
 	live.sender = sender;
 	auto& mine = bySender_[sender];
@@ -182,7 +185,10 @@ void NotificationsBackend::close(uint32_t id, CloseReason reason) {
 	// Destroyed at the end: the stored files go once history has its own copies.
 	Live live = std::move(it->second);
 	live_.erase(it);
-	if (auto s = bySender_.find(live.sender); s != bySender_.end() && (s->second.erase(id), s->second.empty())) bySender_.erase(s);
+	if (auto s = bySender_.find(live.sender); s != bySender_.end() && (s->second.erase(id), s->second.empty())) {
+		if (images_) images_->forget(live.sender);
+		bySender_.erase(s);
+	}
 	if (live.deadline) deadlines_.erase({*live.deadline, id});
 	auto path = itemPath(id);
 	const json* shown = context_.tree.find(path);
@@ -258,10 +264,42 @@ void NotificationsBackend::evictOverflow(const std::set<uint32_t>& ids, size_t m
 void NotificationsBackend::addHistory(uint32_t id, json entry, std::vector<std::string> files) {
 	if (auto old = history_.find(id); old != history_.end()) removeHistory(id);
 	auto order = nextOrder_++;
-	history_[id] = Closed{order, std::move(files)};
+	uint64_t bytes = 0;
+	for (const auto& file: files) {
+		struct stat st{};
+		if (::stat(file.c_str(), &st) == 0) bytes += uint64_t(st.st_size);
+	}
+	history_[id] = Closed{order, std::move(files), bytes};
 	historyOrder_[order] = id;
+	historyImageBytes_ += bytes;
 	context_.tree.set(historyPath(id), std::move(entry));
 	trimHistory();
+	// The copies live on $XDG_RUNTIME_DIR, a tmpfs shared with the whole session: the oldest
+	// entries give theirs up first.
+	for (auto it = historyOrder_.begin(); historyImageBytes_ > kMaxHistoryImageBytes && it != historyOrder_.end(); ++it) {
+		if (history_.at(it->second).files.empty()) continue;
+		warnOnce("historyImages", fmt::format("history's image files would take more than {} MiB; the oldest entries' "
+		                                      "images are removed", kMaxHistoryImageBytes >> 20));
+		dropHistoryImages(it->second);
+	}
+	markDirty();
+}
+
+void NotificationsBackend::dropHistoryImages(uint32_t id) {
+	auto& closed = history_.at(id);
+	auto path = historyPath(id);
+	json gone = json::object();
+	if (const json* entry = context_.tree.find(path))
+		for (const char* field: {"image", "appIcon"})
+			if (auto it = entry->find(field); it != entry->end() && it->is_string() &&
+			                                  std::find(closed.files.begin(), closed.files.end(),
+			                                            pathOfFileUrl(it->get<std::string>())) != closed.files.end())
+				gone[field] = nullptr;
+	for (const auto& file: closed.files) ::unlink(file.c_str());
+	historyImageBytes_ -= closed.bytes;
+	closed.bytes = 0;
+	closed.files.clear();
+	if (!gone.empty()) context_.tree.update(path, gone);
 	markDirty();
 }
 
@@ -269,6 +307,7 @@ void NotificationsBackend::removeHistory(uint32_t id) {
 	auto it = history_.find(id);
 	if (it == history_.end()) return;
 	for (const auto& file: it->second.files) ::unlink(file.c_str());
+	historyImageBytes_ -= it->second.bytes;
 	historyOrder_.erase(it->second.order);
 	history_.erase(it);
 	context_.tree.remove(historyPath(id));
@@ -306,11 +345,22 @@ void NotificationsBackend::loadState() {
 	historyLimit_ = state.historyLimit;
 	nextId_ = firstId(state);
 
+	auto highest = restoreHistory(state.history);
+	if (highest >= nextId_ && highest != UINT32_MAX) nextId_ = highest + 1;
+	lastId_ = nextId_ - 1;
+
+	context_.tree.update(kRoot, {{"dnd", dnd_}, {"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}});
+	// The reservation is on disk before the first id is handed out.
+	if (!statePath_.empty()) save(false);
+	if (!state.history.empty() || state.lastId)
+		log::info("notifications", "{} notifications of history read back; ids continue at {}", history_.size(), nextId_);
+}
+
+uint32_t NotificationsBackend::restoreHistory(json& entries) {
 	// History as it was left, oldest first. Image copies that are gone (the runtime directory
-	// is emptied at log-out) are shown as null; files nothing refers to are removed.
-	std::set<std::string> referenced;
+	// is emptied at log-out) are shown as null.
 	uint32_t highest = 0;
-	for (auto& entry: state.history) {
+	for (auto& entry: entries) {
 		auto id = entry["id"].get<uint32_t>();
 		std::vector<std::string> files;
 		for (const char* field: {"image", "appIcon"}) {
@@ -321,22 +371,19 @@ void NotificationsBackend::loadState() {
 			if (ours && ::access(file.c_str(), R_OK) != 0) *it = nullptr;
 			else if (ours && std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
 		}
-		referenced.insert(files.begin(), files.end());
 		highest = std::max(highest, id);
 		addHistory(id, std::move(entry), std::move(files));
 	}
-	if (highest >= nextId_ && highest != UINT32_MAX) nextId_ = highest + 1;
-	lastId_ = nextId_ - 1;
-	std::error_code ec;
-	if (!historyDir_.empty())
-		for (const auto& e: fs::directory_iterator(historyDir_, ec))
-			if (!referenced.count(e.path().string())) fs::remove(e.path(), ec);
+	return highest;
+}
 
-	context_.tree.update(kRoot, {{"dnd", dnd_}, {"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}});
-	// The reservation is on disk before the first id is handed out.
-	if (!statePath_.empty()) save(false);
-	if (!state.history.empty() || state.lastId)
-		log::info("notifications", "{} notifications of history read back; ids continue at {}", history_.size(), nextId_);
+void NotificationsBackend::removeStrayHistoryFiles() {
+	if (historyDir_.empty()) return;
+	std::set<std::string> referenced;
+	for (const auto& [_, closed]: history_) referenced.insert(closed.files.begin(), closed.files.end());
+	std::error_code ec;
+	for (const auto& e: fs::directory_iterator(historyDir_, ec))
+		if (!referenced.count(e.path().string())) fs::remove(e.path(), ec);
 }
 
 void NotificationsBackend::markDirty() {
@@ -367,7 +414,7 @@ void NotificationsBackend::save(bool clean) {
 	}
 }
 
-void NotificationsBackend::takeIdsFromFile() {
+void NotificationsBackend::takeStateFromFile() {
 	if (statePath_.empty()) return;
 	auto text = readFile(statePath_, kMaxStateFileBytes);
 	if (!text) return;
@@ -376,11 +423,33 @@ void NotificationsBackend::takeIdsFromFile() {
 	// Our own reservation is no one else's ids; another writer's is.
 	uint32_t last = state->lastId;
 	if (!state->clean && state->reservedId != reservedId_) last = std::max(last, state->reservedId);
-	if (last >= nextId_ && last != UINT32_MAX) {
+	bool later = last >= nextId_ && last != UINT32_MAX;
+	if (later) {
 		nextId_ = last + 1;
 		lastId_ = last;
-		save(false);
 	}
+	if (!waited_) {
+		if (later) save(false);
+		return;
+	}
+	// The server that had the name kept history, Do-Not-Disturb and the settings while this
+	// one waited; what it left in the file is the state to go on with. History's entries are
+	// replaced without touching their files (the file's entries name the same copies);
+	// restoreHistory then removes those nothing refers to.
+	dnd_ = state->dnd;
+	defaultTimeoutMs_ = state->defaultTimeoutMs;
+	historyLimit_ = state->historyLimit;
+	history_.clear();
+	historyOrder_.clear();
+	historyImageBytes_ = 0;
+	context_.tree.set("/notifications/history", json::object());
+	auto highest = restoreHistory(state->history);
+	if (highest >= nextId_ && highest != UINT32_MAX) {
+		nextId_ = highest + 1;
+		lastId_ = highest;
+	}
+	context_.tree.update(kRoot, {{"dnd", dnd_}, {"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}});
+	save(false);
 }
 
 } // namespace qsd::notifications

@@ -27,6 +27,9 @@ constexpr size_t kMaxHistoryLimit = 1000;
 constexpr int32_t kMaxImageSide = 4096;      // image-data beyond this (per side) is refused
 constexpr int kStoredImageSide = 512;        // larger images are scaled down to fit
 constexpr size_t kMaxImageFileBytes = 8u << 20;   // image-path files copied up to this size
+constexpr size_t kMaxImageBytes = 64u << 20;          // the image files of the notifications shown
+constexpr size_t kMaxImageBytesPerSender = 16u << 20; // ... and of those one connection sent
+constexpr size_t kMaxHistoryImageBytes = 32u << 20;   // history's copies: the oldest lose theirs first
 constexpr uint32_t kDefaultTimeoutMs = 5000;
 
 // The D-Bus urgency byte: 0 low, 1 normal, 2 critical; anything else is normal.

@@ -63,6 +63,7 @@ private:
 	struct Closed {
 		uint64_t order = 0;                        // closing order: the oldest leave first
 		std::vector<std::string> files;
+		uint64_t bytes = 0;                        // their size, counted in historyImageBytes_
 	};
 
 	// --- server.cpp: the D-Bus object, the name
@@ -74,6 +75,9 @@ private:
 	void emitSignal(const char* member, uint32_t id, uint32_t reason);
 	void emitSignal(const char* member, uint32_t id, const std::string& text);
 	void nameChanged();
+	// The image store and the icon theme, made once qsd owns the name (or is sent a notification
+	// anyway): making the store empties its directory, which a server qsd waits behind may use.
+	void ensureImages();
 	void warnOnce(const std::string& key, const std::string& message);
 
 	// --- items.cpp
@@ -83,7 +87,7 @@ private:
 		nlohmann::json url = nullptr;
 		std::optional<StoredImage> stored;
 	};
-	[[nodiscard]] Resolved resolveIcon(const std::string& text);
+	[[nodiscard]] Resolved resolveIcon(const std::string& text, const std::string& sender);
 	// Emits NotificationClosed(id, reason) and moves the item to history (unless transient).
 	void close(uint32_t id, CloseReason reason);
 	void armExpiry();
@@ -93,11 +97,19 @@ private:
 	void addHistory(uint32_t id, nlohmann::json entry, std::vector<std::string> files);
 	void removeHistory(uint32_t id);
 	void trimHistory();
+	// Removes the entry's image copies (its `image` and `appIcon` become null; the entry stays).
+	void dropHistoryImages(uint32_t id);
 	[[nodiscard]] std::string historyCopy(uint32_t id, const char* what, const StoredImage& image);
 	void loadState();
 	void markDirty();
 	void save(bool clean);
-	void takeIdsFromFile();
+	// Adds the state file's history entries; returns the highest id among them.
+	uint32_t restoreHistory(nlohmann::json& entries);
+	// Removes the files of history's directory that no entry refers to.
+	void removeStrayHistoryFiles();
+	// Taking the name: the ids handed out by another qsd, and after waiting, the history,
+	// Do-Not-Disturb and settings the server before left in the file.
+	void takeStateFromFile();
 	[[nodiscard]] static std::string itemPath(uint32_t id);
 	[[nodiscard]] static std::string historyPath(uint32_t id);
 
@@ -115,7 +127,9 @@ private:
 	std::unique_ptr<dbus::OwnedName> name_;     // org.freedesktop.Notifications and its object
 	sdbus::IObject* object_ = nullptr;
 	std::unique_ptr<Images> images_;
+	EventSource themeWatch_;                    // the icon theme's inotify descriptor
 	bool wasOwner_ = false;
+	bool waited_ = false;                       // another server had the name after qsd asked
 
 	std::map<uint32_t, Live> live_;
 	std::map<std::string, std::set<uint32_t>> bySender_;   // unique name -> ids it has shown
@@ -125,6 +139,7 @@ private:
 	std::map<uint64_t, uint32_t> historyOrder_;            // closing order -> id
 	uint64_t nextOrder_ = 1;
 	std::string historyDir_;
+	uint64_t historyImageBytes_ = 0;                       // history's copies, at most kMaxHistoryImageBytes
 
 	uint32_t nextId_ = 1;
 	uint32_t lastId_ = 0;       // the last id handed out

@@ -10,6 +10,8 @@
 #include "../../files.hpp"
 #include "../../log.hpp"
 
+#include <sys/epoll.h>
+
 namespace qsd::notifications {
 
 using json = nlohmann::json;
@@ -41,8 +43,7 @@ json NotificationsBackend::initialRoot() const {
 }
 
 void NotificationsBackend::onBusStart() {
-	images_ = std::make_unique<Images>();
-	if (!images_->dir().empty()) historyDir_ = images_->dir() + "/history";
+	if (auto dir = Images::defaultDir(); !dir.empty()) historyDir_ = dir + "/history";
 	expiry_ = context_.loop.addIdleTimer([this] { expire(); }, "notifications-expiry");
 	saveTimer_ = context_.loop.addIdleTimer([this] {
 		saveArmed_ = false;
@@ -67,6 +68,7 @@ void NotificationsBackend::onBusStop() {
 	// Releases the name now: a server queued behind qsd takes over at once.
 	object_ = nullptr;
 	name_.reset();
+	wasOwner_ = waited_ = false;
 	expiry_.reset();
 	saveTimer_.reset();
 	deadlines_.clear();
@@ -74,6 +76,8 @@ void NotificationsBackend::onBusStop() {
 	bySender_.clear();
 	history_.clear();
 	historyOrder_.clear();
+	historyImageBytes_ = 0;
+	themeWatch_.reset();
 	images_.reset();
 	warned_.clear();
 }
@@ -192,9 +196,14 @@ void NotificationsBackend::nameChanged() {
 		}
 	}
 	context_.tree.update(kRoot, {{"server", server}, {"otherOwner", other}});
+	if (name_->state() == State::Waiting) waited_ = true;
 	if (name_->owned() && !wasOwner_) {
-		// Another qsd may have handed ids out while this one waited: continue after them.
-		takeIdsFromFile();
+		ensureImages();
+		// Another qsd may have handed ids out, and kept history, while this one waited:
+		// continue after them.
+		takeStateFromFile();
+		// Only now: a server qsd waited behind may have made copies the file does not name yet.
+		removeStrayHistoryFiles();
 		log::info("notifications", "qsd is the notification server");
 	}
 	wasOwner_ = name_->owned();
@@ -208,6 +217,14 @@ void NotificationsBackend::nameChanged() {
 		warnOnce("waiting:" + name_->otherOwner(),
 		         fmt::format("{} is owned by {}{}; qsd waits for it to leave", kBusName, name_->otherOwner(),
 		                     other["processName"].is_string() ? " (" + other["processName"].get<std::string>() + ")" : ""));
+}
+
+void NotificationsBackend::ensureImages() {
+	if (images_) return;
+	images_ = std::make_unique<Images>();
+	if (images_->themeWatchFd() >= 0)
+		themeWatch_ = context_.loop.addIo(images_->themeWatchFd(), EPOLLIN, [this](uint32_t) { images_->readThemeEvents(); },
+		                                  "notifications-icon-themes");
 }
 
 void NotificationsBackend::warnOnce(const std::string& key, const std::string& message) {
