@@ -64,6 +64,23 @@ def memory(pid):
             "file": status_kib(pid, "RssFile")}
 
 
+def by_mapping(pid):
+    """{mapping name: [Rss, Pss]} in KiB, from /proc/<pid>/smaps: the binary, each library
+    (libpipewire's modules and plugins by their own names), [heap], [stack], anonymous."""
+    out = {}
+    name = None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            first = line.split(None, 1)[0]
+            if "-" in first and not first.endswith(":"):
+                parts = line.split(None, 5)
+                name = os.path.basename(parts[5].strip()) if len(parts) > 5 else "(anonymous)"
+                out.setdefault(name, [0, 0])
+            elif first in ("Rss:", "Pss:"):
+                out[name][0 if first == "Rss:" else 1] += int(line.split()[1])
+    return out
+
+
 def start_services(env):
     """Starts every backend's service in env; returns (qsd's environment, what was left out)."""
     m = NmMock(env)
@@ -174,6 +191,11 @@ def per_backend(env, qsd_env, wayland, items, on):
         none_absent = one(absent, None, [], False, False, [])
         for b in on:
             rows.append((b, one(env, qsd_env, [b], True, wayland, items), one(absent, None, [b], False, False, [])))
+        # What a backend without its service adds to a qsd that runs the others (also without
+        # theirs): costs every backend shares (the bus connections, the params-checking API
+        # description, the registry's code) are left out.
+        all_absent = one(absent, None, on, False, False, [])
+        marginal = {b: one(absent, None, [x for x in on if x != b], False, False, []) for b in on}
     finally:
         absent.close()
     mib = 1024
@@ -187,6 +209,13 @@ def per_backend(env, qsd_env, wayland, items, on):
             return f"{x[key] / mib:.2f} ({(x[key] - base[key]) / mib:+.2f})".rjust(width)
         print(f"{b:<14} {cell(p, none_present, 'rss', 21)} {cell(p, none_present, 'pss', 13)} "
               f"{cell(a, none_absent, 'rss', 21)} {cell(a, none_absent, 'pss', 13)}")
+    print()
+    print(f"# Every service absent: all {len(on)} backends {all_absent['rss'] / mib:.2f} MiB RSS, "
+          f"{all_absent['pss'] / mib:.2f} Pss; what each adds to the others (target <= 0.2 MiB)")
+    print(f"{'backend':<14} {'RSS':>8} {'Pss':>8}")
+    for b in on:
+        print(f"{b:<14} {(all_absent['rss'] - marginal[b]['rss']) / mib:>+8.2f} "
+              f"{(all_absent['pss'] - marginal[b]['pss']) / mib:>+8.2f}")
 
 
 def main():
@@ -242,6 +271,9 @@ def main():
         # libpipewire...), shared with every other process that maps them; RssAnon is qsd's own.
         print(f"{'  of which RssAnon (heap, stacks: qsd own)':<44} {many['anon'] / 1024:>10.2f}")
         print(f"{'  of which RssFile (binary and libraries)':<44} {many['file'] / 1024:>10.2f}")
+        print("where it is (per mapping, MiB, the largest first):")
+        for name, (rss, pss) in sorted(by_mapping(pid).items(), key=lambda kv: -kv[1][0])[:24]:
+            print(f"  {name:<42} RSS {rss / 1024:5.2f}  Pss {pss / 1024:5.2f}")
         for cl in clients:
             cl.close()
         c.close()
