@@ -12,6 +12,7 @@ instructions of one signal go).
 Wall-clock figures printed under callgrind are meaningless (everything runs 20-50x slower).
 """
 
+import atexit
 import glob
 import os
 import shutil
@@ -21,15 +22,24 @@ import tempfile
 ENABLED = os.environ.get("QSD_BENCH_CALLGRIND", "0") not in ("", "0")
 
 
-def wrap(qsd_bin, directory):
-    """The path of a script that execs qsd_bin under callgrind (same pid), or qsd_bin unchanged."""
-    if not ENABLED:
+_DIR = None
+
+
+def wrap(qsd_bin, directory=None):
+    """The path of a script that execs qsd_bin under callgrind (same pid), or qsd_bin unchanged.
+    The script and its dumps live in a directory of their own for the whole run (a benchmark may
+    start qsd again in another environment); `directory` is not used."""
+    global _DIR
+    if not ENABLED or os.path.basename(qsd_bin) == "qsd-callgrind":
         return qsd_bin
-    script = os.path.join(directory, "qsd-callgrind")
+    if _DIR is None:
+        _DIR = tempfile.mkdtemp(prefix="qsd-callgrind-")
+        atexit.register(shutil.rmtree, _DIR, True)
+    script = os.path.join(_DIR, "qsd-callgrind")
     with open(script, "w") as f:
         f.write("#!/bin/sh\n"
-                f"exec valgrind --tool=callgrind --callgrind-out-file={directory}/callgrind.out.%p "
-                f"{qsd_bin} \"$@\"\n")
+                f"exec valgrind --tool=callgrind --callgrind-out-file={_DIR}/callgrind.out.%p "
+                f"{os.path.abspath(qsd_bin)} \"$@\"\n")
     os.chmod(script, 0o755)
     return script
 
@@ -43,12 +53,12 @@ def start(pid):
         _control(pid, "-z")
 
 
-def stop(pid, directory, events, what="signal"):
+def stop(pid, directory, events, what="signal"):  # noqa: ARG001 (directory: see wrap)
     """Dumps the counters and prints qsd's instructions per event; returns them (None when off)."""
     if not ENABLED:
         return None
     _control(pid, "-d")
-    dumps = sorted(glob.glob(os.path.join(directory, f"callgrind.out.{pid}.*")), key=os.path.getmtime)
+    dumps = sorted(glob.glob(os.path.join(_DIR, f"callgrind.out.{pid}.*")), key=os.path.getmtime)
     total = None
     with open(dumps[-1]) as f:
         for line in f:
