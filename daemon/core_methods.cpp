@@ -108,7 +108,7 @@ std::vector<MethodRegistration> registerCoreMethods(Daemon& d) {
 		return json{{"topics", topics}};
 	});
 
-	add("rpc.discover", [](const json&, ClientSession&) { return api::openrpc(); });
+	add("rpc.discover", [](const json&, ClientSession&) { return api::document(); });
 
 	return regs;
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <malloc.h>
 #include <unistd.h>
 
 namespace qsd {
@@ -112,6 +113,9 @@ int Daemon::run() {
 	sd_notify(0, "READY=1\nSTATUS=listening");
 	connectBuses();
 	startBackends();
+	// Start-up's temporaries (the whole API document, parsed to keep what checks params) are
+	// free now but resident: give their pages back.
+	::malloc_trim(0);
 	int r = loop_.run();
 	sd_notify(0, "STOPPING=1");
 	return r < 0 ? 1 : r;

@@ -28,7 +28,7 @@ const json& resolve(const json& schema) {
 	for (int i = 0; i < 8 && s->is_object() && s->contains("$ref"); ++i) {
 		const auto& ref = (*s)["$ref"];
 		if (!ref.is_string() || ref.get<std::string>().rfind("#", 0) != 0) break;
-		s = &openrpc().at(json::json_pointer(ref.get<std::string>().substr(1)));
+		s = &checking().at(json::json_pointer(ref.get<std::string>().substr(1)));
 	}
 	return *s;
 }

@@ -25,6 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 os.environ.setdefault("QSD_BIN", os.path.join(HERE, "..", "..", "build", "daemon", "qsd"))
 
+import callgrind  # noqa: E402
 import qsdtest  # noqa: E402
 from bluezmock import DEVICE, Bluez, dbus_mod  # noqa: E402
 from qsdtest import Env  # noqa: E402
@@ -189,6 +190,7 @@ def switches(pid):
 
 def latency(samples, warmup):
     env = Env()
+    qsdtest.QSD = callgrind.wrap(qsdtest.QSD, env.dir)
     try:
         env.env["QSD_RFKILL"] = os.path.join(env.dir, "no-rfkill")
         exe = os.path.join(env.dir, "bt-listener")
@@ -206,8 +208,10 @@ def latency(samples, warmup):
         sub = c.subscribe(["/bluetooth"])
         c.wait_value(sub, path, -79)
         c.close()
+        callgrind.start(env.daemon.pid)
         out = subprocess.run([exe, env.socket, dev, path, str(samples + warmup)], check=True, capture_output=True,
-                             text=True, env=env.env, timeout=600).stdout.split("\n")
+                             text=True, env=env.env, timeout=1800).stdout.split("\n")
+        callgrind.stop(env.daemon.pid, env.dir, samples + warmup)
         rows = [line.split() for line in out if line and line != "miss"][warmup:]
         misses = sum(1 for line in out if line == "miss")
         bus = [(int(b) - int(e)) / 1000 for e, b, q in rows]

@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 os.environ.setdefault("QSD_BIN", os.path.join(HERE, "..", "..", "build", "daemon", "qsd"))
 
+import callgrind  # noqa: E402
 import mprisutil  # noqa: E402
 import qsdtest  # noqa: E402
 from qsdtest import Env, wait_until  # noqa: E402
@@ -172,9 +173,10 @@ def latency(env, samples, warmup):
     c.wait_for(lambda: "bench" in c.mirror(sub)["media"]["players"], what="the bench player")
     c.close()
     exe = build_listener(env)
+    callgrind.start(env.daemon.pid)
     cpu0 = cpu_ns(env.daemon.pid)
     out = subprocess.run([exe, env.socket, name, "/media/players/bench/playbackStatus", str(samples + warmup)], check=True,
-                         capture_output=True, text=True, env=env.env, timeout=600).stdout.split("\n")
+                         capture_output=True, text=True, env=env.env, timeout=1800).stdout.split("\n")
     cpu = (cpu_ns(env.daemon.pid) - cpu0) / (samples + warmup) / 1000
     rows = [line.split() for line in out if line and line != "miss"][warmup:]
     missed = sum(1 for line in out if line == "miss")
@@ -187,6 +189,7 @@ def latency(env, samples, warmup):
     print(f"  ratio qsd / listener: p50 {pct(qsd, 50) / pct(bus, 50):.2f}x, p99 {pct(qsd, 99) / pct(bus, 99):.2f}x "
           f"(target 1.2x / 1.5x)")
     print(f"  qsd CPU per signal (schedstat, with its Position reads): {cpu:.0f} µs")
+    callgrind.stop(env.daemon.pid, env.dir, samples + warmup)
     player.terminate()
     player.wait(10)
 
@@ -228,6 +231,7 @@ def main():
     samples = int(args[0]) if args else (100 if quick else 1000)
     warmup = 10 if quick else 100
     env = Env()
+    qsdtest.QSD = callgrind.wrap(qsdtest.QSD, env.dir)
     try:
         env.start_qsd(backends=["mpris"], debug_api=False)
         c = env.client()

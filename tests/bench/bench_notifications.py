@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 os.environ.setdefault("QSD_BIN", os.path.join(HERE, "..", "..", "build", "daemon", "qsd"))
 
 import notifyutil  # noqa: E402
+import callgrind  # noqa: E402
 import qsdtest  # noqa: E402
 from qsdtest import Env, wait_until  # noqa: E402
 
@@ -180,11 +181,14 @@ def environment():
 def latency(samples):
     e = environment()
     try:
+        qsdtest.QSD = callgrind.wrap(qsdtest.QSD, e.dir)
         notifyutil.start(e, debug_api=False)
         exe = build(e, "notify-latency", LATENCY_C)
         warmup = max(10, samples // 20)
+        callgrind.start(e.daemon.pid)
         out = subprocess.run([exe, e.socket, str(samples + warmup)], check=True, capture_output=True, text=True,
-                             env=e.env, timeout=900).stdout.split("\n")
+                             env=e.env, timeout=1800).stdout.split("\n")
+        callgrind.stop(e.daemon.pid, e.dir, samples + warmup, "notification")
         rows = [line.split() for line in out if line and line != "miss"][warmup:]
         misses = sum(1 for line in out if line == "miss")
         reply = [int(r[0]) / 1000 for r in rows]

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""RSS of qsd with every compiled-in backend running against its service, idle and with 64
-whole-tree subscribers (target in docs/performance.md: <= 9 MiB RSS and <= 5 MiB Pss with all backends and 64 subscribers).
+"""RSS and Pss of qsd (1) with every compiled-in backend running against its service and 65
+whole-tree subscribers (target in docs/performance.md: <= 9 MiB RSS and <= 5 MiB Pss), and (2)
+per backend: qsd with that backend alone, its service present and absent, against qsd with no
+backend (target: a backend whose service is absent costs <= 0.2 MiB).
 
 The services, all started here: python-dbusmock's NetworkManager (a Wi-Fi device with 4
 access points, a wired device, saved profiles, an active connection), UPower (a discharging
@@ -8,12 +10,21 @@ battery) and power-profiles-daemon on private system and session buses; real pip
 wireplumber with 4 null sinks, a null source and 2 playing streams; BlueZ (bluez5 mock) with an
 adapter and 6 paired devices; 10 tray items with
 15-entry menus (a typical tray) on the session bus; headless sway with 2 outputs and 2 foot
-windows. A service that cannot run here (no sway, ...) is left out and said so; its backend
-then runs without it and reports that in /daemon/backends.
+windows; an MPRIS player (tests/integration/mpris_player.py) on the session bus. The
+notification server needs no service. A service that cannot run here (no sway, ...) is left out
+and said so; its backend then runs without it and reports that in /daemon/backends. "Absent"
+runs qsd in a second private world where nothing is started (empty buses, no PipeWire socket,
+no Wayland compositor, no tray item, no player).
+
+Each figure is read once the backend has settled (running with its service's objects in the
+tree, or unavailable) and 0.5 s more. RSS counts every resident page; Pss divides each shared
+page by the number of processes mapping it, so libraries that PipeWire's or sway's own processes
+also map count partly (a desktop session shares them the same way).
 
 Usage: bench_rss_backends.py   (QSD_BIN selects the daemon, default build/daemon/qsd;
                                 QSD_BENCH_QUICK=1: 4 subscribers instead of 64;
-                                QSD_BENCH_BACKENDS=nm,upower: only those backends run)
+                                QSD_BENCH_BACKENDS=nm,upower: only those backends run;
+                                QSD_BENCH_PER_BACKEND=0: skip the per-backend table)
 """
 
 import os
@@ -26,11 +37,15 @@ BUILD = os.path.join(HERE, "..", "..", "build")
 os.environ.setdefault("QSD_BIN", os.path.join(BUILD, "daemon", "qsd"))
 os.environ.setdefault("QSCTL_BIN", os.path.join(BUILD, "cli", "qsctl"))
 
+import mprisutil  # noqa: E402
 import pwtest  # noqa: E402
 import trayutil  # noqa: E402
 import waylandenv  # noqa: E402
 from nmmock import NmMock  # noqa: E402
 from qsdtest import Env, pointer_get  # noqa: E402
+
+
+ALL = ["nm", "upower", "pipewire", "tray", "wayland", "mpris", "notifications", "bluetooth"]
 
 
 def status_kib(pid, field):
@@ -41,81 +56,185 @@ def status_kib(pid, field):
     return 0
 
 
+def memory(pid):
+    """RSS, Pss, RssAnon and RssFile of pid, in KiB."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        rollup = {line.split()[0].rstrip(":"): int(line.split()[1]) for line in f if line.split()[-1] == "kB"}
+    return {"rss": rollup["Rss"], "pss": rollup["Pss"], "anon": status_kib(pid, "RssAnon"),
+            "file": status_kib(pid, "RssFile")}
+
+
+def by_mapping(pid):
+    """{mapping name: [Rss, Pss]} in KiB, from /proc/<pid>/smaps: the binary, each library
+    (libpipewire's modules and plugins by their own names), [heap], [stack], anonymous."""
+    out = {}
+    name = None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            first = line.split(None, 1)[0]
+            if "-" in first and not first.endswith(":"):
+                parts = line.split(None, 5)
+                name = os.path.basename(parts[5].strip()) if len(parts) > 5 else "(anonymous)"
+                out.setdefault(name, [0, 0])
+            elif first in ("Rss:", "Pss:"):
+                out[name][0 if first == "Rss:" else 1] += int(line.split()[1])
+    return out
+
+
+def start_services(env):
+    """Starts every backend's service in env; returns (qsd's environment, what was left out)."""
+    m = NmMock(env)
+    w = m.add_wifi("wlan0")
+    home_ap = m.add_ap(w, "ap_home", "HomeNet", "00:11:22:33:44:55", freq=2437, strength=82)
+    m.add_ap(w, "ap_home5", "HomeNet", "00:11:22:33:44:56", freq=5180, strength=30)
+    m.add_ap(w, "ap_cafe", "CafeOpen", "00:11:22:33:44:66", freq=5180, strength=40)
+    m.add_ap(w, "ap_nb", "Neighbour", "00:11:22:33:44:77", freq=2412, strength=15)
+    home = m.add_profile(w, "conn_home", "HomeNet")
+    m.add_saved("FarAway")
+    m.activate(w, home, home_ap, "Active_home")
+    m.add_wired("eth0")
+    env.start_mock("upower", {"OnBattery": True, "DaemonVersion": "0.99.20"}, name="org.freedesktop.UPower")
+    import dbus  # noqa: only under /usr/bin/python3
+    up = dbus.Interface(env.dbus().get_object("org.freedesktop.UPower", "/org/freedesktop/UPower"),
+                        "org.freedesktop.DBus.Mock")
+    up.AddDischargingBattery("BAT0", "Battery", 73.5, 3600)
+    env.start_mock("power_profiles_daemon", name="net.hadess.PowerProfiles")
+    # BlueZ: one adapter, six paired devices, two of them connected with a battery.
+    from bluezmock import Bluez
+    bz = Bluez(env, ["hci0"])
+    for i in range(6):
+        path = bz.add_device(f"00:11:22:33:44:{i:02X}", f"Device {i}")
+        bz.mock.PairDevice("hci0", f"00:11:22:33:44:{i:02X}", 0)
+        if i < 2:
+            bz.mock.ConnectDevice("hci0", f"00:11:22:33:44:{i:02X}")
+            bz.add_battery(path, 60 + i)
+    mprisutil.start_player(env, {"name": "org.mpris.MediaPlayer2.bench"})
+
+    left_out = []
+    pw = pwtest.PipeWire(env)
+    for i in range(4):
+        pw.add_null(f"bench_sink_{i}")
+    pw.add_null("bench_source", media_class="Audio/Source/Virtual", positions="MONO")
+    pw.play("bench-player-a", target="bench_sink_0")
+    pw.play("bench-player-b", target="bench_sink_1")
+    qsd_env = None
+    why = waylandenv.skip_reason()
+    if why:
+        left_out.append(f"sway ({why})")
+    else:
+        sway = waylandenv.Sway(env).start()
+        sway.msg("create_output")
+        sway.foot("bench.a", "Window A")
+        sway.foot("bench.b", "Window B")
+        qsd_env = waylandenv.qsd_env(env, sway)
+    return qsd_env, left_out
+
+
+def wait_settled(c, sub, on, present, wayland=True):
+    """Waits until every backend in `on` has its service's objects in the tree (present) or has
+    settled without it (not starting)."""
+    if not present:
+        def settled():
+            states = pointer_get(c.mirror(sub), "/daemon/backends", {})
+            return all(states.get(b, {}).get("state") not in (None, "starting") for b in on)
+        c.wait_for(settled, timeout=30, what="every backend settled")
+        return
+    if "nm" in on:
+        c.wait_value(sub, "/network/available", True, timeout=20)
+    if "upower" in on:
+        c.wait_value(sub, "/power/available", True, timeout=20)
+    if "pipewire" in on:
+        c.wait_value(sub, "/audio/available", True, timeout=20)
+    if "notifications" in on:
+        c.wait_value(sub, "/notifications/available", True, timeout=20)
+    if "mpris" in on:
+        c.wait_for(lambda: "bench" in pointer_get(c.mirror(sub), "/media/players", {}), timeout=20,
+                   what="the MPRIS player")
+    if "bluetooth" in on and "bluetooth" in pointer_get(c.mirror(sub), "/daemon/backends", {}):
+        c.wait_for(lambda: len(pointer_get(c.mirror(sub), "/bluetooth/devices", {})) == 6, timeout=20,
+                   what="6 Bluetooth devices")
+    if "tray" in on:
+        c.wait_for(lambda: len(pointer_get(c.mirror(sub), "/tray/items", {})) == 10, timeout=60,
+                   what="10 tray items")
+    if wayland and "wayland" in on:
+        c.wait_for(lambda: len(pointer_get(c.mirror(sub), "/wayland/toplevels", {})) == 2, timeout=30,
+                   what="2 toplevels")
+
+
+TRAY_ITEMS = [{"register": "path", "path": f"/item/{i}", "menu": 15, "reregister": True,
+               "props": {"Id": f"app-{i}", "Title": f"App {i}", "Status": "Active",
+                         "IconPixmap": [[32, 32, [i, 100, 200, 255]]]}} for i in range(10)]
+
+
+def one(env, qsd_env, backends, present, wayland, items):
+    """qsd with `backends` alone: its memory once settled. Starts the tray items the first time
+    (they register with qsd's watcher, and again with each new one)."""
+    env.start_qsd(debug_api=False, env=qsd_env, backends=backends)
+    if present and "tray" in backends and not items:
+        items.append(trayutil.start_items(env, TRAY_ITEMS, log="rss-items"))
+    c = env.client()
+    sub = c.subscribe(["/daemon/backends"] + [f"/{r}" for r in ("network", "power", "audio", "notifications", "media",
+                                                                 "bluetooth", "tray", "wayland")])
+    wait_settled(c, sub, backends, present, wayland)
+    time.sleep(0.5)
+    figures = memory(env.daemon.pid)
+    c.close()
+    env.stop_qsd()
+    return figures
+
+
+def per_backend(env, qsd_env, wayland, items, on):
+    absent = Env()
+    try:
+        rows = []
+        none_present = one(env, qsd_env, [], True, wayland, items)
+        none_absent = one(absent, None, [], False, False, [])
+        for b in on:
+            rows.append((b, one(env, qsd_env, [b], True, wayland, items), one(absent, None, [b], False, False, [])))
+        # What a backend without its service adds to a qsd that runs the others (also without
+        # theirs): costs every backend shares (the bus connections, the params-checking API
+        # description, the registry's code) are left out.
+        all_absent = one(absent, None, on, False, False, [])
+        marginal = {b: one(absent, None, [x for x in on if x != b], False, False, []) for b in on}
+    finally:
+        absent.close()
+    mib = 1024
+    print()
+    print("# Per backend: qsd with that backend alone, against qsd with no backend (MiB; + is the backend's cost)")
+    print(f"{'backend':<14} {'service present: RSS':>21} {'Pss':>13} {'service absent: RSS':>21} {'Pss':>13}")
+    print(f"{'(none)':<14} {none_present['rss'] / mib:>21.2f} {none_present['pss'] / mib:>13.2f} "
+          f"{none_absent['rss'] / mib:>21.2f} {none_absent['pss'] / mib:>13.2f}")
+    for b, p, a in rows:
+        def cell(x, base, key, width):
+            return f"{x[key] / mib:.2f} ({(x[key] - base[key]) / mib:+.2f})".rjust(width)
+        print(f"{b:<14} {cell(p, none_present, 'rss', 21)} {cell(p, none_present, 'pss', 13)} "
+              f"{cell(a, none_absent, 'rss', 21)} {cell(a, none_absent, 'pss', 13)}")
+    print()
+    print(f"# Every service absent: all {len(on)} backends {all_absent['rss'] / mib:.2f} MiB RSS, "
+          f"{all_absent['pss'] / mib:.2f} Pss; what each adds to the others (target <= 0.2 MiB)")
+    print(f"{'backend':<14} {'RSS':>8} {'Pss':>8}")
+    for b in on:
+        print(f"{b:<14} {(all_absent['rss'] - marginal[b]['rss']) / mib:>+8.2f} "
+              f"{(all_absent['pss'] - marginal[b]['pss']) / mib:>+8.2f}")
+
+
 def main():
     quick = os.environ.get("QSD_BENCH_QUICK", "0") not in ("", "0")
     subscribers = 4 if quick else 64
+    only = os.environ.get("QSD_BENCH_BACKENDS")   # e.g. "nm,upower": the others left out
+    on = [b for b in ALL if only is None or b in only.split(",")]
     env = Env()
     try:
-        m = NmMock(env)
-        w = m.add_wifi("wlan0")
-        home_ap = m.add_ap(w, "ap_home", "HomeNet", "00:11:22:33:44:55", freq=2437, strength=82)
-        m.add_ap(w, "ap_home5", "HomeNet", "00:11:22:33:44:56", freq=5180, strength=30)
-        m.add_ap(w, "ap_cafe", "CafeOpen", "00:11:22:33:44:66", freq=5180, strength=40)
-        m.add_ap(w, "ap_nb", "Neighbour", "00:11:22:33:44:77", freq=2412, strength=15)
-        home = m.add_profile(w, "conn_home", "HomeNet")
-        m.add_saved("FarAway")
-        m.activate(w, home, home_ap, "Active_home")
-        m.add_wired("eth0")
-        env.start_mock("upower", {"OnBattery": True, "DaemonVersion": "0.99.20"}, name="org.freedesktop.UPower")
-        import dbus  # noqa: only under /usr/bin/python3
-        up = dbus.Interface(env.dbus().get_object("org.freedesktop.UPower", "/org/freedesktop/UPower"),
-                            "org.freedesktop.DBus.Mock")
-        up.AddDischargingBattery("BAT0", "Battery", 73.5, 3600)
-        env.start_mock("power_profiles_daemon", name="net.hadess.PowerProfiles")
-        # BlueZ: one adapter, six paired devices, two of them connected with a battery.
-        from bluezmock import Bluez
-        bz = Bluez(env, ["hci0"])
-        for i in range(6):
-            path = bz.add_device(f"00:11:22:33:44:{i:02X}", f"Device {i}")
-            bz.mock.PairDevice("hci0", f"00:11:22:33:44:{i:02X}", 0)
-            if i < 2:
-                bz.mock.ConnectDevice("hci0", f"00:11:22:33:44:{i:02X}")
-                bz.add_battery(path, 60 + i)
-
-        left_out = []
-        pw = pwtest.PipeWire(env)
-        for i in range(4):
-            pw.add_null(f"bench_sink_{i}")
-        pw.add_null("bench_source", media_class="Audio/Source/Virtual", positions="MONO")
-        pw.play("bench-player-a", target="bench_sink_0")
-        pw.play("bench-player-b", target="bench_sink_1")
-        qsd_env = None
-        why = waylandenv.skip_reason()
-        if why:
-            left_out.append(f"sway ({why})")
-        else:
-            sway = waylandenv.Sway(env).start()
-            sway.msg("create_output")
-            sway.foot("bench.a", "Window A")
-            sway.foot("bench.b", "Window B")
-            qsd_env = waylandenv.qsd_env(env, sway)
-
-        only = os.environ.get("QSD_BENCH_BACKENDS")   # e.g. "nm,upower": the others left out
-        env.start_qsd(debug_api=False, env=qsd_env, backends=only.split(",") if only is not None else None)
-        # Items register with a watcher: qsd's, so they come after it.
-        trayutil.start_items(env, [{"register": "path", "path": f"/item/{i}", "menu": 15,
-                                    "props": {"Id": f"app-{i}", "Title": f"App {i}", "Status": "Active",
-                                              "IconPixmap": [[32, 32, [i, 100, 200, 255]]]}} for i in range(10)],
-                             log="rss-items")
+        qsd_env, left_out = start_services(env)
+        items = []
+        env.start_qsd(debug_api=False, env=qsd_env, backends=on)
         pid = env.daemon.pid
+        # Items register with a watcher: qsd's, so they come after it.
+        if "tray" in on:
+            items.append(trayutil.start_items(env, TRAY_ITEMS, log="rss-items"))
         c = env.client()
         sub = c.subscribe([""])
-        on = set(only.split(",")) if only is not None else {"nm", "upower", "pipewire", "tray", "wayland", "bluetooth"}
-        if "nm" in on:
-            c.wait_value(sub, "/network/available", True, timeout=20)
-        if "upower" in on:
-            c.wait_value(sub, "/power/available", True, timeout=20)
-        if "pipewire" in on:
-            c.wait_value(sub, "/audio/available", True, timeout=20)
-        if "bluetooth" in on and "bluetooth" in pointer_get(c.mirror(sub), "/daemon/backends", {}):
-            c.wait_for(lambda: len(pointer_get(c.mirror(sub), "/bluetooth/devices", {})) == 6, timeout=20,
-                       what="6 Bluetooth devices")
-        if "tray" in on:
-            c.wait_for(lambda: len(pointer_get(c.mirror(sub), "/tray/items", {})) == 10, timeout=60,
-                       what="10 tray items")
-        if qsd_env and "wayland" in on:
-            c.wait_for(lambda: len(pointer_get(c.mirror(sub), "/wayland/toplevels", {})) == 2, timeout=30,
-                       what="2 toplevels")
+        wait_settled(c, sub, on, True, qsd_env is not None)
         time.sleep(0.5)
         c.pump(0.2)
         tree = c.mirror(sub)
@@ -128,7 +247,7 @@ def main():
                 stack.extend(v.values())
             else:
                 leaves += 1
-        one = status_kib(pid, "VmRSS")
+        one_sub = memory(pid)
 
         clients = []
         for _ in range(subscribers):
@@ -136,30 +255,31 @@ def main():
             cl.subscribe([""])
             clients.append(cl)
         time.sleep(0.3)
-        many = status_kib(pid, "VmRSS")
+        many = memory(pid)
         hwm = status_kib(pid, "VmHWM")
-        anon, files = status_kib(pid, "RssAnon"), status_kib(pid, "RssFile")
-        # PSS divides each shared page by the number of processes mapping it: what qsd adds to
-        # a session where other processes use the same libraries.
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            pss = next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
 
         print(f"# RSS of qsd with all compiled-in backends against their services ({leaves} leaves in the tree)")
         print("backends: " + ", ".join(f"{k}={v.get('state')}" for k, v in sorted(backends.items())))
         if left_out:
             print("left out: " + "; ".join(left_out))
-        print(f"{'state':<44} {'VmRSS MiB':>10}")
-        print(f"{'backends up, 1 whole-tree subscriber':<44} {one / 1024:>10.2f}")
-        print(f"{f'{subscribers + 1} whole-tree subscribers':<44} {many / 1024:>10.2f}")
+        print(f"{'state':<44} {'VmRSS MiB':>10} {'Pss MiB':>8}")
+        print(f"{'backends up, 1 whole-tree subscriber':<44} {one_sub['rss'] / 1024:>10.2f} {one_sub['pss'] / 1024:>8.2f}")
+        print(f"{f'{subscribers + 1} whole-tree subscribers':<44} {many['rss'] / 1024:>10.2f} {many['pss'] / 1024:>8.2f}"
+              f"   (target 9 / 5)")
         print(f"{'VmHWM':<44} {hwm / 1024:>10.2f}")
         # RssFile is pages of the binary and its libraries (libc, libstdc++, libsystemd,
         # libpipewire...), shared with every other process that maps them; RssAnon is qsd's own.
-        print(f"{'  of which RssAnon (heap, stacks: qsd own)':<44} {anon / 1024:>10.2f}")
-        print(f"{'  of which RssFile (binary and libraries)':<44} {files / 1024:>10.2f}")
-        print(f"{'Pss (shared pages split among their users)':<44} {pss / 1024:>10.2f}")
+        print(f"{'  of which RssAnon (heap, stacks: qsd own)':<44} {many['anon'] / 1024:>10.2f}")
+        print(f"{'  of which RssFile (binary and libraries)':<44} {many['file'] / 1024:>10.2f}")
+        print("where it is (per mapping, MiB, the largest first):")
+        for name, (rss, pss) in sorted(by_mapping(pid).items(), key=lambda kv: -kv[1][0])[:24]:
+            print(f"  {name:<42} RSS {rss / 1024:5.2f}  Pss {pss / 1024:5.2f}")
         for cl in clients:
             cl.close()
         c.close()
+        env.stop_qsd()
+        if os.environ.get("QSD_BENCH_PER_BACKEND", "1") not in ("", "0"):
+            per_backend(env, qsd_env, qsd_env is not None, items, on)
     finally:
         env.close()
 

@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 os.environ.setdefault("QSD_BIN", os.path.join(HERE, "..", "..", "build", "daemon", "qsd"))
 
+import callgrind  # noqa: E402
 import qsdtest  # noqa: E402
 from benchstat import percentile  # noqa: E402
 import trayutil  # noqa: E402
@@ -191,8 +192,10 @@ def latency(env, exe, kind, samples, warmup):
     c.wait_for(lambda: key in c.mirror(sub)["tray"]["items"], what="bench item")
     c.close()
     tree = "/tray/items/" + key.replace("~", "~0").replace("/", "~1") + "/icon"
+    callgrind.start(env.daemon.pid)
     out = subprocess.run([exe, env.socket, name, "/StatusNotifierItem", tree, str(2 * samples + warmup)], check=True,
-                         capture_output=True, text=True, env=env.env, timeout=600).stdout.split("\n")
+                         capture_output=True, text=True, env=env.env, timeout=1800).stdout.split("\n")
+    callgrind.stop(env.daemon.pid, env.dir, 2 * samples + warmup)
     rows = [line.split() for line in out if line and line != "miss"][warmup:]
     missed = sum(1 for line in out if line == "miss")
     bus = [(int(t) - int(e)) / 1000 for k, e, t in rows if k == "bus"]
@@ -242,6 +245,7 @@ def main():
     if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
         tempfile.tempdir = "/dev/shm"
     env = Env()
+    qsdtest.QSD = callgrind.wrap(qsdtest.QSD, env.dir)
     try:
         env.start_qsd(backends=["tray"], debug_api=False)
         c = env.client()

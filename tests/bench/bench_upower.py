@@ -19,8 +19,14 @@ Note that busctl and upower ask the UPower service itself, here a Python mock, s
 time is the mock's answer; qsctl never reaches UPower. That is the point of the daemon, and the
 reason to read the figures as "what a status bar pays per poll", not as a D-Bus benchmark.
 
+Then the latency of a change: the display device's Percentage PropertiesChanged -> the
+tree.changed line at a qsd subscriber, against a plain sd-bus listener of the same signal (the
+NetworkManager benchmark's listener; target: p50 <= 1.2x, p99 <= 1.5x). QSD_BENCH_CALLGRIND=1
+prints qsd's instructions per signal instead of meaningful times (tests/bench/callgrind.py).
+
 Usage: bench_upower.py [RUNS]   (default 200, 10 with QSD_BENCH_QUICK=1; QSD_BIN and QSCTL_BIN select the binaries,
                                  default build/daemon/qsd and build/cli/qsctl)
+       bench_upower.py --latency [SAMPLES]   (the latency only; default 2000)
 """
 
 import os
@@ -36,6 +42,8 @@ BUILD = os.path.join(HERE, "..", "..", "build")
 os.environ.setdefault("QSD_BIN", os.path.join(BUILD, "daemon", "qsd"))
 os.environ.setdefault("QSCTL_BIN", os.path.join(BUILD, "cli", "qsctl"))
 
+import bench_nm_latency  # noqa: E402
+import callgrind  # noqa: E402
 import qsdtest  # noqa: E402
 from benchstat import percentile  # noqa: E402
 from qsdtest import Env  # noqa: E402
@@ -63,8 +71,81 @@ def run_once(argv, env):
     return (t1 - t0) / 1e6
 
 
+# The NetworkManager benchmark's listener, for the display device's Percentage: one C program is
+# both a plain sd-bus listener (a match on the device's PropertiesChanged) and a qsd subscriber of
+# /power/displayDevice/percentage; the mock stamps CLOCK_MONOTONIC, then emits.
+def _listener_source():
+    s = bench_nm_latency.LISTENER_C
+    for old, new in (
+            ('"Strength"', '"Percentage"'),
+            ('uint8_t v;\n\t\t\tif (sd_bus_message_read(m, "v", "y", &v) >= 0 && v == expected',
+             'double v;\n\t\t\tif (sd_bus_message_read(m, "v", "d", &v) >= 0 && lround(v) == expected'),
+            ("sender='org.freedesktop.NetworkManager'", "sender='org.freedesktop.UPower'"),
+            ('"org.freedesktop.NetworkManager", ap, "org.freedesktop.DBus.Mock",', '"org.freedesktop.UPower", ap, "org.freedesktop.DBus.Mock",'),
+            ('"BenchStrength", on_reply, NULL, "y", (uint8_t)expected)', '"BenchPercentage", on_reply, NULL, "d", (double)expected)')):
+        if old not in s:
+            raise RuntimeError(f"the NetworkManager listener changed: {old!r} not found")
+        s = s.replace(old, new)
+    return s
+
+
+EMIT = """
+import time
+t = time.monotonic_ns()
+self.UpdateProperties('org.freedesktop.UPower.Device', {'Percentage': dbus.Double(args[0])})
+ret = dbus.UInt64(t)
+"""
+
+
+def latency(samples, warmup):
+    """The display device's Percentage PropertiesChanged -> a plain sd-bus listener and a qsd
+    subscriber (target: p50 <= 1.2x, p99 <= 1.5x the listener's)."""
+    e = Env(buses=True)
+    qsdtest.QSD = callgrind.wrap(qsdtest.QSD)
+    try:
+        exe = os.path.join(e.dir, "upower-listener")
+        with open(exe + ".c", "w") as f:
+            f.write(_listener_source())
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libsystemd"], check=True, capture_output=True,
+                               text=True).stdout.split()
+        subprocess.run(["cc", "-O2", "-o", exe, exe + ".c", *flags, "-lm"], check=True)
+        e.start_mock("upower", {"OnBattery": True}, name=UP)
+        e.gdbus("-d", UP, "-o", "/org/freedesktop/UPower", "-m", "org.freedesktop.DBus.Mock.SetupDisplayDevice",
+                "2", "2", "73.5", "36.7", "50.0", "9.8", "7200", "0", "true", "battery-good-symbolic", "1")
+        e.gdbus("-d", UP, "-o", DISPLAY, "-m", "org.freedesktop.DBus.Mock.AddMethod", "org.freedesktop.DBus.Mock",
+                "BenchPercentage", "d", "t", EMIT)
+        e.start_qsd(backends=["upower"], debug_api=False)
+        c = e.client()
+        path = "/power/displayDevice/percentage"
+        sub = c.subscribe([path])
+        c.wait_value(sub, path, 0.735)
+        c.close()
+        callgrind.start(e.daemon.pid)
+        out = subprocess.run([exe, e.socket, DISPLAY, path, str(samples + warmup)], check=True, capture_output=True,
+                             text=True, env=e.env, timeout=1800).stdout.split("\n")
+        callgrind.stop(e.daemon.pid, e.dir, samples + warmup)
+        rows = [line.split() for line in out if line and line != "miss"][warmup:]
+        misses = sum(1 for line in out if line == "miss")
+        bus = [(int(b) - int(t)) / 1000 for t, b, q in rows]
+        qsd = [(int(q) - int(t)) / 1000 for t, b, q in rows]
+        b50, b99, q50, q99 = percentile(bus, 50), percentile(bus, 99), percentile(qsd, 50), percentile(qsd, 99)
+        print(f"UPower latency, display device Percentage PropertiesChanged -> receiver ({len(rows)} samples, "
+              f"{misses} missed)")
+        print(f"  plain sd-bus listener : p50 {b50:8.1f} us   p99 {b99:8.1f} us")
+        print(f"  qsd tree.changed line : p50 {q50:8.1f} us   p99 {q99:8.1f} us")
+        print(f"  ratio qsd / sd-bus    : p50 {q50 / b50:.2f}x (target <= 1.2x)   p99 {q99 / b99:.2f}x (target <= 1.5x)")
+        print(f"  qsd's own share       : p50 {q50 - b50:.1f} us")
+    finally:
+        e.close()
+
+
 def main():
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else (10 if os.environ.get("QSD_BENCH_QUICK") else 200)
+    quick = bool(os.environ.get("QSD_BENCH_QUICK"))
+    if "--latency" in sys.argv:   # only the signal latency: bench_upower.py --latency [SAMPLES]
+        args = [a for a in sys.argv[1:] if not a.startswith("--")]
+        latency(int(args[0]) if args else (50 if quick else 2000), 10 if quick else 100)
+        return
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else (10 if quick else 200)
     e = Env(buses=True)
     try:
         e.start_mock("upower", {"OnBattery": True}, name=UP)
@@ -122,6 +203,8 @@ def main():
               f"({qs:.2f} ms vs {base:.2f} ms median)")
     finally:
         e.close()
+    print()
+    latency(50 if quick else 2000, 10 if quick else 100)
 
 
 if __name__ == "__main__":

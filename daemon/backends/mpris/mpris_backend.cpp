@@ -4,8 +4,10 @@
 
 #include <qsd/protocol/mirror.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -25,16 +27,70 @@ const std::set<std::string, std::less<>> kPlayerProps = {
     "PlaybackStatus", "LoopStatus", "Rate", "Shuffle", "Volume", "MinimumRate", "MaximumRate",
     "CanControl", "CanPlay", "CanPause", "CanGoNext", "CanGoPrevious", "CanSeek"};
 
-// Keeps the properties in `keep`, with their strings cut to kMaxText.
-void trim(dbus::Properties& props, const std::set<std::string, std::less<>>& keep) {
-	for (auto it = props.begin(); it != props.end();) {
-		if (!keep.count(it->first)) {
-			it = props.erase(it);
-			continue;
-		}
+// Keeps the properties in `keep`, with their strings cut to kMaxText. Only `names` are looked at
+// (nullptr: all): the others were trimmed when they arrived.
+void trim(dbus::Properties& props, const std::set<std::string, std::less<>>& keep, const std::vector<std::string>* names) {
+	auto one = [&](dbus::Properties::iterator it) {
+		if (!keep.count(it->first)) return props.erase(it);
 		if (auto s = dbus::asString(it->second); s && s->size() > kMaxText) it->second = sdbus::Variant(cutText(*s));
-		++it;
+		return std::next(it);
+	};
+	if (!names) {
+		for (auto it = props.begin(); it != props.end();) it = one(it);
+		return;
 	}
+	for (const auto& name: *names)
+		if (auto it = props.find(name); it != props.end()) one(it);
+}
+
+// The fields of a published player. A PropertiesChanged maps and compares only the fields of the
+// properties it names (fieldsOf): reading every property again through sdbus::Variant and
+// rebuilding the player was most of qsd's cost per signal (docs/performance.md, MPRIS).
+enum Field : unsigned {
+	kBusName, kIdentity, kDesktopEntry, kIconUrl, kPlaybackStatus, kLoopStatus, kShuffle, kVolume, kRate, kMinRate,
+	kMaxRate, kCanControl, kCanPlay, kCanPause, kCanGoNext, kCanGoPrevious, kCanSeek, kCanRaise, kCanQuit,
+	kCanSetFullscreen, kFullscreen, kPosition, kPositionAt, kLength, kMetadata, kLastActiveAt, kFieldCount
+};
+constexpr const char* kFieldNames[kFieldCount] = {
+    "busName", "identity", "desktopEntry", "iconUrl", "playbackStatus", "loopStatus", "shuffle", "volume", "rate",
+    "minRate", "maxRate", "canControl", "canPlay", "canPause", "canGoNext", "canGoPrevious", "canSeek", "canRaise",
+    "canQuit", "canSetFullscreen", "fullscreen", "position", "positionAt", "length", "metadata", "lastActiveAt"};
+static_assert(kFieldCount <= 32);
+
+constexpr Fields bit(Field f) { return Fields(1) << f; }
+constexpr Fields kAllFields = (Fields(1) << kFieldCount) - 1;
+constexpr Fields kPositionFields = bit(kPosition) | bit(kPositionAt);
+
+// The fields a property feeds (a status, rate or track change also moves the position).
+Fields fieldsOf(bool root, const std::string& property) {
+	static const std::map<std::string, Fields, std::less<>> rootFields = {
+	    {"Identity", bit(kIdentity)},
+	    {"DesktopEntry", bit(kDesktopEntry) | bit(kIconUrl)},
+	    {"CanQuit", bit(kCanQuit)},
+	    {"CanRaise", bit(kCanRaise)},
+	    {"CanSetFullscreen", bit(kCanSetFullscreen)},
+	    {"Fullscreen", bit(kFullscreen)}};
+	static const std::map<std::string, Fields, std::less<>> playerFields = {
+	    {"PlaybackStatus", bit(kPlaybackStatus) | bit(kLastActiveAt) | kPositionFields},
+	    {"Rate", bit(kRate) | kPositionFields},
+	    {"Metadata", bit(kMetadata) | bit(kLength) | kPositionFields},
+	    {"Position", kPositionFields},
+	    {"LoopStatus", bit(kLoopStatus)},
+	    {"Shuffle", bit(kShuffle)},
+	    {"Volume", bit(kVolume)},
+	    {"MinimumRate", bit(kMinRate)},
+	    {"MaximumRate", bit(kMaxRate)},
+	    // CanControl gates every other Can* of the player interface.
+	    {"CanControl", bit(kCanControl) | bit(kCanPlay) | bit(kCanPause) | bit(kCanGoNext) | bit(kCanGoPrevious) |
+	                       bit(kCanSeek)},
+	    {"CanPlay", bit(kCanPlay)},
+	    {"CanPause", bit(kCanPause)},
+	    {"CanGoNext", bit(kCanGoNext)},
+	    {"CanGoPrevious", bit(kCanGoPrevious)},
+	    {"CanSeek", bit(kCanSeek)}};
+	const auto& table = root ? rootFields : playerFields;
+	auto it = table.find(property);
+	return it == table.end() ? 0 : it->second;
 }
 
 } // namespace
@@ -227,8 +283,8 @@ void MprisBackend::loaded(Player& p, bool root, const sdbus::Error* e) {
 	}
 	if (p.reloadRoot || p.reloadPlayer) return load(p);   // invalidated while it was read
 	p.backoff.reset();
-	digest(p);
-	publish(p);
+	digest(p, nullptr);
+	publish(p, kAllFields);
 }
 
 void MprisBackend::onPropertiesChanged(sdbus::Message& msg) {
@@ -249,12 +305,15 @@ void MprisBackend::onPropertiesChanged(sdbus::Message& msg) {
 			if (!p.loading) load(p);
 			continue;
 		}
+		Fields fields = 0;
 		if (c->invalidated) {
 			(isRoot ? p.reloadRoot : p.reloadPlayer) = true;
 			load(p);
+			fields = kAllFields;
 		}
-		digest(p);
-		publish(p);
+		for (const auto& name: c->names) fields |= fieldsOf(isRoot, name);
+		digest(p, isRoot ? nullptr : &c->names);
+		publish(p, fields);
 	}
 }
 
@@ -266,14 +325,17 @@ void MprisBackend::onSeeked(sdbus::Message& msg) {
 		auto& p = *ptr;
 		if (p.owner != sender || !p.published) continue;
 		positionIs(p, us);
-		publish(p);
+		publish(p, kPositionFields);
 		readPosition(p);
 	}
 }
 
-void MprisBackend::digest(Player& p) {
+void MprisBackend::digest(Player& p, const std::vector<std::string>* names) {
 	auto& v = p.player.values();
 	const auto& key = p.key;
+	auto named = [&](std::string_view name) {
+		return !names || std::find(names->begin(), names->end(), name) != names->end();
+	};
 	auto warnValue = [&](const char* name, const std::string& value) {
 		if (p.warned.insert(name).second)
 			log::warning("mpris", "{}: {} \"{}\" is not an MPRIS value (further ones are not logged)", p.name, name,
@@ -296,15 +358,21 @@ void MprisBackend::digest(Player& p) {
 		p.meta = std::move(meta);
 	}
 
-	std::string status = "stopped";
-	if (auto s = reader_.string(v, key, "PlaybackStatus")) {
-		if (auto mapped = playbackStatus(*s)) status = *mapped;
-		else warnValue("PlaybackStatus", *s);
+	std::string status = p.status;
+	if (named("PlaybackStatus")) {
+		status = "stopped";
+		if (auto s = reader_.string(v, key, "PlaybackStatus")) {
+			if (auto mapped = playbackStatus(*s)) status = *mapped;
+			else warnValue("PlaybackStatus", *s);
+		}
 	}
-	double rate = 1;
-	if (auto r = reader_.number(v, key, "Rate")) {
-		if (std::isfinite(*r) && *r >= 0) rate = *r;
-		else warnValue("Rate", fmt::format("{}", *r));
+	double rate = p.rate;
+	if (named("Rate")) {
+		rate = 1;
+		if (auto r = reader_.number(v, key, "Rate")) {
+			if (std::isfinite(*r) && *r >= 0) rate = *r;
+			else warnValue("Rate", fmt::format("{}", *r));
+		}
 	}
 	bool statusChanged = status != p.status;
 	bool rateChanged = rate != p.rate;
@@ -326,8 +394,9 @@ void MprisBackend::digest(Player& p) {
 		p.late.setTime(context_.loop.now() + uint64_t(std::chrono::microseconds(kLateRead).count()));
 	}
 
-	trim(v, kPlayerProps);
-	trim(p.root.values(), kRootProps);
+	trim(v, kPlayerProps, names);
+	if (names) return;   // a change of the player interface: the root one is as it was
+	trim(p.root.values(), kRootProps, nullptr);
 
 	std::string entry;
 	if (auto d = reader_.string(p.root.values(), key, "DesktopEntry")) entry = *d;
@@ -338,7 +407,7 @@ void MprisBackend::digest(Player& p) {
 	}
 }
 
-json MprisBackend::playerJson(Player& p) {
+json MprisBackend::field(Player& p, unsigned index) {
 	const auto& r = p.root.values();
 	const auto& v = p.player.values();
 	const auto& key = p.key;
@@ -352,68 +421,76 @@ json MprisBackend::playerJson(Player& p) {
 		if (!d || !std::isfinite(*d) || (positive && *d <= 0)) return json(nullptr);
 		return json(std::max(0.0, *d));
 	};
-	json loop = nullptr;
-	if (auto s = reader_.string(v, key, "LoopStatus")) {
-		if (auto m = loopStatus(*s)) loop = *m;
-		else if (p.warned.insert("LoopStatus").second)
-			log::warning("mpris", "{}: LoopStatus \"{}\" is not an MPRIS value", p.name, cutText(*s, 64));
+	// As the specification says and Quickshell does: nothing can be done to a player that cannot
+	// be controlled, whatever its other Can* say.
+	auto controlled = [&](const char* name) { return flag(v, "CanControl") && flag(v, name); };
+	switch (Field(index)) {
+	case kBusName: return p.name;
+	case kIdentity: return text(r, "Identity");
+	case kDesktopEntry: return text(r, "DesktopEntry");
+	case kIconUrl: return p.iconUrl;
+	case kPlaybackStatus: return p.status;
+	case kLoopStatus:
+		if (auto s = reader_.string(v, key, "LoopStatus")) {
+			if (auto m = loopStatus(*s)) return *m;
+			if (p.warned.insert("LoopStatus").second)
+				log::warning("mpris", "{}: LoopStatus \"{}\" is not an MPRIS value", p.name, cutText(*s, 64));
+		}
+		return nullptr;
+	case kShuffle: {
+		auto shuffle = reader_.boolean(v, key, "Shuffle");
+		return shuffle ? json(*shuffle) : json(nullptr);
 	}
-	auto shuffle = reader_.boolean(v, key, "Shuffle");
-	bool canControl = flag(v, "CanControl");
-	return {
-	    {"busName", p.name},
-	    {"identity", text(r, "Identity")},
-	    {"desktopEntry", text(r, "DesktopEntry")},
-	    {"iconUrl", p.iconUrl},
-	    {"playbackStatus", p.status},
-	    {"loopStatus", loop},
-	    {"shuffle", shuffle ? json(*shuffle) : json(nullptr)},
-	    {"volume", number("Volume", false)},
-	    {"rate", p.rate},
-	    {"minRate", number("MinimumRate", true)},
-	    {"maxRate", number("MaximumRate", true)},
-	    {"canControl", canControl},
-	    // As the specification says and Quickshell does: nothing can be done to a player that
-	    // cannot be controlled, whatever its other Can* say.
-	    {"canPlay", canControl && flag(v, "CanPlay")},
-	    {"canPause", canControl && flag(v, "CanPause")},
-	    {"canGoNext", canControl && flag(v, "CanGoNext")},
-	    {"canGoPrevious", canControl && flag(v, "CanGoPrevious")},
-	    {"canSeek", canControl && flag(v, "CanSeek")},
-	    {"canRaise", flag(r, "CanRaise")},
-	    {"canQuit", flag(r, "CanQuit")},
-	    {"canSetFullscreen", flag(r, "CanSetFullscreen")},
-	    {"fullscreen", flag(r, "Fullscreen")},
-	    {"position", p.positionUs ? json(seconds(*p.positionUs)) : json(nullptr)},
-	    {"positionAt", p.positionUs ? json(p.positionAt) : json(nullptr)},
-	    {"length", p.meta.length},
-	    {"metadata", p.meta.value},
-	    {"lastActiveAt", p.lastActiveAt},
-	};
+	case kVolume: return number("Volume", false);
+	case kRate: return p.rate;
+	case kMinRate: return number("MinimumRate", true);
+	case kMaxRate: return number("MaximumRate", true);
+	case kCanControl: return flag(v, "CanControl");
+	case kCanPlay: return controlled("CanPlay");
+	case kCanPause: return controlled("CanPause");
+	case kCanGoNext: return controlled("CanGoNext");
+	case kCanGoPrevious: return controlled("CanGoPrevious");
+	case kCanSeek: return controlled("CanSeek");
+	case kCanRaise: return flag(r, "CanRaise");
+	case kCanQuit: return flag(r, "CanQuit");
+	case kCanSetFullscreen: return flag(r, "CanSetFullscreen");
+	case kFullscreen: return flag(r, "Fullscreen");
+	case kPosition: return p.positionUs ? json(seconds(*p.positionUs)) : json(nullptr);
+	case kPositionAt: return p.positionUs ? json(p.positionAt) : json(nullptr);
+	case kLength: return p.meta.length;
+	case kMetadata: return p.meta.value;
+	case kLastActiveAt: return p.lastActiveAt;
+	case kFieldCount: break;
+	}
+	return nullptr;
 }
 
-void MprisBackend::publish(Player& p) {
+void MprisBackend::publish(Player& p, Fields fields) {
 	// Never half: both interfaces read, or nothing.
 	if (!p.root.loaded() || !p.player.loaded()) return;
-	auto next = playerJson(p);
 	auto at = path(p.key);
 	if (!p.published) {
-		context_.tree.set(at, next);
+		p.state = json::object();
+		for (unsigned i = 0; i < kFieldCount; ++i) p.state[kFieldNames[i]] = field(p, i);
+		context_.tree.set(at, p.state);
 		log::info("mpris", "player {} ({})", p.key, p.owner);
-	} else {
-		// Only the fields that changed (a status change touches three or four of them): the tree
-		// is what was published last, which only this backend writes.
-		for (const auto& [field, value]: next.items()) {
-			auto old = p.state.find(field);
-			if (old != p.state.end() && *old == value) continue;
-			if (value.is_object() && old != p.state.end() && old->is_object())
-				context_.tree.sync(pointer::join(at, field), value);
-			else context_.tree.set(pointer::join(at, field), value);
-		}
+		p.published = true;
+		updateActive();
+		return;
 	}
-	p.state = std::move(next);
-	p.published = true;
-	updateActive();
+	// Only the fields that changed (a status change touches three or four of them): the tree is
+	// what was published last, which only this backend writes.
+	for (unsigned i = 0; i < kFieldCount; ++i) {
+		if (!(fields & (Fields(1) << i))) continue;
+		auto value = field(p, i);
+		auto& old = p.state[kFieldNames[i]];
+		if (old == value) continue;
+		if (value.is_object() && old.is_object()) context_.tree.sync(pointer::join(at, kFieldNames[i]), value);
+		else context_.tree.set(pointer::join(at, kFieldNames[i]), value);
+		old = std::move(value);
+	}
+	// Which player is active follows the statuses (and when each started playing).
+	if (fields & bit(kPlaybackStatus)) updateActive();
 }
 
 void MprisBackend::updateActive() {
@@ -487,7 +564,7 @@ void MprisBackend::sendPositionRead(Player& p) {
 			             auto now = estimate(*q);
 			             if (!now || std::llabs(std::max<int64_t>(0, *us) - *now) > kPositionSlackUs) {
 				             positionIs(*q, *us);
-				             publish(*q);
+				             publish(*q, kPositionFields);
 			             }
 		             } else {
 			             reader_.wrongType(key, "Position", &value);

@@ -41,6 +41,9 @@ constexpr std::chrono::milliseconds kLateRead{100};
 // A position read back within this of qsd's own estimate leaves the tree as it is.
 constexpr int64_t kPositionSlackUs = 10'000;
 
+// A set of a published player's fields, one bit each (mpris_backend.cpp, Field).
+using Fields = uint32_t;
+
 class MprisBackend final: public BusBackend {
 public:
 	explicit MprisBackend(BackendContext& context): BusBackend(context, Bus::Session, "mpris") {}
@@ -115,10 +118,13 @@ private:
 	void loaded(Player& p, bool root, const sdbus::Error* e);
 	void onPropertiesChanged(sdbus::Message& msg);
 	void onSeeked(sdbus::Message& msg);
-	// Maps what was read (keeps only what is used), following status, rate and track changes.
-	void digest(Player& p);
-	void publish(Player& p);
-	[[nodiscard]] nlohmann::json playerJson(Player& p);
+	// Maps what was read (keeps only what is used), following status, rate and track changes:
+	// the properties `names` (nullptr: all of them, after a GetAll).
+	void digest(Player& p, const std::vector<std::string>* names);
+	// Writes the fields in `fields` (bits of mpris_backend.cpp's Field) that differ from what was
+	// published; the first time, the whole player.
+	void publish(Player& p, Fields fields);
+	[[nodiscard]] nlohmann::json field(Player& p, unsigned index);
 	void updateActive();
 
 	// --- position

@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/stat.h>
+
 namespace qsd {
 
 namespace pipewire {
@@ -46,6 +48,19 @@ PipewireBackend::~PipewireBackend() { stop(); }
 
 void PipewireBackend::onStart() {
 	setState(BackendState::Starting);
+	watch_ = std::make_unique<SocketWatch>(context_.loop, socketLocations([](const char* n) { return std::getenv(n); }),
+	                                       [this] {
+		                                       // Not from inside the inotify callback: the watch is disarmed on success.
+		                                       quickRetry_.emplace(kQuickRetry);
+		                                       retry_.setTime(context_.loop.now());
+	                                       });
+	retry_ = context_.loop.addIdleTimer([this] { connect(); }, "pipewire-connect");
+	quickRetry_.reset();
+	connect();
+}
+
+bool PipewireBackend::openContext() {
+	if (pwContext_) return true;
 	try {
 		pwLoop_ = std::make_unique<PwLoop>(context_.loop, [this] { afterIterate(); });
 		// client.conf without what qsd never uses (session-manager, client-device, adapter, the
@@ -70,22 +85,28 @@ void PipewireBackend::onStart() {
 				throw std::runtime_error(fmt::format("loading {} failed: {}", module, std::strerror(errno)));
 	} catch (const std::exception& e) {
 		log::error(kLog, "cannot set up libpipewire: {}", e.what());
-		dataLoop_.reset();
-		if (pwContext_) pw_context_destroy(pwContext_);
-		pwContext_ = nullptr;
-		pwLoop_.reset();
+		closeContext();
+		retry_.reset();
+		watch_->disarm();
 		setState(BackendState::Failed, e.what());
-		return;
+		return false;
 	}
-	watch_ = std::make_unique<SocketWatch>(context_.loop, socketLocations([](const char* n) { return std::getenv(n); }),
-	                                       [this] {
-		                                       // Not from inside the inotify callback: the watch is disarmed on success.
-		                                       quickRetry_.emplace(kQuickRetry);
-		                                       retry_.setTime(context_.loop.now());
-	                                       });
-	retry_ = context_.loop.addIdleTimer([this] { connect(); }, "pipewire-connect");
-	quickRetry_.reset();
-	connect();
+	return true;
+}
+
+void PipewireBackend::closeContext() {
+	dataLoop_.reset();   // left before the context that owns it is destroyed
+	if (pwContext_) pw_context_destroy(pwContext_);
+	pwContext_ = nullptr;
+	clientNodeLoaded_ = false;   // the modules went with the context
+	pwLoop_.reset();
+}
+
+bool PipewireBackend::socketPresent() const {
+	struct stat st {};
+	for (const auto& l: watch_->locations())
+		if (::stat(l.path().c_str(), &st) == 0) return true;
+	return false;
 }
 
 void PipewireBackend::onStop() {
@@ -96,10 +117,7 @@ void PipewireBackend::onStop() {
 	retry_.reset();
 	watch_.reset();
 	graph_.reset();
-	dataLoop_.reset();   // left before the context that owns it is destroyed
-	if (pwContext_) pw_context_destroy(pwContext_);
-	pwContext_ = nullptr;
-	pwLoop_.reset();
+	closeContext();
 	nodeKeys_.clear();
 	nodeIds_.clear();
 	deviceKeys_.clear();
@@ -108,12 +126,24 @@ void PipewireBackend::onStop() {
 }
 
 void PipewireBackend::connect() {
-	if (!started() || graph_ || !pwContext_) return;
+	if (!started() || graph_ || !watch_) return;
 	// Watch first, so a socket that appears during this attempt is not missed.
 	watch_->arm();
-	auto g = std::make_unique<Graph>(pwContext_);
-	if (!g->connect()) {
-		int err = errno;
+	// Not from inside libpipewire's loop (a lost connection is seen there): this runs from a
+	// timer or from onStart, so the context can go.
+	bool present = socketPresent();
+	std::unique_ptr<Graph> g;
+	bool connected = false;
+	int err = ENOENT;
+	if (present) {
+		if (!openContext()) return;
+		g = std::make_unique<Graph>(pwContext_);
+		connected = g->connect();
+		err = errno;
+	}
+	if (!connected) {
+		g.reset();
+		closeContext();
 		// libpipewire sums up its attempts as EHOSTDOWN (or ECONNREFUSED, ENOENT): no daemon.
 		bool absent = err == EHOSTDOWN || err == ECONNREFUSED || err == ENOENT;
 		std::string why = fmt::format("PipeWire is not running (no daemon at {}{}{})", socketList(watch_->locations()),

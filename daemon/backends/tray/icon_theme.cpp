@@ -468,7 +468,9 @@ void IconTheme::ensureChain() {
 			auto t = stack.back();
 			stack.pop_back();
 			if (t.empty() || t.find('/') != std::string::npos || !seen.insert(t).second) continue;
-			Tree* tree = installed(t);
+			// index.theme only: the chain is made (and logged) at start, with no item yet, and a
+			// theme's files (hundreds of KiB of index for Adwaita) wait for the first lookup.
+			Tree* tree = installed(t, false);
 			if (!tree && needInstalled) continue;
 			chain_.push_back(t);
 			if (tree)
@@ -560,7 +562,7 @@ void IconTheme::dropInstalled() {
 // ---------------------------------------------------------------------------------------------
 // installed themes
 
-IconTheme::Tree* IconTheme::installed(const std::string& theme) {
+IconTheme::Tree* IconTheme::installed(const std::string& theme, bool scan) {
 	auto it = installed_.find(theme);
 	if (it == installed_.end()) {
 		auto tree = std::make_unique<Tree>();
@@ -569,7 +571,7 @@ IconTheme::Tree* IconTheme::installed(const std::string& theme) {
 		it = installed_.emplace(theme, std::move(tree)).first;
 	}
 	Tree* t = it->second.get();
-	if (t && !t->scanned) {
+	if (t && scan && !t->scanned) {
 		// The files are listed at the first lookup, not when the chain is made. Each directory
 		// is watched before it is read, so nothing created in between is missed.
 		for (size_t d = 0; d < t->dirs.size(); ++d)

@@ -103,7 +103,8 @@ public:
 
 private:
 	void ensureChain();
-	Tree* installed(const std::string& theme);
+	// The theme's tree (nullptr: not installed); with `scan`, its files listed too.
+	Tree* installed(const std::string& theme, bool scan = true);
 	Tree* flatInstalled();
 	Tree* privateTree(const std::string& key, const std::string& dir, bool flat);
 	void buildInstalled(Tree& tree, const std::string& theme);

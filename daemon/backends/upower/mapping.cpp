@@ -219,10 +219,17 @@ std::optional<json> convert(Kind kind, const sdbus::Variant& v) {
 
 } // namespace
 
-Mapped mapDevice(const dbus::Properties& props) {
+Mapped mapDevice(const dbus::Properties& props, const std::vector<std::string>* only) {
 	Mapped out{json::object(), {}};
 	auto& o = out.value;
+	auto named = [&](std::string_view property) {
+		return !only || std::find(only->begin(), only->end(), property) != only->end();
+	};
+	// The derived fields need both of their inputs.
+	bool laptop = named("Type") || named("PowerSupply");
 	for (const auto& f: kDeviceFields) {
+		std::string_view property = f.property;
+		if (!named(property) && !(laptop && (property == "Type" || property == "PowerSupply"))) continue;
 		const auto* v = dbus::find(props, f.property);
 		if (!v) {
 			o[f.name] = defaultFor(f.kind);
@@ -236,8 +243,9 @@ Mapped mapDevice(const dbus::Properties& props) {
 		}
 	}
 	// Derived as Quickshell does: health is supported when UPower reports a capacity.
-	o["healthSupported"] = o["healthPercentage"].is_number() && o["healthPercentage"].get<double>() > 0.0;
-	o["isLaptopBattery"] = o["type"] == "battery" && o["powerSupply"] == true;
+	if (o.contains("healthPercentage"))
+		o["healthSupported"] = o["healthPercentage"].is_number() && o["healthPercentage"].get<double>() > 0.0;
+	if (laptop) o["isLaptopBattery"] = o["type"] == "battery" && o["powerSupply"] == true;
 	return out;
 }
 

@@ -53,7 +53,9 @@ struct Mapped {
 // org.freedesktop.UPower.Device properties -> one device object with every field of the
 // schema. Missing properties take UPower's own default (0, false, "", unknown); a property of
 // the wrong type gives null.
-[[nodiscard]] Mapped mapDevice(const dbus::Properties& props);
+// With `only`, just the fields of those properties (and the derived fields that depend on them):
+// what a PropertiesChanged naming them changes.
+[[nodiscard]] Mapped mapDevice(const dbus::Properties& props, const std::vector<std::string>* only = nullptr);
 
 // org.freedesktop.UPower properties -> {onBattery, lidIsPresent, lidIsClosed, daemonVersion}.
 [[nodiscard]] Mapped mapDaemon(const dbus::Properties& props);

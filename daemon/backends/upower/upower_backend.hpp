@@ -135,7 +135,8 @@ private:
 	void readFailed(Device& d, bool display, const sdbus::Error& e);
 	void maybeUpReady();
 	void publishDaemon();
-	void publishDevice(Device& d, bool display);
+	// `changed`: the properties a PropertiesChanged named (nullptr: every field).
+	void publishDevice(Device& d, bool display, const std::vector<std::string>* changed = nullptr);
 	Device* deviceAt(const std::string& path, bool& display);
 
 	// --- power-profiles-daemon
