@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <sys/epoll.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace qsd {
@@ -120,12 +121,14 @@ bool ClientSession::overBudget(size_t extraBytes) const {
 	       queue_.size() + answersHeld_ + 1 > limits_.maxQueuedMessages;
 }
 
-void ClientSession::enqueue(std::string data, uint64_t subscription) {
+void ClientSession::enqueue(std::string data, uint64_t subscription) { enqueue(Outgoing{std::move(data), subscription}); }
+
+void ClientSession::enqueue(Outgoing message) {
 	if (closing_) return;
 	bool wasEmpty = queue_.empty();
-	queuedBytes_ += data.size();
+	queuedBytes_ += message.size();
 	peakQueuedBytes_ = std::max(peakQueuedBytes_, queuedBytes_);
-	queue_.push_back({std::move(data), subscription});
+	queue_.push_back(std::move(message));
 	// Write at once: most messages leave in this call, without waiting for EPOLLOUT.
 	if (wasEmpty) writeSome();
 	else updateIoEvents();
@@ -185,7 +188,20 @@ void ClientSession::sendEvent(const std::string& topic, const json& data, uint64
 void ClientSession::writeSome() {
 	while (!queue_.empty()) {
 		auto& head = queue_.front();
-		ssize_t n = ::send(fd_, head.data.data() + headOffset_, head.data.size() - headOffset_, MSG_NOSIGNAL | MSG_DONTWAIT);
+		// The shared part and this session's own bytes, in one system call.
+		iovec iov[2];
+		msghdr msg{};
+		msg.msg_iov = iov;
+		size_t skip = headOffset_;
+		for (std::string_view part: {head.shared ? std::string_view(*head.shared) : std::string_view(), std::string_view(head.data)}) {
+			if (skip >= part.size()) {
+				skip -= part.size();
+				continue;
+			}
+			iov[msg.msg_iovlen++] = {const_cast<char*>(part.data() + skip), part.size() - skip};
+			skip = 0;
+		}
+		ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR) continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -195,8 +211,8 @@ void ClientSession::writeSome() {
 			return;
 		}
 		headOffset_ += size_t(n);
-		if (headOffset_ < head.data.size()) break;
-		queuedBytes_ -= head.data.size();
+		if (headOffset_ < head.size()) break;
+		queuedBytes_ -= head.size();
 		headOffset_ = 0;
 		queue_.pop_front();
 	}
@@ -223,6 +239,9 @@ void ClientSession::updateIoEvents() {
 	// Dropped changes are resent as a snapshot once the client has read what it was sent:
 	// wait for the socket to become writable even when nothing else is queued.
 	if (!queue_.empty() || catchUpDue()) events |= EPOLLOUT;
+	// Called after every write: most of the time nothing changes, and sd-event need not know.
+	if (events == ioEvents_) return;
+	ioEvents_ = events;
 	io_.setIoEvents(events);
 	io_.setEnabled(events ? SD_EVENT_ON : SD_EVENT_OFF);
 }
@@ -238,16 +257,17 @@ void ClientSession::onDrained() {
 	// Everything queued has been written: now is when a lagging subscriber catches up.
 	bool any = false;
 	for (auto& [id, sub]: subscriptions_) any |= sub->resync;
+	if (!any && droppedEvents_ == 0) return;   // the usual case: nothing to catch up on
 	if (any) tree_.flush();
 	for (auto& [id, sub]: subscriptions_) {
 		if (!sub->resync) continue;
 		sub->resync = false;
 		sub->pending = json::array();
-		sub->filter.resetPresence(tree_.root());
 		sub->syncedRevision = tree_.revision();
 		++resyncs_;
-		auto line = rpc::toLine(rpc::makeNotification(
-		    "tree.resync", {{"subscription", id}, {"revision", tree_.revision()}, {"snapshot", sub->filter.snapshot(tree_.root())}}));
+		auto line = rpc::toLine(rpc::makeNotification("tree.resync", {{"subscription", id},
+		                                                              {"revision", tree_.revision()},
+		                                                              {"snapshot", sub->membership.filter().snapshot(tree_.root())}}));
 		queuedBytes_ += line.size();
 		queue_.push_back({std::move(line), id});
 	}
@@ -271,12 +291,11 @@ json ClientSession::subscribe(std::vector<std::string> paths, uint64_t throttleM
 	// Pending writes become a batch of their own first, so the snapshot and the revision agree.
 	tree_.flush();
 	auto id = nextSubscription_++;
-	auto sub = std::make_unique<Subscription>(Subscription{id, PathFilter(std::move(paths), tree_.root()), throttleMs * 1000, {}});
-	auto* raw = sub.get();
+	auto sub = std::make_unique<Subscription>(*this, id, throttleMs * 1000);
 	// Registered before the snapshot is read; nothing can change in between (one thread).
-	sub->observer = tree_.observe([this, raw](uint64_t revision, const json& patch) { onBatch(*raw, revision, patch); });
+	sub->membership = server_.filterGroups().join(std::move(paths), *sub);
 	json result = {{"subscription", id}, {"epoch", tree_.epoch()}, {"revision", tree_.revision()},
-	               {"snapshot", sub->filter.snapshot(tree_.root())}};
+	               {"snapshot", sub->membership.filter().snapshot(tree_.root())}};
 	subscriptions_.emplace(id, std::move(sub));
 	return result;
 }
@@ -289,7 +308,7 @@ void ClientSession::unsubscribe(uint64_t subscription) {
 	// Queued changes of that stream are of no use any more, except a half-written one.
 	for (auto q = queue_.begin(); q != queue_.end();) {
 		if (q->subscription == subscription && !(q == queue_.begin() && headOffset_ > 0)) {
-			queuedBytes_ -= q->data.size();
+			queuedBytes_ -= q->size();
 			q = queue_.erase(q);
 		} else {
 			++q;
@@ -297,20 +316,17 @@ void ClientSession::unsubscribe(uint64_t subscription) {
 	}
 }
 
-void ClientSession::onBatch(Subscription& sub, uint64_t revision, const json& patch) {
+void ClientSession::onBatch(Subscription& sub, const FilteredBatch& batch) {
 	// A resync sent while this batch was being delivered (to another of this client's
 	// subscriptions) already holds it: sending it again would repeat a revision.
-	if (closing_ || sub.resync || revision <= sub.syncedRevision) return;
-	PathFilter::Selection selection;
-	sub.filter.select(patch, tree_.root(), selection);
-	if (selection.ops.empty()) return;
+	if (closing_ || sub.resync || batch.revision() <= sub.syncedRevision) return;
+	sub.pendingRevision = batch.revision();
 	if (sub.throttleUs == 0) {
-		sub.pendingRevision = revision;
-		sendLine(sub, changesLine(selection, revision));
+		// The batch's text is shared with every subscriber of the same paths; only the id is ours.
+		sendLine(sub, {sub.tail, sub.id, batch.head()});
 		return;
 	}
-	for (const json* op: selection.ops) sub.pending.push_back(*op);
-	sub.pendingRevision = revision;
+	for (const json* op: batch.selection().ops) sub.pending.push_back(*op);
 	// A throttled stream that piles up more than a snapshot is worth becomes a resync.
 	if (sub.pending.size() > limits_.maxQueuedMessages) {
 		overflow(sub);
@@ -331,72 +347,26 @@ void ClientSession::onBatch(Subscription& sub, uint64_t revision, const json& pa
 	sub.timer.setTime(due);
 }
 
-namespace {
-// The serialized changes of the last unthrottled selection. Subscribers with the same paths
-// get the same operations of a batch (pointers into the one patch), so a fan-out to N of them
-// serializes once instead of N times and compares pointers, not values. Reused only within
-// one batch (same tree, same revision: the patch is still alive); one thread, so one slot.
-struct SharedChanges {
-	std::string epoch;
-	uint64_t revision = 0;
-	std::vector<const nlohmann::json*> ops;
-	std::string text;
-};
-
-void appendOps(std::string& out, const PathFilter::Selection& selection) {
-	out += '[';
-	for (size_t i = 0; i < selection.ops.size(); ++i) {
-		if (i) out += ',';
-		out += rpc::dump(*selection.ops[i]);
-	}
-	out += ']';
-}
-} // namespace
-
-// Byte for byte what rpc::toLine(rpc::makeNotification("tree.changed", {...})) writes
-// (nlohmann sorts object keys); the changes' text is shared between subscribers.
-std::string ClientSession::changesLine(const PathFilter::Selection& selection, uint64_t revision) {
-	static SharedChanges last;
-	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":)";
-	// Restated operations belong to this subscriber alone.
-	bool shareable = selection.owned.empty();
-	if (shareable && !last.text.empty() && last.revision == revision && last.epoch == tree_.epoch() &&
-	    last.ops == selection.ops) {
-		line += last.text;
-	} else {
-		size_t at = line.size();
-		appendOps(line, selection);
-		// A huge batch is not kept: it would stay in memory until the next change.
-		if (shareable && line.size() - at <= (256u << 10)) {
-			last.epoch = tree_.epoch();
-			last.revision = revision;
-			last.ops = selection.ops;
-			last.text.assign(line, at, std::string::npos);
-		}
-	}
-	return line;
-}
-
 void ClientSession::sendChanges(Subscription& sub) {
-	// A throttled stream's changes span several batches: serialized on their own.
+	// A throttled stream's changes span several batches: serialized on their own, in the same
+	// form as FilteredBatch::head() and tail().
 	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":)";
 	line += rpc::dump(sub.pending);
 	sub.pending = json::array();
-	sendLine(sub, std::move(line));
-}
-
-void ClientSession::sendLine(Subscription& sub, std::string line) {
 	line += R"(,"revision":)";
 	line += std::to_string(sub.pendingRevision);
 	line += R"(,"subscription":)";
-	line += std::to_string(sub.id);
-	line += "}}\n";
+	line += sub.tail;
 	sub.lastSentUs = loop_.now();
-	if (overBudget(line.size())) {
+	sendLine(sub, {std::move(line), sub.id});
+}
+
+void ClientSession::sendLine(Subscription& sub, Outgoing message) {
+	if (overBudget(message.size())) {
 		overflow(sub);
 		return;
 	}
-	enqueue(std::move(line), sub.id);
+	enqueue(std::move(message));
 }
 
 void ClientSession::overflow(Subscription& sub) {
@@ -410,7 +380,7 @@ void ClientSession::overflow(Subscription& sub) {
 	++droppedChanges_;
 	for (auto q = queue_.begin(); q != queue_.end();) {
 		if (q->subscription == sub.id && !(q == queue_.begin() && headOffset_ > 0)) {
-			queuedBytes_ -= q->data.size();
+			queuedBytes_ -= q->size();
 			q = queue_.erase(q);
 		} else {
 			++q;
