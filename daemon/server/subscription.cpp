@@ -70,6 +70,10 @@ void PathFilter::select(const json& patch, const json& root, Selection& out) {
 	}
 }
 
+namespace {
+constexpr size_t kKeepBytes = 256 << 10;
+} // namespace
+
 // Byte for byte what rpc::toLine(rpc::makeNotification("tree.changed", {...})) writes (nlohmann
 // sorts object keys, so the subscription id comes last and the rest is common to the filter).
 const std::shared_ptr<const std::string>& FilteredBatch::head() const {
@@ -77,9 +81,8 @@ const std::shared_ptr<const std::string>& FilteredBatch::head() const {
 	// Restated operations live in this selection only; their addresses may be reused by the
 	// next filter's, so only operations that point into the patch are compared.
 	bool shareable = selection_.owned.empty();
-	if (shareable && reuse_ && reuse_->revision == revision_ && reuse_->ops == selection_.ops) {
-		if (auto text = reuse_->text.lock()) return head_ = std::move(text);
-	}
+	if (shareable && reuse_ && reuse_->text && reuse_->revision == revision_ && reuse_->ops == selection_.ops)
+		return head_ = reuse_->text;
 	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":[)";
 	for (size_t i = 0; i < selection_.ops.size(); ++i) {
 		if (i) line += ',';
@@ -89,7 +92,11 @@ const std::shared_ptr<const std::string>& FilteredBatch::head() const {
 	line += std::to_string(revision_);
 	line += R"(,"subscription":)";
 	head_ = std::make_shared<const std::string>(std::move(line));
-	if (shareable && reuse_) *reuse_ = {revision_, selection_.ops, head_};
+	if (reuse_) {
+		// A huge batch is not kept: it would stay in memory until the next change.
+		if (shareable && head_->size() <= kKeepBytes) *reuse_ = {revision_, selection_.ops, head_};
+		else *reuse_ = {};
+	}
 	return head_;
 }
 

@@ -55,11 +55,11 @@ private:
 
 // The last head built, with the operations it holds: a filter that selects the same operations
 // of the same batch (pointers into the one patch, e.g. "" and "/a" for a change under /a)
-// reuses it. Weak, so a buffer lives only as long as some queue holds it.
+// reuses it. Kept until the next batch, unless it is big.
 struct LastHead {
 	uint64_t revision = 0;
 	std::vector<const nlohmann::json*> ops;
-	std::weak_ptr<const std::string> text;
+	std::shared_ptr<const std::string> text;
 };
 
 // A batch as the subscriptions of one filter see it, handed to each of them in turn.
