@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <sys/epoll.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace qsd {
@@ -132,12 +133,20 @@ size_t ClientSession::costOf(const std::string& line) {
 	return line.capacity() + 1 + 16 + sizeof(Outgoing);
 }
 
-void ClientSession::push(std::string data, uint64_t subscription, bool droppable) {
-	size_t cost = costOf(data);
+size_t ClientSession::costOf(const Outgoing& message) {
+	// A shared batch text counts in full against every queue that holds it: what a slow client
+	// may cost is then what it cost when each had its own copy, and is cut to tree.resync alike.
+	return costOf(message.data) + (message.shared ? message.shared->capacity() + 1 + 16 : 0);
+}
+
+void ClientSession::push(Outgoing message) {
+	message.cost = costOf(message);
+	size_t cost = message.cost;
+	bool droppable = message.droppable;
 	queuedBytes_ += cost;
 	if (droppable) droppableBytes_ += cost;
 	peakQueuedBytes_ = std::max(peakQueuedBytes_, queuedBytes_);
-	queue_.push_back({std::move(data), subscription, cost, droppable});
+	queue_.push_back(std::move(message));
 	// Last: over the server's budget, this may drop queued changes, this connection's included.
 	server_.queueGrew(cost, droppable);
 }
@@ -150,9 +159,13 @@ std::deque<ClientSession::Outgoing>::iterator ClientSession::drop(std::deque<Out
 }
 
 void ClientSession::enqueue(std::string data, uint64_t subscription, bool droppable) {
+	enqueue(Outgoing{std::move(data), subscription, {}, 0, droppable});
+}
+
+void ClientSession::enqueue(Outgoing message) {
 	if (closing_) return;
 	bool wasEmpty = queue_.empty();
-	push(std::move(data), subscription, droppable);
+	push(std::move(message));
 	// Write at once: most messages leave in this call, without waiting for EPOLLOUT.
 	if (wasEmpty) writeSome();
 	else updateIoEvents();
@@ -214,7 +227,20 @@ void ClientSession::sendEvent(const std::string& topic, const json& data, uint64
 void ClientSession::writeSome() {
 	while (!queue_.empty()) {
 		auto& head = queue_.front();
-		ssize_t n = ::send(fd_, head.data.data() + headOffset_, head.data.size() - headOffset_, MSG_NOSIGNAL | MSG_DONTWAIT);
+		// The shared part and this session's own bytes, in one system call.
+		iovec iov[2];
+		msghdr msg{};
+		msg.msg_iov = iov;
+		size_t skip = headOffset_;
+		for (std::string_view part: {head.shared ? std::string_view(*head.shared) : std::string_view(), std::string_view(head.data)}) {
+			if (skip >= part.size()) {
+				skip -= part.size();
+				continue;
+			}
+			iov[msg.msg_iovlen++] = {const_cast<char*>(part.data() + skip), part.size() - skip};
+			skip = 0;
+		}
+		ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR) continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -224,7 +250,7 @@ void ClientSession::writeSome() {
 			return;
 		}
 		headOffset_ += size_t(n);
-		if (headOffset_ < head.data.size()) break;
+		if (headOffset_ < head.size()) break;
 		headOffset_ = 0;
 		drop(queue_.begin());
 	}
@@ -251,6 +277,9 @@ void ClientSession::updateIoEvents() {
 	// Dropped changes are resent as a snapshot once the client has read what it was sent:
 	// wait for the socket to become writable even when nothing else is queued.
 	if (!queue_.empty() || catchUpDue()) events |= EPOLLOUT;
+	// Called after every write: most of the time nothing changes, and sd-event need not know.
+	if (events == ioEvents_) return;
+	ioEvents_ = events;
 	io_.setIoEvents(events);
 	io_.setEnabled(events ? SD_EVENT_ON : SD_EVENT_OFF);
 }
@@ -266,23 +295,24 @@ void ClientSession::onDrained() {
 	// Everything queued has been written: now is when a lagging subscriber catches up.
 	bool any = false;
 	for (auto& [id, sub]: subscriptions_) any |= sub->resync;
+	if (!any && droppedEvents_ == 0) return;   // the usual case: nothing to catch up on
 	if (any) tree_.flush();
 	for (auto& [id, sub]: subscriptions_) {
 		if (!sub->resync) continue;
 		sub->resync = false;
 		sub->pending = json::array();
-		sub->filter.resetPresence(tree_.root());
 		sub->syncedRevision = tree_.revision();
 		++resyncs_;
-		auto line = rpc::toLine(rpc::makeNotification(
-		    "tree.resync", {{"subscription", id}, {"revision", tree_.revision()}, {"snapshot", sub->filter.snapshot(tree_.root())}}));
-		push(std::move(line), id, true);
+		auto line = rpc::toLine(rpc::makeNotification("tree.resync", {{"subscription", id},
+		                                                              {"revision", tree_.revision()},
+		                                                              {"snapshot", sub->membership.filter().snapshot(tree_.root())}}));
+		push(Outgoing{std::move(line), id, {}, 0, true});
 	}
 	if (droppedEvents_ > 0 && queue_.size() < limits_.maxQueuedMessages) {
 		auto line = rpc::toLine(rpc::makeNotification(
 		    "event", {{"topic", "qsd.eventsDropped"}, {"data", {{"count", droppedEvents_}}}, {"revision", tree_.revision()}}));
 		droppedEvents_ = 0;
-		push(std::move(line), 0, true);
+		push(Outgoing{std::move(line), 0, {}, 0, true});
 	}
 	if (!queue_.empty()) writeSome();
 }
@@ -297,12 +327,11 @@ json ClientSession::subscribe(std::vector<std::string> paths, uint64_t throttleM
 	// Pending writes become a batch of their own first, so the snapshot and the revision agree.
 	tree_.flush();
 	auto id = nextSubscription_++;
-	auto sub = std::make_unique<Subscription>(Subscription{id, PathFilter(std::move(paths), tree_.root()), throttleMs * 1000, {}});
-	auto* raw = sub.get();
+	auto sub = std::make_unique<Subscription>(*this, id, throttleMs * 1000);
 	// Registered before the snapshot is read; nothing can change in between (one thread).
-	sub->observer = tree_.observe([this, raw](uint64_t revision, const json& patch) { onBatch(*raw, revision, patch); });
+	sub->membership = server_.filterGroups().join(std::move(paths), *sub);
 	json result = {{"subscription", id}, {"epoch", tree_.epoch()}, {"revision", tree_.revision()},
-	               {"snapshot", sub->filter.snapshot(tree_.root())}};
+	               {"snapshot", sub->membership.filter().snapshot(tree_.root())}};
 	subscriptions_.emplace(id, std::move(sub));
 	return result;
 }
@@ -319,20 +348,17 @@ void ClientSession::unsubscribe(uint64_t subscription) {
 	}
 }
 
-void ClientSession::onBatch(Subscription& sub, uint64_t revision, const json& patch) {
+void ClientSession::onBatch(Subscription& sub, const FilteredBatch& batch) {
 	// A resync sent while this batch was being delivered (to another of this client's
 	// subscriptions) already holds it: sending it again would repeat a revision.
-	if (closing_ || sub.resync || revision <= sub.syncedRevision) return;
-	PathFilter::Selection selection;
-	sub.filter.select(patch, tree_.root(), selection);
-	if (selection.ops.empty()) return;
+	if (closing_ || sub.resync || batch.revision() <= sub.syncedRevision) return;
+	sub.pendingRevision = batch.revision();
 	if (sub.throttleUs == 0) {
-		sub.pendingRevision = revision;
-		sendLine(sub, changesLine(selection, revision));
+		// The batch's text is shared with every subscriber of the same paths; only the id is ours.
+		sendLine(sub, {sub.tail, sub.id, batch.head()});
 		return;
 	}
-	for (const json* op: selection.ops) sub.pending.push_back(*op);
-	sub.pendingRevision = revision;
+	for (const json* op: batch.selection().ops) sub.pending.push_back(*op);
 	// A throttled stream that piles up more than a snapshot is worth becomes a resync.
 	if (sub.pending.size() > limits_.maxQueuedMessages) {
 		overflow(sub);
@@ -353,72 +379,27 @@ void ClientSession::onBatch(Subscription& sub, uint64_t revision, const json& pa
 	sub.timer.setTime(due);
 }
 
-namespace {
-// The serialized changes of the last unthrottled selection. Subscribers with the same paths
-// get the same operations of a batch (pointers into the one patch), so a fan-out to N of them
-// serializes once instead of N times and compares pointers, not values. Reused only within
-// one batch (same tree, same revision: the patch is still alive); one thread, so one slot.
-struct SharedChanges {
-	std::string epoch;
-	uint64_t revision = 0;
-	std::vector<const nlohmann::json*> ops;
-	std::string text;
-};
-
-void appendOps(std::string& out, const PathFilter::Selection& selection) {
-	out += '[';
-	for (size_t i = 0; i < selection.ops.size(); ++i) {
-		if (i) out += ',';
-		out += rpc::dump(*selection.ops[i]);
-	}
-	out += ']';
-}
-} // namespace
-
-// Byte for byte what rpc::toLine(rpc::makeNotification("tree.changed", {...})) writes
-// (nlohmann sorts object keys); the changes' text is shared between subscribers.
-std::string ClientSession::changesLine(const PathFilter::Selection& selection, uint64_t revision) {
-	static SharedChanges last;
-	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":)";
-	// Restated operations belong to this subscriber alone.
-	bool shareable = selection.owned.empty();
-	if (shareable && !last.text.empty() && last.revision == revision && last.epoch == tree_.epoch() &&
-	    last.ops == selection.ops) {
-		line += last.text;
-	} else {
-		size_t at = line.size();
-		appendOps(line, selection);
-		// A huge batch is not kept: it would stay in memory until the next change.
-		if (shareable && line.size() - at <= (256u << 10)) {
-			last.epoch = tree_.epoch();
-			last.revision = revision;
-			last.ops = selection.ops;
-			last.text.assign(line, at, std::string::npos);
-		}
-	}
-	return line;
-}
-
 void ClientSession::sendChanges(Subscription& sub) {
-	// A throttled stream's changes span several batches: serialized on their own.
+	// A throttled stream's changes span several batches: serialized on their own, in the same
+	// form as FilteredBatch::head() and tail().
 	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":)";
 	line += rpc::dump(sub.pending);
 	sub.pending = json::array();
-	sendLine(sub, std::move(line));
-}
-
-void ClientSession::sendLine(Subscription& sub, std::string line) {
 	line += R"(,"revision":)";
 	line += std::to_string(sub.pendingRevision);
 	line += R"(,"subscription":)";
-	line += std::to_string(sub.id);
-	line += "}}\n";
+	line += sub.tail;
 	sub.lastSentUs = loop_.now();
-	if (overBudget(costOf(line))) {
+	sendLine(sub, {std::move(line), sub.id});
+}
+
+void ClientSession::sendLine(Subscription& sub, Outgoing message) {
+	if (overBudget(costOf(message))) {
 		overflow(sub);
 		return;
 	}
-	enqueue(std::move(line), sub.id, true);
+	message.droppable = true;
+	enqueue(std::move(message));
 }
 
 void ClientSession::overflow(Subscription& sub) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <deque>
@@ -97,23 +98,33 @@ public:
 
 private:
 	struct Outgoing {
-		std::string data;
+		std::string data;        // this session's own bytes, written after `shared`
 		uint64_t subscription;   // 0: not part of a change stream
-		size_t cost;             // costOf(data) when queued
-		bool droppable;          // a change or an event (not an answer)
+		// A batch's text that every subscriber of its paths queues (FilteredBatch::head); it
+		// counts against each queue holding it, at its full size (its allocation).
+		std::shared_ptr<const std::string> shared = {};
+		size_t cost = 0;         // costOf(*this) when queued
+		bool droppable = false;  // a change or an event (not an answer)
+		[[nodiscard]] size_t size() const { return (shared ? shared->size() : 0) + data.size(); }
 	};
+	[[nodiscard]] static size_t costOf(const Outgoing& message);
 	// Every change of the queue goes through these, so this connection's and the server's
 	// counts stay right.
-	void push(std::string data, uint64_t subscription, bool droppable);
+	void push(Outgoing message);
 	std::deque<Outgoing>::iterator drop(std::deque<Outgoing>::iterator at);
-	struct Subscription {
+	struct Subscription final: ChangeSink {
+		Subscription(ClientSession& session, uint64_t id, uint64_t throttleUs)
+		    : session(session), id(id), tail(FilteredBatch::tail(id)), throttleUs(throttleUs) {}
+		void onChanges(const FilteredBatch& batch) override { session.onBatch(*this, batch); }
+
+		ClientSession& session;
 		uint64_t id;
-		PathFilter filter;
+		std::string tail;   // what completes a shared line for this subscription
 		uint64_t throttleUs;
-		Tree::Subscription observer;
+		FilterGroups::Membership membership;   // its filter, shared with the subscriptions of the same paths
 		json pending = json::array();   // throttled changes not sent yet
 		uint64_t pendingRevision = 0;
-		uint64_t lastSentUs = 0;
+		uint64_t lastSentUs = 0;        // throttled streams only
 		EventSource timer;
 		bool resync = false;            // changes were dropped; a tree.resync follows the drain
 		uint64_t syncedRevision = 0;    // the last resync's revision: batches up to it are in it
@@ -125,15 +136,15 @@ private:
 	void updateIoEvents();
 	bool overBudget(size_t extraBytes) const;
 	void enqueue(std::string data, uint64_t subscription, bool droppable);
+	void enqueue(Outgoing message);
 	void deliverResponse(std::string line);
 	void pauseIfOverBudget();
 	void dispatchLine(std::string_view line);
 	void noteQueueFreed();
 	static constexpr size_t kBigQueue = 1 << 20;
-	void onBatch(Subscription& sub, uint64_t revision, const json& patch);
+	void onBatch(Subscription& sub, const FilteredBatch& batch);
 	void sendChanges(Subscription& sub);
-	[[nodiscard]] std::string changesLine(const PathFilter::Selection& selection, uint64_t revision);
-	void sendLine(Subscription& sub, std::string line);
+	void sendLine(Subscription& sub, Outgoing message);
 	void overflow(Subscription& sub);
 	void onDrained();
 	void sendLineTooLong();
@@ -151,6 +162,7 @@ private:
 	ClientLimits limits_;
 	LineReader reader_;
 	EventSource io_;
+	uint32_t ioEvents_ = EPOLLIN;   // what io_ waits for (enabled when not 0)
 	// Lines of the last read that arrived after reading paused (at most one read's worth);
 	// std::nullopt stands for a line that was too long.
 	std::deque<std::optional<std::string>> held_;

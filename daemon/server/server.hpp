@@ -37,6 +37,8 @@ public:
 	void listen();
 
 	[[nodiscard]] Dispatcher& dispatcher() { return dispatcher_; }
+	// Every session's subscriptions, grouped by their paths (a batch is serialized once per group).
+	[[nodiscard]] FilterGroups& filterGroups() { return filterGroups_; }
 	[[nodiscard]] size_t clientCount() const { return clients_.size(); }
 	[[nodiscard]] const std::string& socketPath() const { return options_.socketPath; }
 
@@ -92,6 +94,7 @@ private:
 	EventSource trim_;
 	bool trimArmed_ = false;
 	uint64_t nextClient_ = 1;
+	FilterGroups filterGroups_;   // outlives the sessions, whose subscriptions are its members
 	std::map<uint64_t, std::shared_ptr<ClientSession>> clients_;
 	std::vector<uint64_t> doomed_;
 	// Events and responses waiting for the flush of pending tree writes, in the order sent.

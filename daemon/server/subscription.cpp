@@ -1,5 +1,8 @@
 #include "subscription.hpp"
 
+#include "../log.hpp"
+
+#include <qsd/protocol/jsonrpc.hpp>
 #include <qsd/protocol/mirror.hpp>
 
 #include <algorithm>
@@ -66,5 +69,143 @@ void PathFilter::select(const json& patch, const json& root, Selection& out) {
 		}
 	}
 }
+
+namespace {
+constexpr size_t kKeepBytes = 256 << 10;
+} // namespace
+
+// Byte for byte what rpc::toLine(rpc::makeNotification("tree.changed", {...})) writes (nlohmann
+// sorts object keys, so the subscription id comes last and the rest is common to the filter).
+const std::shared_ptr<const std::string>& FilteredBatch::head() const {
+	if (head_) return head_;
+	// Restated operations live in this selection only; their addresses may be reused by the
+	// next filter's, so only operations that point into the patch are compared.
+	bool shareable = selection_.owned.empty();
+	if (shareable && reuse_ && reuse_->text && reuse_->revision == revision_ && reuse_->ops == selection_.ops)
+		return head_ = reuse_->text;
+	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":[)";
+	for (size_t i = 0; i < selection_.ops.size(); ++i) {
+		if (i) line += ',';
+		line += rpc::dump(*selection_.ops[i]);
+	}
+	line += R"(],"revision":)";
+	line += std::to_string(revision_);
+	line += R"(,"subscription":)";
+	head_ = std::make_shared<const std::string>(std::move(line));
+	if (reuse_) {
+		// A huge batch is not kept: it would stay in memory until the next change.
+		if (shareable && head_->size() <= kKeepBytes) *reuse_ = {revision_, selection_.ops, head_};
+		else *reuse_ = {};
+	}
+	return head_;
+}
+
+std::string FilteredBatch::tail(uint64_t subscription) {
+	// At most 20 digits and 3 characters: within the small-string buffer, no allocation.
+	auto text = std::to_string(subscription);
+	text += "}}\n";
+	return text;
+}
+
+class FilterGroups::Group {
+public:
+	Group(std::vector<std::string> paths, const json& root): filter(std::move(paths), root) {}
+
+	PathFilter filter;
+	Tree::Subscription observer;
+	std::vector<ChangeSink*> members;   // in the order they joined; nullptr: left during a delivery
+	size_t live = 0;
+	int delivering = 0;
+};
+
+FilterGroups::FilterGroups(Tree& tree): tree_(tree) {}
+
+FilterGroups::~FilterGroups() = default;
+
+FilterGroups::Membership FilterGroups::join(std::vector<std::string> paths, ChangeSink& sink) {
+	sweep();
+	auto it = groups_.find(paths);
+	if (it == groups_.end()) {
+		auto group = std::make_unique<Group>(paths, tree_.root());
+		auto* raw = group.get();
+		group->observer = tree_.observe([this, raw](uint64_t revision, const json& patch) { deliver(*raw, revision, patch); });
+		it = groups_.emplace(std::move(paths), std::move(group)).first;
+	} else {
+		// Presence follows the tree at batch boundaries; re-read it all the same, as a new
+		// filter would.
+		it->second->filter.resetPresence(tree_.root());
+	}
+	auto& group = *it->second;
+	group.members.push_back(&sink);
+	++group.live;
+	return Membership(this, &group, &sink);
+}
+
+void FilterGroups::deliver(Group& group, uint64_t revision, const json& patch) {
+	if (group.live == 0) return;
+	PathFilter::Selection selection;
+	group.filter.select(patch, tree_.root(), selection);
+	if (selection.ops.empty()) return;
+	FilteredBatch batch(revision, selection, &last_);
+	++group.delivering;
+	// Members that join meanwhile start with the next batch.
+	for (size_t i = 0, n = group.members.size(); i < n; ++i) {
+		ChangeSink* sink = group.members[i];
+		if (!sink) continue;
+		try {
+			sink->onChanges(batch);
+		} catch (const std::exception& e) {
+			log::error("server", "subscriber failed: {}", e.what());
+		}
+	}
+	--group.delivering;
+	// An empty group is removed later (sweep), not from inside its own tree observer.
+	if (group.delivering == 0 && group.live != group.members.size())
+		std::erase(group.members, static_cast<ChangeSink*>(nullptr));
+}
+
+void FilterGroups::leave(Group& group, ChangeSink* sink) {
+	auto it = std::find(group.members.begin(), group.members.end(), sink);
+	if (it == group.members.end()) return;
+	--group.live;
+	if (group.delivering > 0) *it = nullptr;
+	else group.members.erase(it);
+	if (group.live == 0 && group.delivering == 0) {
+		for (auto g = groups_.begin(); g != groups_.end(); ++g) {
+			if (g->second.get() == &group) {
+				groups_.erase(g);
+				break;
+			}
+		}
+	}
+}
+
+void FilterGroups::sweep() {
+	std::erase_if(groups_, [](const auto& g) { return g.second->live == 0 && g.second->delivering == 0; });
+}
+
+FilterGroups::Membership::Membership(Membership&& o) noexcept
+    : owner_(std::exchange(o.owner_, nullptr)), group_(std::exchange(o.group_, nullptr)), sink_(std::exchange(o.sink_, nullptr)) {}
+
+FilterGroups::Membership& FilterGroups::Membership::operator=(Membership&& o) noexcept {
+	if (this != &o) {
+		leave();
+		owner_ = std::exchange(o.owner_, nullptr);
+		group_ = std::exchange(o.group_, nullptr);
+		sink_ = std::exchange(o.sink_, nullptr);
+	}
+	return *this;
+}
+
+FilterGroups::Membership::~Membership() { leave(); }
+
+void FilterGroups::Membership::leave() {
+	if (owner_) owner_->leave(*group_, sink_);
+	owner_ = nullptr;
+	group_ = nullptr;
+	sink_ = nullptr;
+}
+
+const PathFilter& FilterGroups::Membership::filter() const { return group_->filter; }
 
 } // namespace qsd

@@ -2,9 +2,14 @@
 // What one tree subscription sees: the changes of a batch under its paths, rewritten so that
 // they apply to a document holding only the subscribed subtrees.
 
+#include "../tree.hpp"
+
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <forward_list>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +51,96 @@ private:
 		bool present;
 	};
 	std::vector<Entry> roots_;   // requested paths minus those within another one
+};
+
+// The last head built, with the operations it holds: a filter that selects the same operations
+// of the same batch (pointers into the one patch, e.g. "" and "/a" for a change under /a)
+// reuses it. Kept until the next batch, unless it is big.
+struct LastHead {
+	uint64_t revision = 0;
+	std::vector<const nlohmann::json*> ops;
+	std::shared_ptr<const std::string> text;
+};
+
+// A batch as the subscriptions of one filter see it, handed to each of them in turn.
+class FilteredBatch {
+public:
+	using json = nlohmann::json;
+
+	FilteredBatch(uint64_t revision, const PathFilter::Selection& selection, LastHead* reuse)
+	    : revision_(revision), selection_(selection), reuse_(reuse) {}
+
+	[[nodiscard]] uint64_t revision() const { return revision_; }
+	// The operations (valid during the call only), for a stream that collects them.
+	[[nodiscard]] const PathFilter::Selection& selection() const { return selection_; }
+	// The batch's tree.changed line up to `"subscription":`, the same buffer for every
+	// subscription of the filter; a subscription writes its own id and `}}\n` after it. Built
+	// on first use, so a batch that every subscriber collects or skips is never serialized.
+	[[nodiscard]] const std::shared_ptr<const std::string>& head() const;
+	// What completes head() for one subscription.
+	[[nodiscard]] static std::string tail(uint64_t subscription);
+
+private:
+	uint64_t revision_;
+	const PathFilter::Selection& selection_;
+	LastHead* reuse_;
+	mutable std::shared_ptr<const std::string> head_;
+};
+
+// Receives the batches of a filter (a client's subscription).
+class ChangeSink {
+public:
+	virtual void onChanges(const FilteredBatch& batch) = 0;
+
+protected:
+	~ChangeSink() = default;
+};
+
+// Subscriptions with the same paths share one PathFilter and one tree observer: a batch is
+// filtered and serialized once per distinct list of paths, however many sessions subscribed
+// to it, and every one of them queues the same buffer.
+class FilterGroups {
+public:
+	using json = nlohmann::json;
+
+	explicit FilterGroups(Tree& tree);
+	~FilterGroups();
+	FilterGroups(const FilterGroups&) = delete;
+	FilterGroups& operator=(const FilterGroups&) = delete;
+
+	class Group;
+	// A sink's place in a group; leaving is destroying it (the group goes with its last member).
+	class Membership {
+	public:
+		Membership() = default;
+		Membership(FilterGroups* owner, Group* group, ChangeSink* sink): owner_(owner), group_(group), sink_(sink) {}
+		Membership(Membership&& o) noexcept;
+		Membership& operator=(Membership&& o) noexcept;
+		~Membership();
+		// The group's filter: snapshots are taken with it.
+		[[nodiscard]] const PathFilter& filter() const;
+
+	private:
+		void leave();
+		FilterGroups* owner_ = nullptr;
+		Group* group_ = nullptr;
+		ChangeSink* sink_ = nullptr;
+	};
+
+	// Call at a batch boundary (the tree flushed): from the next batch on, `sink` gets every
+	// batch with a change under `paths`, in the order batches are flushed.
+	[[nodiscard]] Membership join(std::vector<std::string> paths, ChangeSink& sink);
+	[[nodiscard]] size_t groupCount() const { return groups_.size(); }
+
+private:
+	void deliver(Group& group, uint64_t revision, const json& patch);
+	void leave(Group& group, ChangeSink* sink);
+
+	void sweep();
+
+	Tree& tree_;
+	std::map<std::vector<std::string>, std::unique_ptr<Group>> groups_;
+	LastHead last_;
 };
 
 } // namespace qsd

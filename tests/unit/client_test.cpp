@@ -282,3 +282,136 @@ TEST_F(ClientTest, UnsubscribeDropsQueuedChangesOfThatStream) {
 	c.session->unsubscribe(id);
 	EXPECT_LE(c.session->stats().queuedMessages, 1u);   // at most a half-written one
 }
+
+namespace {
+
+// Everything the peer can read now, as bytes.
+std::string readRaw(const Peer& peer) {
+	std::string out;
+	char chunk[65536];
+	for (ssize_t n; (n = ::read(peer.fd, chunk, sizeof chunk)) > 0;) out.append(chunk, size_t(n));
+	return out;
+}
+
+} // namespace
+
+TEST_F(ClientTest, EverySubscriberGetsExactlyItsOwnLineWhetherItsPathsAreSharedOrNot) {
+	tree.set("/a/x", 0);
+	tree.set("/a/y", 0);
+	tree.set("/b/z", 0);
+	tree.flush();
+	struct Sub {
+		Connection c;
+		std::vector<std::string> paths;
+		uint64_t id = 0;
+		std::unique_ptr<PathFilter> reference;   // what this subscription alone would see
+		std::string expected;
+	};
+	std::vector<std::vector<std::string>> pathSets = {{"/a"}, {"/a"}, {"/a"}, {"/b"}, {"/b", "/a"}, {""}, {"/a/x"}, {"/a/x"}, {"/a/x", "/b/z"}};
+	std::vector<Sub> subs;
+	for (size_t i = 0; i < pathSets.size(); ++i) {
+		Sub s{connect(), pathSets[i]};
+		// Some sessions have another subscription first, so ids differ between sessions.
+		for (size_t k = 0; k < i % 3; ++k) s.c.session->subscribe({"/elsewhere"}, 0);
+		s.id = s.c.session->subscribe(s.paths, 0)["subscription"];
+		s.reference = std::make_unique<PathFilter>(s.paths, tree.root());
+		subs.push_back(std::move(s));
+	}
+	EXPECT_EQ(server.filterGroups().groupCount(), 7u);   // {"/a"}, {"/b"}, {"/b","/a"}, {""}, {"/a/x"}, {"/a/x","/b/z"}, {"/elsewhere"}
+	auto observer = tree.observe([&](uint64_t revision, const json& patch) {
+		for (auto& s: subs) {
+			json changes = json::array();
+			s.reference->filter(patch, tree.root(), changes);
+			if (changes.empty()) continue;
+			s.expected += rpc::toLine(
+			    rpc::makeNotification("tree.changed", {{"changes", changes}, {"revision", revision}, {"subscription", s.id}}));
+		}
+	});
+	// Leaves, an ancestor rewritten (restated at /a/x), removed and back, and a batch of both.
+	tree.set("/a/x", 1);
+	tree.flush();
+	tree.set("/b/z", "zz");
+	tree.flush();
+	tree.set("/a", json{{"x", {{"deep", true}}}, {"w", 1}});
+	tree.flush();
+	tree.remove("/a/x");
+	tree.flush();
+	tree.set("/a/x", 5);
+	tree.set("/b/n", nullptr);
+	tree.flush();
+	settle();
+	for (auto& s: subs) {
+		SCOPED_TRACE(json(s.paths).dump());
+		EXPECT_FALSE(s.expected.empty());
+		EXPECT_EQ(readRaw(*s.c.peer), s.expected);
+	}
+}
+
+TEST_F(ClientTest, SharedLinesCountInFullAgainstEachQueueAndASlowReaderIsCutAlone) {
+	ClientLimits small;
+	small.maxQueuedBytes = 16 << 10;
+	small.maxQueuedMessages = 64;
+	auto slow = connect(small, 4096);
+	auto fast = connect();
+	tree.set("/d/k", 0);
+	tree.flush();
+	auto r = exchange(slow, R"({"jsonrpc":"2.0","id":1,"method":"sub","params":{"paths":["/d"]}})");
+	ASSERT_EQ(r.size(), 1u);
+	Mirror slowMirror;
+	slowMirror.reset({"/d"}, r[0]["result"]["snapshot"], r[0]["result"]["revision"]);
+	r = exchange(fast, R"({"jsonrpc":"2.0","id":1,"method":"sub","params":{"paths":["/d"]}})");
+	ASSERT_EQ(r.size(), 1u);
+	Mirror fastMirror;
+	fastMirror.reset({"/d"}, r[0]["result"]["snapshot"], r[0]["result"]["revision"]);
+	EXPECT_EQ(server.filterGroups().groupCount(), 1u);
+	// The slow peer reads nothing; the fast one reads as it goes. Each line is over 200 bytes.
+	std::vector<json> fastGot;
+	bool sawQueue = false;
+	for (int i = 1; i <= 400; ++i) {
+		tree.set("/d/k", i);
+		tree.set("/d/s", std::string(200, char('a' + i % 26)));
+		tree.flush();
+		settle();
+		auto st = slow.session->stats();
+		EXPECT_LE(st.queuedBytes, small.maxQueuedBytes);
+		EXPECT_LE(st.queuedMessages, small.maxQueuedMessages);
+		// Each queued line counts at its full size, shared or not.
+		if (st.queuedMessages > 1) {
+			sawQueue = true;
+			EXPECT_GE(st.queuedBytes, (st.queuedMessages - 1) * 200);
+		}
+		auto got = fast.peer->read();
+		fastGot.insert(fastGot.end(), got.begin(), got.end());
+	}
+	EXPECT_TRUE(sawQueue);
+	EXPECT_GE(slow.session->stats().droppedChanges, 1u);
+	// The fast subscriber got every batch, in order, and nothing else.
+	EXPECT_EQ(changesOf(fastGot, "tree.resync").size(), 0u);
+	auto fastChanges = changesOf(fastGot, "tree.changed");
+	EXPECT_EQ(fastChanges.size(), 400u);
+	for (const auto& p: fastChanges) EXPECT_EQ(fastMirror.apply(p["revision"], p["changes"]), Mirror::Result::Applied);
+	EXPECT_EQ(fastMirror.document()["d"], tree.root()["d"]);
+	EXPECT_EQ(fast.session->stats().droppedChanges, 0u);
+	// The slow one catches up through one resync.
+	std::vector<json> all;
+	for (int round = 0; round < 1000; ++round) {
+		auto got = slow.peer->read();
+		settle();
+		if (got.empty()) {
+			got = slow.peer->read();
+			if (got.empty()) break;
+		}
+		all.insert(all.end(), got.begin(), got.end());
+	}
+	ASSERT_EQ(changesOf(all, "tree.resync").size(), 1u);
+	for (const auto& m: all) {
+		if (!m.is_object() || !m.contains("method")) continue;
+		const auto& p = m["params"];
+		if (m["method"] == "tree.resync") slowMirror.reset({"/d"}, p["snapshot"], p["revision"]);
+		else EXPECT_NE(slowMirror.apply(p["revision"], p["changes"]), Mirror::Result::Gap);
+	}
+	EXPECT_EQ(slowMirror.document()["d"], tree.root()["d"]);
+	slow.session.reset();
+	fast.session.reset();
+	EXPECT_EQ(server.filterGroups().groupCount(), 0u);
+}

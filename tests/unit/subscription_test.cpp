@@ -1,9 +1,15 @@
 // PathFilter: which changes of a batch a subscription sees, rewritten to apply to a document
-// that holds only the subscribed subtrees.
+// that holds only the subscribed subtrees. FilterGroups: one filter and one serialized line per
+// distinct list of paths, whatever the number of subscribers.
 
 #include "server/subscription.hpp"
 
+#include <qsd/protocol/jsonrpc.hpp>
+
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
 
 using qsd::PathFilter;
 using json = nlohmann::json;
@@ -106,4 +112,148 @@ TEST(PathFilter, EscapedTokens) {
 	EXPECT_EQ(f.snapshot(root), (json{{"/a~1b/c~0d", 1}}));
 	EXPECT_EQ(run(f, json::array({op("replace", "/a~1b/c~0d", 2)}), root), json::array({op("replace", "/a~1b/c~0d", 2)}));
 	EXPECT_EQ(run(f, json::array({op("replace", "/a~1b~0", 2)}), root), json::array());
+}
+
+namespace {
+
+// A subscription as FilterGroups sees it: records the line heads it is handed.
+struct Recorder final: qsd::ChangeSink {
+	std::vector<std::shared_ptr<const std::string>> heads;
+	std::vector<uint64_t> revisions;
+	std::function<void()> also;
+	void onChanges(const qsd::FilteredBatch& batch) override {
+		heads.push_back(batch.head());
+		revisions.push_back(batch.revision());
+		if (also) also();
+	}
+	// The operations of the last line, parsed back.
+	[[nodiscard]] json lastChanges() const {
+		return json::parse(*heads.back() + qsd::FilteredBatch::tail(1)).at("params").at("changes");
+	}
+};
+
+class FilterGroupsTest: public ::testing::Test {
+protected:
+	qsd::EventLoop loop;
+	qsd::Tree tree{loop};
+	qsd::FilterGroups groups{tree};
+};
+
+} // namespace
+
+TEST_F(FilterGroupsTest, OneBufferPerDistinctPathsSharedByEverySubscriber) {
+	tree.set("/a/x", 0);
+	tree.set("/b/y", 0);
+	tree.flush();
+	Recorder a1, a2, a3, b, all;
+	auto m1 = groups.join({"/a"}, a1);
+	auto m2 = groups.join({"/a"}, a2);
+	auto m3 = groups.join({"/a"}, a3);
+	auto mb = groups.join({"/b"}, b);
+	auto mall = groups.join({""}, all);
+	EXPECT_EQ(groups.groupCount(), 3u);
+
+	tree.set("/a/x", 1);
+	tree.flush();
+	ASSERT_EQ(a1.heads.size(), 1u);
+	ASSERT_EQ(a2.heads.size(), 1u);
+	ASSERT_EQ(a3.heads.size(), 1u);
+	EXPECT_TRUE(b.heads.empty());
+	// The same buffer, not equal copies; "" selected the same operations of the batch, so it
+	// reuses the buffer too.
+	EXPECT_EQ(a1.heads[0].get(), a2.heads[0].get());
+	EXPECT_EQ(a1.heads[0].get(), a3.heads[0].get());
+	ASSERT_EQ(all.heads.size(), 1u);
+	EXPECT_EQ(all.heads[0].get(), a1.heads[0].get());
+	// Completed by a subscription's tail, it is exactly the line a notification would be.
+	EXPECT_EQ(*a1.heads[0] + qsd::FilteredBatch::tail(17),
+	          qsd::rpc::toLine(qsd::rpc::makeNotification(
+	              "tree.changed", {{"changes", json::array({{{"op", "replace"}, {"path", "/a/x"}, {"value", 1}}})},
+	                               {"revision", tree.revision()},
+	                               {"subscription", 17}})));
+
+	// One batch with changes under both: "" sees more than "/a", so its own buffer.
+	tree.set("/a/x", 2);
+	tree.set("/b/y", 2);
+	tree.flush();
+	ASSERT_EQ(a1.heads.size(), 2u);
+	ASSERT_EQ(b.heads.size(), 1u);
+	ASSERT_EQ(all.heads.size(), 2u);
+	EXPECT_EQ(a1.heads[1].get(), a3.heads[1].get());
+	EXPECT_NE(all.heads[1].get(), a1.heads[1].get());
+	EXPECT_NE(b.heads[0].get(), a1.heads[1].get());
+	EXPECT_EQ(a1.lastChanges(), json::array({{{"op", "replace"}, {"path", "/a/x"}, {"value", 2}}}));
+	EXPECT_EQ(b.lastChanges(), json::array({{{"op", "replace"}, {"path", "/b/y"}, {"value", 2}}}));
+	EXPECT_EQ(all.lastChanges().size(), 2u);
+
+	// A group goes with its last member.
+	m1 = {};
+	m2 = {};
+	EXPECT_EQ(groups.groupCount(), 3u);
+	m3 = {};
+	EXPECT_EQ(groups.groupCount(), 2u);
+	tree.set("/a/x", 3);
+	tree.flush();
+	EXPECT_EQ(a1.heads.size(), 2u);
+	EXPECT_EQ(all.heads.size(), 3u);
+}
+
+TEST_F(FilterGroupsTest, RestatedOperationsAreSharedAndNeverMistakenForAnotherFiltersOwn) {
+	tree.set("/a/x", 1);
+	tree.set("/a/y", 1);
+	tree.flush();
+	Recorder x1, x2, y;
+	auto m1 = groups.join({"/a/x"}, x1);
+	auto m2 = groups.join({"/a/x"}, x2);
+	auto my = groups.join({"/a/y"}, y);
+	// The ancestor is rewritten: each filter restates its own path.
+	tree.set("/a", json{{"x", 2}, {"y", 3}});
+	tree.flush();
+	ASSERT_EQ(x1.heads.size(), 1u);
+	ASSERT_EQ(y.heads.size(), 1u);
+	EXPECT_EQ(x1.heads[0].get(), x2.heads[0].get());
+	EXPECT_EQ(x1.lastChanges(), json::array({{{"op", "replace"}, {"path", "/a/x"}, {"value", 2}}}));
+	EXPECT_EQ(y.lastChanges(), json::array({{{"op", "replace"}, {"path", "/a/y"}, {"value", 3}}}));
+}
+
+TEST_F(FilterGroupsTest, ASubscriberJoiningLaterSeesPresenceAsAFreshFilterWould) {
+	tree.set("/p/q", 1);
+	tree.flush();
+	Recorder early, late;
+	auto m1 = groups.join({"/p/q"}, early);
+	tree.remove("/p/q");
+	tree.flush();
+	auto m2 = groups.join({"/p/q"}, late);
+	tree.set("/p", json{{"q", 2}});
+	tree.flush();
+	ASSERT_EQ(late.heads.size(), 1u);
+	EXPECT_EQ(late.heads[0].get(), early.heads.back().get());
+	EXPECT_EQ(late.lastChanges(), json::array({{{"op", "add"}, {"path", "/p/q"}, {"value", 2}}}));
+}
+
+TEST_F(FilterGroupsTest, MembersMayLeaveWhileABatchIsBeingDelivered) {
+	Recorder first, second, third;
+	auto m1 = groups.join({"/a"}, first);
+	auto m2 = std::make_unique<qsd::FilterGroups::Membership>(groups.join({"/a"}, second));
+	auto m3 = groups.join({"/a"}, third);
+	// The first one's handling ends the second's subscription and its own.
+	first.also = [&] {
+		m2.reset();
+		m1 = {};
+	};
+	tree.set("/a/x", 1);
+	tree.flush();
+	EXPECT_EQ(first.heads.size(), 1u);
+	EXPECT_TRUE(second.heads.empty());
+	EXPECT_EQ(third.heads.size(), 1u);
+	third.also = [&] { m3 = {}; };   // the last member leaves from inside the group's delivery
+	tree.set("/a/x", 2);
+	tree.flush();
+	EXPECT_EQ(third.heads.size(), 2u);
+	tree.set("/a/x", 3);
+	tree.flush();
+	EXPECT_EQ(third.heads.size(), 2u);
+	Recorder again;
+	auto m4 = groups.join({"/b"}, again);
+	EXPECT_EQ(groups.groupCount(), 1u);   // the emptied group was removed
 }
