@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace qsd {
 
@@ -108,7 +109,21 @@ std::vector<MethodRegistration> registerCoreMethods(Daemon& d) {
 		return json{{"topics", topics}};
 	});
 
-	add("rpc.discover", [](const json&, ClientSession&) { return api::document(); });
+	// The whole description is about 1.5 MiB of JSON, which qsd does not keep for a call that tools
+	// make once: it is built at the first call and kept until 30 s after the last one. A client that
+	// asks again and again then costs a copy per request, not a build (what a hostile client could
+	// otherwise turn into a stall of every other client).
+	struct Discover {
+		std::optional<json> doc;
+		EventSource forget;
+	};
+	auto discover = std::make_shared<Discover>();
+	discover->forget = d.loop().addIdleTimer([cache = discover.get()] { cache->doc.reset(); }, "rpc-discover-cache");
+	add("rpc.discover", [discover, &loop = d.loop()](const json&, ClientSession&) {
+		if (!discover->doc) discover->doc = api::document();
+		discover->forget.setTime(loop.now() + 30'000'000);
+		return *discover->doc;
+	});
 
 	return regs;
 }
