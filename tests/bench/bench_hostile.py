@@ -64,8 +64,11 @@ class Probe:
 
     def report(self, name, seconds, rss0=None, settle=None):
         lat = self.latencies
-        line = (f"{name:<28} {seconds:6.1f} s  tree.get p50 {statistics.median(lat):6.2f} ms  p99 {pct(lat, 99):7.2f} ms"
-                f"  max {max(lat):7.2f} ms  ({len(lat)} probes)")
+        if lat:
+            line = (f"{name:<28} {seconds:6.1f} s  tree.get p50 {statistics.median(lat):6.2f} ms  p99 {pct(lat, 99):7.2f} ms"
+                    f"  max {max(lat):7.2f} ms  ({len(lat)} probes)")
+        else:   # the attack was over before the first probe
+            line = f"{name:<28} {seconds:6.1f} s  (over before the first probe)"
         if rss0 is not None:
             after = self.env.rss_kib()
             if settle:
