@@ -70,6 +70,19 @@ void Daemon::connectBuses() {
 		sessionBusError_ = "cannot connect to the session bus: " + e.getMessage();
 		log::warning("qsd", "{}; session services will be unavailable", sessionBusError_);
 	}
+	// A bus that goes away takes every proxy, match, owned name and agent registration of the
+	// backends on it: qsd exits with a failure so that the service manager starts it again
+	// (qsd.service has Restart=on-failure, and qsd.socket keeps the socket for clients), and
+	// the new qsd reads everything afresh from the new bus. The session bus going is the end of
+	// the session, where exiting is right anyway.
+	for (auto* bus: {systemBus_.get(), sessionBus_.get()}) {
+		if (!bus) continue;
+		const char* which = bus->kind() == BusConnection::Kind::System ? "system" : "session";
+		bus->onLost([this, which] {
+			log::error("qsd", "the connection to the {} bus was lost; exiting so that qsd is started again", which);
+			loop_.exit(kExitBusLost);
+		});
+	}
 }
 
 void Daemon::startBackends() {

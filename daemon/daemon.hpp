@@ -30,9 +30,10 @@ public:
 	Daemon(const Daemon&) = delete;
 	Daemon& operator=(const Daemon&) = delete;
 
-	// Listens, reports READY=1, starts the backends and runs until SIGTERM/SIGINT. Returns the
-	// exit code.
+	// Listens, reports READY=1, starts the backends and runs until SIGTERM/SIGINT (0) or until a
+	// bus connection is lost (kExitBusLost). Returns the exit code.
 	int run();
+	static constexpr int kExitBusLost = 3;
 
 	[[nodiscard]] EventLoop& loop() { return loop_; }
 	[[nodiscard]] Tree& tree() { return tree_; }

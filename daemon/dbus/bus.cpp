@@ -60,10 +60,12 @@ void BusConnection::bury(std::unique_ptr<sdbus::IProxy> proxy) {
 }
 
 void BusConnection::process() {
+	if (lost_) return;
 	try {
 		while (connection_->processPendingRequest()) {
 		}
 	} catch (const sdbus::Error& e) {
+		if (disconnected(e)) return;
 		log::error("dbus", "processing {} bus messages failed: {}: {}", kind_ == Kind::System ? "system" : "session",
 		           e.getName(), e.getMessage());
 	}
@@ -72,10 +74,33 @@ void BusConnection::process() {
 // Runs before every poll: POLLOUT while messages wait to be written, and the timeout of the
 // earliest pending call. A timeout of UINT64_MAX means none (arming a timer with it fails).
 void BusConnection::prepare() {
-	auto pd = connection_->getEventLoopPollData();
+	if (lost_) return;
+	sdbus::IConnection::PollData pd;
+	try {
+		pd = connection_->getEventLoopPollData();
+	} catch (const sdbus::Error& e) {
+		if (disconnected(e)) return;
+		throw;
+	}
 	io_.setIoEvents(toEpoll(pd.events));
 	if (pd.timeout_usec == UINT64_MAX) timer_.setEnabled(SD_EVENT_OFF);
 	else timer_.setTime(pd.timeout_usec);
+}
+
+// sd-bus reports a connection the peer closed as ENOTCONN (or ECONNRESET/EPIPE while writing),
+// and its fd stays readable (HUP) for ever: without this the loop would spin on it, logging
+// every pass. A bus connection is not reopened in place (every proxy, match and name of every
+// backend lives on it); the daemon decides what a lost bus means (see Daemon::connectBuses).
+bool BusConnection::disconnected(const sdbus::Error& e) {
+	const auto& name = e.getName();
+	if (name != "System.Error.ENOTCONN" && name != "System.Error.ECONNRESET" && name != "System.Error.EPIPE")
+		return false;
+	if (lost_) return true;
+	lost_ = true;
+	io_.setEnabled(SD_EVENT_OFF);
+	timer_.setEnabled(SD_EVENT_OFF);
+	if (onLost_) onLost_();
+	return true;
 }
 
 } // namespace qsd

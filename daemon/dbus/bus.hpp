@@ -13,6 +13,7 @@
 
 #include <sdbus-c++/sdbus-c++.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,8 +48,15 @@ public:
 	// Processes everything pending now (after a call was queued outside any dispatch).
 	void process();
 
+	// Runs once when the connection is lost (the bus daemon went away or closed it). The
+	// connection's sources are off by then: a closed connection is never polled again.
+	void onLost(std::function<void()> handler) { onLost_ = std::move(handler); }
+	[[nodiscard]] bool lost() const { return lost_; }
+
 private:
 	void prepare();
+	// Whether `e` says the connection is gone; if so, stops polling it and runs onLost once.
+	bool disconnected(const sdbus::Error& e);
 
 	EventLoop& loop_;
 	Kind kind_;
@@ -60,6 +68,8 @@ private:
 	std::string unique_;
 	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
 	EventSource reaper_;
+	std::function<void()> onLost_;
+	bool lost_ = false;
 };
 
 // Cancels an async call when destroyed: sdbus-c++ 1.2's PendingAsyncCall is only a weak

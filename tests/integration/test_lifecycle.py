@@ -224,3 +224,28 @@ def test_clients_count_in_the_tree(env):
     a.wait_value(sub, "/daemon/clients", n + 1)
     b.close()
     a.wait_value(sub, "/daemon/clients", n)
+
+
+@pytest.mark.parametrize("bus", ["system", "session"])
+def test_a_lost_bus_ends_qsd_with_status_3(bus):
+    """The bus daemon going away closes qsd's connection for good: qsd says so once and exits
+    with 3 (so that Restart=on-failure starts it again on the new bus), instead of polling a
+    closed connection and logging on every pass, and stops its backends cleanly on the way out
+    (their proxies, matches, owned names and agents are on the dead connection)."""
+    e = Env()
+    try:
+        # One backend with an owned name and one with a watched service on each bus.
+        e.start_qsd(backends=["upower", "bluetooth", "notifications", "tray", "mpris"])
+        c, sub = e.watch("/daemon/backends")
+        c.wait_value(sub, "/daemon/backends/notifications/state", "running")
+        c.close()
+        pids = [pid for kind, pid in e.procs if kind == "pid"]   # the system bus, then the session bus
+        os.kill(pids[0 if bus == "system" else 1], signal.SIGTERM)
+        rc = e.daemon.wait(15)
+        log = e.qsd_log()
+        assert rc == 3, log[-3000:]
+        assert f"the connection to the {bus} bus was lost" in log
+        assert log.count("failed") < 5, log[-3000:]
+        assert not os.path.exists(e.socket), "the socket file qsd bound is removed on the way out"
+    finally:
+        e.close()
