@@ -12,11 +12,13 @@ namespace qsd {
 namespace {
 
 struct IoData {
+	EventLoop* loop;
 	EventLoop::IoHandler onReady;
 	EventLoop::Handler onPrepare;
 	const char* description;
 };
 struct PlainData {
+	EventLoop* loop;
 	EventLoop::Handler handler;
 	const char* description;
 };
@@ -30,6 +32,7 @@ void destroyData(void* userdata) noexcept {
 // not disable its source.
 int onIo(sd_event_source*, int, uint32_t revents, void* userdata) noexcept {
 	auto* d = static_cast<IoData*>(userdata);
+	EventLoop::DispatchScope scope(d->loop);
 	try {
 		d->onReady(revents);
 	} catch (const std::exception& e) {
@@ -50,6 +53,7 @@ int onPrepare(sd_event_source* source, void*) noexcept {
 
 int onPlain(void* userdata) noexcept {
 	auto* d = static_cast<PlainData*>(userdata);
+	EventLoop::DispatchScope scope(d->loop);
 	try {
 		d->handler();
 	} catch (const std::exception& e) {
@@ -100,6 +104,25 @@ void EventSource::setTime(uint64_t usec) {
 	sd_event_source_set_enabled(source_, SD_EVENT_ONESHOT);
 }
 
+EventLoop::DispatchScope::~DispatchScope() {
+	// The handler's data may be gone (a source that destroyed itself); the loop is not.
+	if (--loop_->dispatching_ > 0) return;
+	// By id: a hook may remove another (or itself).
+	for (auto it = loop_->afterDispatch_.begin(); it != loop_->afterDispatch_.end();) {
+		uint64_t id = it->first;
+		try {
+			it->second();
+		} catch (const std::exception& e) {
+			log::error("loop", "after-dispatch hook failed: {}", e.what());
+		}
+		it = loop_->afterDispatch_.upper_bound(id);
+	}
+}
+
+void EventSource::setPriority(int64_t priority) {
+	if (source_) sd_event_source_set_priority(source_, priority);
+}
+
 EventLoop::EventLoop() { check(sd_event_new(&event_), "sd_event_new"); }
 
 EventLoop::~EventLoop() {
@@ -120,7 +143,7 @@ uint64_t EventLoop::now() const {
 }
 
 EventSource EventLoop::addIo(int fd, uint32_t events, IoHandler onReady, const char* description, Handler prepare) {
-	auto* data = new IoData{std::move(onReady), std::move(prepare), description};
+	auto* data = new IoData{this, std::move(onReady), std::move(prepare), description};
 	sd_event_source* s = nullptr;
 	int r = sd_event_add_io(event_, &s, fd, events, onIo, data);
 	if (r < 0) {
@@ -136,8 +159,8 @@ EventSource EventLoop::addIo(int fd, uint32_t events, IoHandler onReady, const c
 // Adds a source whose userdata is a heap PlainData freed with the source; `add` is one of the
 // sd_event_add_* calls, bound to everything but the source pointer and the userdata.
 template <typename Add>
-static sd_event_source* addPlain(Add add, EventLoop::Handler handler, const char* description) {
-	auto* data = new PlainData{std::move(handler), description};
+static sd_event_source* addPlain(EventLoop* loop, Add add, EventLoop::Handler handler, const char* description) {
+	auto* data = new PlainData{loop, std::move(handler), description};
 	sd_event_source* s = nullptr;
 	int r = add(&s, data);
 	if (r < 0) {
@@ -151,13 +174,13 @@ static sd_event_source* addPlain(Add add, EventLoop::Handler handler, const char
 
 // Timers use an accuracy of 1 µs: 0 would select sd-event's default of 250 ms.
 EventSource EventLoop::addTimer(std::chrono::microseconds delay, Handler onExpire, const char* description) {
-	return EventSource(addPlain([&](sd_event_source** s, void* d) {
+	return EventSource(addPlain(this, [&](sd_event_source** s, void* d) {
 		return sd_event_add_time_relative(event_, s, CLOCK_MONOTONIC, uint64_t(delay.count()), 1, onTime, d);
 	}, std::move(onExpire), description));
 }
 
 EventSource EventLoop::addIdleTimer(Handler onExpire, const char* description) {
-	auto* s = addPlain([&](sd_event_source** src, void* d) {
+	auto* s = addPlain(this, [&](sd_event_source** src, void* d) {
 		return sd_event_add_time(event_, src, CLOCK_MONOTONIC, UINT64_MAX, 1, onTime, d);
 	}, std::move(onExpire), description);
 	sd_event_source_set_enabled(s, SD_EVENT_OFF);
@@ -165,14 +188,14 @@ EventSource EventLoop::addIdleTimer(Handler onExpire, const char* description) {
 }
 
 EventSource EventLoop::addDefer(Handler handler, const char* description) {
-	auto* s = addPlain([&](sd_event_source** src, void* d) { return sd_event_add_defer(event_, src, onSimple, d); },
+	auto* s = addPlain(this, [&](sd_event_source** src, void* d) { return sd_event_add_defer(event_, src, onSimple, d); },
 	                   std::move(handler), description);
 	sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 	return EventSource(s);
 }
 
 EventSource EventLoop::addPost(Handler handler, const char* description) {
-	return EventSource(addPlain([&](sd_event_source** s, void* d) { return sd_event_add_post(event_, s, onSimple, d); },
+	return EventSource(addPlain(this, [&](sd_event_source** s, void* d) { return sd_event_add_post(event_, s, onSimple, d); },
 	                            std::move(handler), description));
 }
 
@@ -194,7 +217,7 @@ void EventLoop::onSignal(int signo, Handler handler) {
 	};
 	sd_event_source* source = nullptr;
 	try {
-		source = addPlain([&](sd_event_source** s, void* d) {
+		source = addPlain(this, [&](sd_event_source** s, void* d) {
 			return sd_event_add_signal(event_, s, signo | SD_EVENT_SIGNAL_PROCMASK, onSig, d);
 		}, std::move(fanOut), "signal");
 	} catch (...) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace qsd {
@@ -26,6 +27,8 @@ public:
 	void setEnabled(int mode);                 // SD_EVENT_ON / SD_EVENT_OFF / SD_EVENT_ONESHOT
 	void setIoEvents(uint32_t events);
 	void setTime(uint64_t usecMonotonic);      // absolute CLOCK_MONOTONIC; arms ONESHOT
+	// Among sources ready in the same iteration, a lower priority runs later (SD_EVENT_PRIORITY_*).
+	void setPriority(int64_t priority);
 	void reset();
 	[[nodiscard]] sd_event_source* get() const { return source_; }
 	explicit operator bool() const { return source_ != nullptr; }
@@ -61,6 +64,40 @@ public:
 	[[nodiscard]] EventSource addDefer(Handler handler, const char* description);
 	// Runs after every iteration that dispatched another source (the "dirty flush" idiom).
 	[[nodiscard]] EventSource addPost(Handler handler, const char* description);
+	// Runs `hook` right after each handler of a source added here returns (the same idiom
+	// without sd-event's post sources, which cost one more loop iteration: a prepare pass over
+	// every source and another epoll_wait between an event and its effect), until the returned
+	// handle is destroyed. Sources added straight to raw() do not run it: see inDispatch().
+	class AfterDispatch {
+	public:
+		AfterDispatch() = default;
+		AfterDispatch(EventLoop* loop, uint64_t id): loop_(loop), id_(id) {}
+		AfterDispatch(AfterDispatch&& o) noexcept: loop_(std::exchange(o.loop_, nullptr)), id_(o.id_) {}
+		AfterDispatch& operator=(AfterDispatch&& o) noexcept {
+			if (this != &o) {
+				reset();
+				loop_ = std::exchange(o.loop_, nullptr);
+				id_ = o.id_;
+			}
+			return *this;
+		}
+		~AfterDispatch() { reset(); }
+		void reset() {
+			if (loop_) loop_->afterDispatch_.erase(id_);
+			loop_ = nullptr;
+		}
+
+	private:
+		EventLoop* loop_ = nullptr;
+		uint64_t id_ = 0;
+	};
+	[[nodiscard]] AfterDispatch afterDispatch(Handler hook) {
+		afterDispatch_.emplace(++afterDispatchId_, std::move(hook));
+		return AfterDispatch(this, afterDispatchId_);
+	}
+	// Whether a handler of a source added here is running, i.e. the after-dispatch hook will
+	// run once it returns.
+	[[nodiscard]] bool inDispatch() const { return dispatching_ > 0; }
 	// SD_EVENT_SIGNAL_PROCMASK; the source is owned by the loop. A signal may have several
 	// handlers (the daemon's and backends'): they run in the order they were added.
 	void onSignal(int signo, Handler handler);
@@ -69,8 +106,20 @@ public:
 	int run();
 	void exit(int code);
 
+	// For the sources' trampolines.
+	struct DispatchScope {
+		explicit DispatchScope(EventLoop* loop): loop_(loop) { ++loop_->dispatching_; }
+		~DispatchScope();
+		DispatchScope(const DispatchScope&) = delete;
+		DispatchScope& operator=(const DispatchScope&) = delete;
+		EventLoop* loop_;
+	};
+
 private:
 	sd_event* event_ = nullptr;
+	std::map<uint64_t, Handler> afterDispatch_;
+	uint64_t afterDispatchId_ = 0;
+	int dispatching_ = 0;
 	std::vector<EventSource> owned_;
 	std::map<int, std::vector<Handler>> signalHandlers_;
 };

@@ -72,12 +72,13 @@ Tree::Subscription::~Subscription() {
 }
 
 Tree::Tree(EventLoop& loop, Clock clock): loop_(loop), clock_(std::move(clock)), epoch_(randomEpoch()) {
-	// A post source runs after every dispatch of another source, so all writes made while
-	// handling one event (a D-Bus message burst, one client request) become one batch.
-	post_ = loop_.addPost([this] { flushSoon(); }, "tree-flush");
+	// Runs as each event's handler returns, so all writes made while handling one event (a
+	// D-Bus message burst, one client request) become one batch, and it reaches subscribers
+	// without another loop iteration.
+	afterDispatch_ = loop_.afterDispatch([this] { flushSoon(); });
 	window_ = loop_.addIdleTimer([this] { flush(); }, "tree-flush-window");
-	// Writes made outside any dispatch (start-up) have no dispatch to follow; this defer
-	// source gives them one.
+	// Writes made outside any handler of the loop's own sources (start-up, a source added to
+	// the raw sd_event) have no after-dispatch hook to follow; this defer source gives them one.
 	defer_ = loop_.addDefer([this] { flushSoon(); }, "tree-flush-startup");
 	defer_.setEnabled(SD_EVENT_OFF);
 }
@@ -111,7 +112,7 @@ void Tree::markDirty(std::string_view path, bool existed) {
 	auto last = dirty_.lower_bound(p + "0"); // '0' follows '/'
 	dirty_.erase(first, last);
 	dirty_.emplace(std::move(p), Dirty{existed, order_++});
-	if (sd_event_get_state(loop_.raw()) != SD_EVENT_RUNNING) defer_.setEnabled(SD_EVENT_ONESHOT);
+	if (!loop_.inDispatch()) defer_.setEnabled(SD_EVENT_ONESHOT);
 }
 
 void Tree::set(std::string_view path, json value) {
@@ -225,10 +226,16 @@ void Tree::flush() {
 	std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
 
 	json patch = json::array();
+	auto& ops = patch.get_ref<json::array_t&>();
+	ops.reserve(ordered.size());
 	for (const auto& [path, d]: ordered) {
 		const json* now = find(*path);
-		if (now) patch.push_back({{"op", d.existed ? "replace" : "add"}, {"path", *path}, {"value", *now}});
-		else if (d.existed) patch.push_back({{"op", "remove"}, {"path", *path}});
+		if (!now && !d.existed) continue;
+		// Built in place: an initializer list copies every member twice.
+		auto& op = ops.emplace_back(json::value_t::object).get_ref<json::object_t&>();
+		op.emplace("op", now ? (d.existed ? "replace" : "add") : "remove");
+		op.emplace("path", *path);
+		if (now) op.emplace("value", *now);
 	}
 	dirty_.clear();
 	fresh_ = false;

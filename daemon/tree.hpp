@@ -1,6 +1,6 @@
 #pragma once
 // The normalized object tree: one JSON document addressed by JSON Pointers. Backends write; the
-// writes of one loop dispatch are coalesced and flushed from a post source as one batch with one
+// writes of one loop dispatch are coalesced and flushed as its handler returns, as one batch with one
 // new revision, delivered to observers as an RFC 6902 patch.
 
 #include "event_loop.hpp"
@@ -49,7 +49,7 @@ public:
 	[[nodiscard]] uint64_t revision() const { return revision_; }
 	[[nodiscard]] const std::string& epoch() const { return epoch_; }
 
-	// Flushes pending writes now (normally done by the post source).
+	// Flushes pending writes now (normally done as each dispatch ends).
 	void flush();
 
 	// Coalescing over time while changes are frequent (docs/architecture.md, "Coalescing under
@@ -83,7 +83,7 @@ public:
 	// delivered can wait for them (events, which must not overtake the state they follow).
 	[[nodiscard]] Subscription observeFlush(std::function<void()> observer);
 	[[nodiscard]] bool pending() const { return !dirty_.empty(); }
-	// Whether some pending write was made since the post source last ran, i.e. by the event
+	// Whether some pending write was made since the after-dispatch flush last ran, i.e. by the event
 	// being handled now (its batch is not complete yet). Pending writes that are not fresh are
 	// only waiting for a coalescing window and may be flushed at any time.
 	[[nodiscard]] bool pendingFresh() const { return fresh_ && !dirty_.empty(); }
@@ -111,13 +111,13 @@ private:
 	std::map<uint64_t, Observer> observers_;
 	std::map<uint64_t, std::function<void()>> flushObservers_;
 	uint64_t nextObserver_ = 1;
-	EventSource post_;
+	EventLoop::AfterDispatch afterDispatch_;
 	EventSource defer_;
 	EventSource window_;
 	Coalescing coalescing_;
 	uint64_t holdUntilUs_ = 0;   // automatic flushes wait until then (CLOCK_MONOTONIC, µs)
 	bool windowArmed_ = false;
-	bool fresh_ = false;    // written since the post source last ran
+	bool fresh_ = false;    // written since the after-dispatch flush last ran
 	uint64_t writeCount_ = 0;
 	bool urgent_ = false;   // see flushAfterDispatch()
 };

@@ -178,8 +178,8 @@ void ClientSession::sendResponse(const json& message) {
 	// completes on a D-Bus reply), whether anything was written since the last flush chance.
 	bool ownWrites = requestWrites_ ? tree_.pending() && tree_.writeCount() != *requestWrites_ : tree_.pendingFresh();
 	if (ownWrites) {
-		// Their batch is complete only at the end of the dispatch, when the post source
-		// flushes it; the answer leaves right after that batch's tree.changed.
+		// Their batch is complete only at the end of the dispatch, when the loop's
+		// after-dispatch hook flushes it; the answer leaves right after that batch's tree.changed.
 		++answersHeld_;
 		heldBytes_ += costOf(line);
 		server_.holdResponse(id_, std::move(line));
@@ -187,8 +187,8 @@ void ClientSession::sendResponse(const json& message) {
 		pauseIfOverBudget();
 		return;
 	}
-	// Writes of earlier events (a coalescing window holds them, or the post source has not
-	// run yet): their batches are complete, and the answer need not wait.
+	// Writes of earlier events (a coalescing window holds them, or they were made outside a
+	// dispatch and wait for the defer source): their batches are complete, and the answer need not wait.
 	if (tree_.pending()) tree_.flush();
 	deliverResponse(std::move(line));
 }

@@ -84,9 +84,16 @@ const std::shared_ptr<const std::string>& FilteredBatch::head() const {
 	if (shareable && reuse_ && reuse_->text && reuse_->revision == revision_ && reuse_->ops == selection_.ops)
 		return head_ = reuse_->text;
 	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":[)";
-	for (size_t i = 0; i < selection_.ops.size(); ++i) {
-		if (i) line += ',';
-		line += rpc::dump(*selection_.ops[i]);
+	{
+		// One serializer writing straight into the line, as rpc::dump() does for a whole
+		// value: dump() per operation cost a serializer (a locale lookup, an output adapter
+		// allocation) and a temporary string each.
+		nlohmann::detail::serializer<json> out(nlohmann::detail::output_adapter<char>(line), ' ',
+		                                       json::error_handler_t::replace);
+		for (size_t i = 0; i < selection_.ops.size(); ++i) {
+			if (i) line += ',';
+			out.dump(*selection_.ops[i], false, false, 0);
+		}
 	}
 	line += R"(],"revision":)";
 	line += std::to_string(revision_);
