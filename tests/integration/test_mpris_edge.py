@@ -76,8 +76,8 @@ def test_a_position_that_fails(media):
     # Playing: the Gets fail, the player is still shown and controllable.
     c.call("media.play", {"player": "nopos"})
     wait_player(c, sub, "nopos", lambda p: p["playbackStatus"] == "playing")
-    wait_until(lambda: sum(1 for x in m.calls(env, name) if x[:3] == ["Get", PLAYER, "Position"]) >= 2, 10,
-               what="the Position reads of a status change")
+    wait_until(lambda: sum(1 for x in m.calls(env, name) if x[:3] == ["Get", PLAYER, "Position"]) >= 1, 10,
+               what="the Position read of a status change")
     assert players(c, sub)["nopos"]["position"] is None
     # Seeked gives it a position all the same.
     m.control(env, name).EmitSeeked(7_000_000)

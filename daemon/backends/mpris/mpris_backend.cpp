@@ -387,9 +387,12 @@ void MprisBackend::digest(Player& p, const std::vector<std::string>* names) {
 		p.startedSeq = ++seq_;
 		p.lastActiveAt = nowRfc3339();
 	}
-	if (p.published && !position && (statusChanged || rateChanged || trackChanged)) readPosition(p);
-	// Players update late: mpv answers a Get during a track change with the last track's position.
-	if (p.published && (statusChanged || trackChanged)) {
+	// The player is asked for its position once, kLateRead after a change that moves it: qsd's
+	// own estimate stands until then (an answer within kPositionSlackUs of it changes nothing).
+	// Not at once: players update it late (mpv answers a Get during a track change with the last
+	// track's position), and a Get at once would be a second round trip per change, waking the
+	// bus and the player while subscribers are being woken.
+	if (p.published && (statusChanged || rateChanged || trackChanged)) {
 		if (!p.late) p.late = context_.loop.addIdleTimer([this, &p] { readPosition(p); }, "mpris-late-position");
 		p.late.setTime(context_.loop.now() + uint64_t(std::chrono::microseconds(kLateRead).count()));
 	}

@@ -36,7 +36,7 @@ constexpr const char* kPlayers = "/media/players";
 constexpr std::chrono::seconds kCallTimeout{5};
 // Actions of one player waiting for its answer; more are refused (-32002).
 constexpr int kMaxActionsInFlight = 8;
-// Position is read again this long after a status change, for players that update it late.
+// Position is read this long after a status, rate or track change (players update it late).
 constexpr std::chrono::milliseconds kLateRead{100};
 // A position read back within this of qsd's own estimate leaves the tree as it is.
 constexpr int64_t kPositionSlackUs = 10'000;
