@@ -101,6 +101,12 @@ const json* Tree::find(std::string_view path) const {
 void Tree::markDirty(std::string_view path, bool existed) {
 	fresh_ = true;
 	++writeCount_;
+	if (dirty_.empty()) {
+		// The first write of a batch (most batches have one or a few): nothing to subsume.
+		dirty_.emplace(std::string(path), Dirty{existed, order_++});
+		if (!loop_.inDispatch()) defer_.setEnabled(SD_EVENT_ONESHOT);
+		return;
+	}
 	// Already covered by a dirty ancestor: its final value is taken at flush time.
 	for (auto pos = path.rfind('/'); pos != std::string_view::npos && pos > 0; pos = path.rfind('/', pos - 1)) {
 		if (dirty_.count(path.substr(0, pos))) return;
