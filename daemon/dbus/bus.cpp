@@ -24,7 +24,12 @@ BusConnection::BusConnection(EventLoop& loop, Kind kind): loop_(loop), kind_(kin
 	auto pd = connection_->getEventLoopPollData();
 	io_ = loop.addIo(pd.fd, toEpoll(pd.events), [this](uint32_t) { process(); },
 	                 kind == Kind::System ? "system-bus" : "session-bus", [this] { prepare(); });
-	timer_ = loop.addIdleTimer([this] { process(); }, kind == Kind::System ? "system-bus-timeout" : "session-bus-timeout");
+	events_ = toEpoll(pd.events);
+	// A oneshot timer is off once it fired: prepare() must arm it again even for the same time.
+	timer_ = loop.addIdleTimer([this] {
+		timeout_ = UINT64_MAX;
+		process();
+	}, kind == Kind::System ? "system-bus-timeout" : "session-bus-timeout");
 	reaper_ = loop.addDefer([this] { graveyard_.clear(); }, "proxy-reaper");
 	reaper_.setEnabled(SD_EVENT_OFF);
 }
@@ -82,9 +87,18 @@ void BusConnection::prepare() {
 		if (disconnected(e)) return;
 		throw;
 	}
-	io_.setIoEvents(toEpoll(pd.events));
-	if (pd.timeout_usec == UINT64_MAX) timer_.setEnabled(SD_EVENT_OFF);
-	else timer_.setTime(pd.timeout_usec);
+	// Mostly unchanged from one poll to the next: sd-event is only told about a change (setting
+	// the same time still re-sorts its timer queue).
+	uint32_t events = toEpoll(pd.events);
+	if (events != events_) {
+		io_.setIoEvents(events);
+		events_ = events;
+	}
+	if (pd.timeout_usec != timeout_) {
+		if (pd.timeout_usec == UINT64_MAX) timer_.setEnabled(SD_EVENT_OFF);
+		else timer_.setTime(pd.timeout_usec);
+		timeout_ = pd.timeout_usec;
+	}
 }
 
 // sd-bus reports a connection the peer closed as ENOTCONN (or ECONNRESET/EPIPE while writing),

@@ -70,6 +70,8 @@ private:
 	EventSource reaper_;
 	std::function<void()> onLost_;
 	bool lost_ = false;
+	uint32_t events_ = 0;             // what io_ and timer_ were last set to (prepare())
+	uint64_t timeout_ = UINT64_MAX;
 };
 
 // Cancels an async call when destroyed: sdbus-c++ 1.2's PendingAsyncCall is only a weak
