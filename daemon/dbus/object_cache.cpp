@@ -1,5 +1,7 @@
 #include "object_cache.hpp"
 
+#include "raw.hpp"
+
 #include "../log.hpp"
 
 #include <fmt/format.h>
@@ -45,7 +47,7 @@ const Properties* ObjectCache::properties(const std::string& path, const std::st
 	return it == o->end() ? nullptr : &it->second;
 }
 
-const sdbus::Variant* ObjectCache::property(const std::string& path, const std::string& interface, const std::string& name) const {
+const Value* ObjectCache::property(const std::string& path, const std::string& interface, const std::string& name) const {
 	const auto* p = properties(path, interface);
 	return p ? find(*p, name) : nullptr;
 }
@@ -103,8 +105,8 @@ void ObjectCache::appeared(const std::string& owner) {
 	owner_ = owner;
 	if (hooks_.appeared) hooks_.appeared(owner);
 	auto& px = proxy(options_.managerPath);
-	calls_.start(group_, px.callMethodAsync("GetManagedObjects").onInterface(kManagerIface),
-	             [this](const sdbus::Error* e, std::map<sdbus::ObjectPath, Interfaces> objects) {
+	calls_.start(group_, px, px.createMethodCall(kManagerIface, "GetManagedObjects"),
+	             [this](sdbus::MethodReply* reply, const sdbus::Error* e) {
 		             if (e) {
 			             // The owner may be gone already (its vanish follows), or the service does
 			             // not implement ObjectManager: either way nothing can be mirrored.
@@ -112,18 +114,46 @@ void ObjectCache::appeared(const std::string& owner) {
 			                          e->getMessage());
 			             return;
 		             }
-		             for (auto& [path, ifaces]: objects) {
+		             // a{oa{sa{sv}}}, read straight into the cache: what is not kept is skipped.
+		             sd_bus_message* m = rawMessage(*reply);
+		             Objects objects;
+		             checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{oa{sa{sv}}}"), "objects");
+		             for (;;) {
+			             if (checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "oa{sa{sv}}"), "object") == 0) break;
+			             const char* path = nullptr;
+			             checkRead(sd_bus_message_read_basic(m, 'o', &path), "object path");
 			             Interfaces kept;
-			             for (auto& [iface, props]: ifaces) {
-				             if (!keeps(iface)) continue;
-				             filter(iface, props);
-				             kept.emplace(iface, std::move(props));
-			             }
-			             if (!kept.empty()) objects_[path] = std::move(kept);
+			             readInterfaces(*reply, kept);
+			             if (!kept.empty()) objects[path ? path : ""] = std::move(kept);
+			             checkRead(sd_bus_message_exit_container(m), "object");
 		             }
+		             checkRead(sd_bus_message_exit_container(m), "objects");
+		             objects_ = std::move(objects);
 		             ready_ = true;
 		             if (hooks_.ready) hooks_.ready();
 	             });
+}
+
+void ObjectCache::readInterfaces(sdbus::Message& msg, Interfaces& out) const {
+	sd_bus_message* m = rawMessage(msg);
+	checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sa{sv}}"), "interfaces");
+	for (;;) {
+		if (checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sa{sv}"), "interface") == 0) break;
+		const char* name = nullptr;
+		checkRead(sd_bus_message_read_basic(m, 's', &name), "interface name");
+		std::string iface = name ? name : "";
+		if (!keeps(iface)) {
+			checkRead(sd_bus_message_skip(m, "a{sv}"), "properties");
+		} else {
+			const std::set<std::string>* kept = nullptr;
+			if (auto k = options_.interfaces.find(iface); k != options_.interfaces.end() && !k->second.empty()) kept = &k->second;
+			Properties props;
+			readProperties(msg, props, kept);
+			out.insert_or_assign(std::move(iface), std::move(props));
+		}
+		checkRead(sd_bus_message_exit_container(m), "interface");
+	}
+	checkRead(sd_bus_message_exit_container(m), "interfaces");
 }
 
 void ObjectCache::vanished() {
@@ -153,11 +183,10 @@ void ObjectCache::onManager(sdbus::Message& msg) {
 		sdbus::ObjectPath path;
 		if (member == "InterfacesAdded") {
 			Interfaces ifaces;
-			msg >> path >> ifaces;
+			msg >> path;
+			readInterfaces(msg, ifaces);
 			std::vector<std::string> names;
 			for (auto& [iface, props]: ifaces) {
-				if (!keeps(iface)) continue;
-				filter(iface, props);
 				names.push_back(iface);
 				objects_[path].insert_or_assign(iface, std::move(props));
 			}
@@ -188,22 +217,27 @@ void ObjectCache::onProperties(sdbus::Message& msg) {
 	try {
 		if (!ready_ || !fromOwner(msg)) return;
 		std::string path = msg.getPath();
-		auto change = PropertiesChanged::read(msg);
 		auto it = objects_.find(path);
 		// Unknown objects and interfaces get their properties with InterfacesAdded.
 		if (it == objects_.end()) return;
+		dbus::PropertiesChanged change;
+		change.interface = PropertiesChanged::readInterface(msg);
 		auto jt = it->second.find(change.interface);
 		if (jt == it->second.end()) return;
-		filter(change.interface, change.changed);
+		const std::set<std::string>* kept = nullptr;
+		if (auto k = options_.interfaces.find(change.interface); k != options_.interfaces.end() && !k->second.empty())
+			kept = &k->second;
+		// Values that are not kept are skipped unread.
+		change.readValues(msg, kept);
 		std::vector<std::string> names;
+		names.reserve(change.changed.size());
 		for (auto& [k, v]: change.changed) {
 			names.push_back(k);
 			jt->second.insert_or_assign(k, std::move(v));
 		}
 		bool invalidated = false;
-		const auto kept = options_.interfaces.find(change.interface);
 		for (const auto& k: change.invalidated) {
-			if (kept != options_.interfaces.end() && !kept->second.empty() && !kept->second.count(k)) continue;
+			if (kept && !kept->count(k)) continue;
 			jt->second.erase(k);
 			invalidated = true;
 		}

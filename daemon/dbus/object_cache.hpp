@@ -64,7 +64,7 @@ public:
 	[[nodiscard]] const Objects& objects() const { return objects_; }
 	[[nodiscard]] const Interfaces* object(const std::string& path) const;
 	[[nodiscard]] const Properties* properties(const std::string& path, const std::string& interface) const;
-	[[nodiscard]] const sdbus::Variant* property(const std::string& path, const std::string& interface, const std::string& name) const;
+	[[nodiscard]] const Value* property(const std::string& path, const std::string& interface, const std::string& name) const;
 	// For a backend that learns a value from another signal than PropertiesChanged
 	// (NetworkManager's AccessPointAdded): nullptr when the object or interface is unknown.
 	[[nodiscard]] Properties* mutableProperties(const std::string& path, const std::string& interface);
@@ -95,6 +95,8 @@ private:
 	// Whether an interface is mirrored; drops the properties of it that are not kept.
 	[[nodiscard]] bool keeps(const std::string& interface) const;
 	void filter(const std::string& interface, Properties& props) const;
+	// An a{sa{sv}} at msg's read position: the interfaces and properties kept.
+	void readInterfaces(sdbus::Message& msg, Interfaces& out) const;
 	void malformed(const char* what, const std::string& why);
 
 	BusConnection& bus_;

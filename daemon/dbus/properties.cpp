@@ -1,11 +1,34 @@
 #include "properties.hpp"
 
+#include "raw.hpp"
+
 namespace qsd::dbus {
 
-PropertiesChanged PropertiesChanged::read(sdbus::Message& msg) {
+PropertiesChanged PropertiesChanged::read(sdbus::Message& msg, const std::set<std::string>* keep) {
 	PropertiesChanged c;
-	msg >> c.interface >> c.changed >> c.invalidated;
+	c.interface = readInterface(msg);
+	c.readValues(msg, keep);
 	return c;
+}
+
+std::string PropertiesChanged::readInterface(sdbus::Message& msg) {
+	const char* interface = nullptr;
+	if (checkRead(sd_bus_message_read_basic(rawMessage(msg), 's', &interface), "interface") == 0)
+		throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", "malformed message: the interface is missing");
+	return interface ? interface : "";
+}
+
+void PropertiesChanged::readValues(sdbus::Message& msg, const std::set<std::string>* keep) {
+	sd_bus_message* m = rawMessage(msg);
+	readProperties(msg, changed, keep);
+	if (checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "s"), "invalidated") == 0)
+		throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", "malformed message: the invalidated list is missing");
+	for (;;) {
+		const char* name = nullptr;
+		if (checkRead(sd_bus_message_read_basic(m, 's', &name), "invalidated name") == 0) break;
+		invalidated.emplace_back(name ? name : "");
+	}
+	checkRead(sd_bus_message_exit_container(m), "invalidated");
 }
 
 void PropertySet::assign(Properties values) {

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,13 +15,17 @@ namespace qsd::dbus {
 
 constexpr const char* kPropertiesIface = "org.freedesktop.DBus.Properties";
 
-// PropertiesChanged(s interface, a{sv} changed, as invalidated). read() throws sdbus::Error on a
-// message of another shape.
+// PropertiesChanged(s interface, a{sv} changed, as invalidated), from the start of the message.
+// read() throws sdbus::Error on a message of another shape. With `keep`, only the changed values
+// it names are decoded (the names of the others are not reported either).
 struct PropertiesChanged {
 	std::string interface;
 	Properties changed;
 	std::vector<std::string> invalidated;
-	static PropertiesChanged read(sdbus::Message& msg);
+	static PropertiesChanged read(sdbus::Message& msg, const std::set<std::string>* keep = nullptr);
+	// The same in two steps, for a reader that decides from the interface whether to go on.
+	static std::string readInterface(sdbus::Message& msg);
+	void readValues(sdbus::Message& msg, const std::set<std::string>* keep = nullptr);
 };
 
 // The properties of one interface of one object.
@@ -37,7 +42,7 @@ public:
 	[[nodiscard]] const Properties& values() const { return values_; }
 	[[nodiscard]] Properties& values() { return values_; }
 	[[nodiscard]] bool loaded() const { return loaded_; }
-	[[nodiscard]] const sdbus::Variant* find(const std::string& name) const { return dbus::find(values_, name); }
+	[[nodiscard]] const Value* find(const std::string& name) const { return dbus::find(values_, name); }
 
 	// Replaces every value (a GetAll's answer).
 	void assign(Properties values);

@@ -25,6 +25,10 @@ struct RawAccess: sdbus::Message {
 
 [[nodiscard]] inline sd_bus_message* rawMessage(const sdbus::Message& message) { return detail::RawAccess::of(message); }
 
+// A new message that belongs to no bus, to write values into and read them back (seal() and
+// rewind(true) first): how an sdbus::Variant is decoded into a dbus::Value.
+[[nodiscard]] sdbus::PlainMessage plainMessage();
+
 // Throws sdbus::Error (InvalidArgs, "<what>: <errno text>") when an sd-bus read returned an error.
 inline int checkRead(int r, const char* what) {
 	if (r < 0)

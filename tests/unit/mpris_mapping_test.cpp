@@ -33,7 +33,7 @@ std::set<std::string> schemaEnum(const char* name) {
 }
 
 Metadata map(Entries entries) {
-	sdbus::Variant v(entries);
+	dbus::Value v{sdbus::Variant(entries)};
 	return mapMetadata(&v);
 }
 
@@ -158,7 +158,7 @@ TEST(MprisMapping, MetadataThatPlayersGetWrong) {
 	auto none = mapMetadata(nullptr);
 	EXPECT_EQ(none.value["title"], nullptr);
 	EXPECT_EQ(none.value["artists"], json::array());
-	sdbus::Variant notAMap(std::string("x"));
+	dbus::Value notAMap{sdbus::Variant(std::string("x"))};
 	EXPECT_EQ(mapMetadata(&notAMap).badEntries, std::vector<std::string>{"Metadata"});
 }
 

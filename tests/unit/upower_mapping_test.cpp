@@ -17,7 +17,11 @@ using json = nlohmann::json;
 
 namespace {
 
-dbus::Properties props(std::initializer_list<std::pair<const std::string, sdbus::Variant>> list) { return dbus::Properties(list); }
+dbus::Properties props(std::initializer_list<std::pair<const std::string, sdbus::Variant>> list) {
+	dbus::Properties out;
+	for (const auto& [k, v]: list) out.emplace(k, dbus::Value(v));
+	return out;
+}
 
 // The enum values a schema of protocol/api/power.json lists.
 std::set<std::string> schemaEnum(const char* name) {

@@ -95,7 +95,7 @@ json names(const Entries& m, const char* key, std::vector<std::string>& bad) {
 
 } // namespace
 
-Metadata mapMetadata(const sdbus::Variant* metadata) {
+Metadata mapMetadata(const dbus::Value* metadata) {
 	Metadata out;
 	Entries m;
 	if (metadata) {

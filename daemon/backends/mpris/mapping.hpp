@@ -62,7 +62,7 @@ struct Metadata {
 };
 // `metadata` is the Metadata property (nullptr when absent). Missing or wrongly typed entries
 // give null (or [] for the artist lists); xesam:artist and xesam:albumArtist may be `as` or `s`.
-[[nodiscard]] Metadata mapMetadata(const sdbus::Variant* metadata);
+[[nodiscard]] Metadata mapMetadata(const dbus::Value* metadata);
 
 // A URL field: kept when it fits kMaxUrl, null otherwise (a cut URL would name something else).
 [[nodiscard]] nlohmann::json urlField(const std::optional<std::string>& url);

@@ -32,7 +32,7 @@ const std::set<std::string, std::less<>> kPlayerProps = {
 void trim(dbus::Properties& props, const std::set<std::string, std::less<>>& keep, const std::vector<std::string>* names) {
 	auto one = [&](dbus::Properties::iterator it) {
 		if (!keep.count(it->first)) return props.erase(it);
-		if (auto s = dbus::asString(it->second); s && s->size() > kMaxText) it->second = sdbus::Variant(cutText(*s));
+		if (auto s = dbus::asString(it->second); s && s->size() > kMaxText) it->second = dbus::Value::text(cutText(*s));
 		return std::next(it);
 	};
 	if (!names) {

@@ -130,16 +130,12 @@ json NmBackend::buildIp(const std::string& configPath, bool v6) {
 			for (const auto& a: data)
 				if (a.is_object() && a.contains("address") && a["address"].is_string()) out["dns"].push_back(a["address"]);
 	} else if (const auto* ns = prop(configPath, iface, "Nameservers")) {
-		try {
-			if (!v6 && ns->containsValueOfType<std::vector<uint32_t>>()) {
-				for (auto a: ns->get<std::vector<uint32_t>>()) out["dns"].push_back(nm::ipv4FromUint(a));
-			} else if (v6 && ns->containsValueOfType<std::vector<std::vector<uint8_t>>>()) {
-				for (const auto& a: ns->get<std::vector<std::vector<uint8_t>>>())
-					if (auto text = nm::ipv6FromBytes(a); !text.empty()) out["dns"].push_back(text);
-			} else {
-				reader_.wrongType(configPath, "Nameservers", ns);
-			}
-		} catch (const sdbus::Error&) {
+		if (auto v4 = v6 ? std::nullopt : dbus::as<std::vector<uint32_t>>(*ns)) {
+			for (auto a: *v4) out["dns"].push_back(nm::ipv4FromUint(a));
+		} else if (auto v6list = v6 ? dbus::as<std::vector<std::vector<uint8_t>>>(*ns) : std::nullopt) {
+			for (const auto& a: *v6list)
+				if (auto text = nm::ipv6FromBytes(a); !text.empty()) out["dns"].push_back(text);
+		} else {
 			reader_.wrongType(configPath, "Nameservers", ns);
 		}
 	}

@@ -241,14 +241,13 @@ void NmBackend::onAccessPoint(sdbus::Message& msg) {
 	msg >> ap;
 	auto* wifi = cache_->mutableProperties(path, kWifiIface);
 	if (!wifi) return;
-	std::vector<sdbus::ObjectPath> list;
-	if (auto v = wifi->find("AccessPoints"); v != wifi->end() && v->second.containsValueOfType<std::vector<sdbus::ObjectPath>>())
-		list = v->second.get<std::vector<sdbus::ObjectPath>>();
+	std::vector<std::string> list;
+	if (auto v = wifi->find("AccessPoints"); v != wifi->end() && v->second.signature() == "ao") list = *v->second.stringsValue();
 	auto pos = std::find(list.begin(), list.end(), ap);
 	if (member == "AccessPointAdded" && pos == list.end()) list.push_back(ap);
 	else if (member == "AccessPointRemoved" && pos != list.end()) list.erase(pos);
 	else return;
-	wifi->insert_or_assign("AccessPoints", sdbus::Variant(list));
+	wifi->insert_or_assign("AccessPoints", dbus::Value::texts(std::move(list), 'o'));
 	markDirty(path);
 }
 
@@ -315,7 +314,7 @@ const dbus::Properties* NmBackend::props(const std::string& path, const char* if
 	return cache_ ? cache_->properties(path, iface) : nullptr;
 }
 
-const sdbus::Variant* NmBackend::prop(const std::string& path, const char* iface, const char* name) const {
+const dbus::Value* NmBackend::prop(const std::string& path, const char* iface, const char* name) const {
 	return cache_ ? cache_->property(path, iface, name) : nullptr;
 }
 

@@ -207,7 +207,7 @@ private:
 
 	// --- typed reads that degrade and log once
 	const dbus::Properties* props(const std::string& path, const char* iface) const;
-	const sdbus::Variant* prop(const std::string& path, const char* iface, const char* name) const;
+	const dbus::Value* prop(const std::string& path, const char* iface, const char* name) const;
 	std::optional<uint64_t> getUint(const std::string& path, const char* iface, const char* name);
 	std::optional<int64_t> getInt(const std::string& path, const char* iface, const char* name);
 	std::optional<bool> getBool(const std::string& path, const char* iface, const char* name);

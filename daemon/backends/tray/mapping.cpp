@@ -109,7 +109,7 @@ std::optional<ItemAddress> parseRegistration(std::string_view arg, std::string_v
 std::string statusName(std::string_view status) { return fromTable(kStatus, status); }
 std::string categoryName(std::string_view category) { return fromTable(kCategory, category); }
 
-std::optional<std::vector<Pixmap>> pixmapsOf(const sdbus::Variant& v) {
+std::optional<std::vector<Pixmap>> pixmapsOf(const dbus::Value& v) {
 	auto raw = dbus::as<std::vector<PixmapStruct>>(v);
 	if (!raw) return std::nullopt;
 	std::vector<Pixmap> out;

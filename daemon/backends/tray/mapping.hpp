@@ -112,7 +112,7 @@ struct MappedItem {
 [[nodiscard]] std::vector<std::string> propertiesOfSignal(std::string_view member);
 
 // The item's a(iiay) pixmaps (IconPixmap and its siblings); std::nullopt for another type.
-[[nodiscard]] std::optional<std::vector<Pixmap>> pixmapsOf(const sdbus::Variant& v);
+[[nodiscard]] std::optional<std::vector<Pixmap>> pixmapsOf(const dbus::Value& v);
 
 // ------------------------------------------------------------------------------------------
 // DBusMenu

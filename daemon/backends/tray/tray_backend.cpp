@@ -16,6 +16,7 @@
 
 #include "tray_backend.hpp"
 
+#include "../../dbus/properties.hpp"
 #include "../../log.hpp"
 
 #include <qsd/protocol/mirror.hpp>
@@ -231,12 +232,10 @@ void TrayBackend::onOtherWatcherSignal(sdbus::Message& msg) {
 		if (role_ != Role::Host || msg.getSender() != otherOwner_) return;
 		std::string member = msg.getMemberName();
 		if (member == "PropertiesChanged") {
-			std::string iface;
-			dbus::Properties changed;
-			std::vector<std::string> invalidated;
-			msg >> iface >> changed >> invalidated;
-			if (iface != kWatcherIface) return;
-			if (const auto* v = dbus::find(changed, "RegisteredStatusNotifierItems")) {
+			auto change = dbus::PropertiesChanged::read(msg);
+			if (change.interface != kWatcherIface) return;
+			const auto& invalidated = change.invalidated;
+			if (const auto* v = dbus::find(change.changed, "RegisteredStatusNotifierItems")) {
 				if (auto list = dbus::asStrings(*v)) syncListed(*list);
 			} else if (std::find(invalidated.begin(), invalidated.end(), "RegisteredStatusNotifierItems") != invalidated.end()) {
 				readListed();

@@ -246,7 +246,7 @@ void TrayBackend::onItemSignal(sdbus::Message& msg) {
 			if (type == "s") {
 				std::string status;
 				msg >> status;
-				item->props["Status"] = sdbus::Variant(status);
+				item->props["Status"] = dbus::Value::text(status);
 				item->iconsDirty = true;
 				queuePublish(*item);
 				return;

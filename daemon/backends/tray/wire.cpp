@@ -82,8 +82,7 @@ void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& p
 		props[name] = sdbus::Variant(ToolTipStruct(icon ? icon : "", {}, title ? title : "", description ? description : ""));
 		return;
 	}
-	sdbus::Variant v;
-	msg >> v;
+	auto v = dbus::Value::read(msg);
 	if (auto* out = slot(pixmaps, name)) out->clear();   // mistyped: reported by the mapping
 	props[name] = std::move(v);
 }

@@ -5,7 +5,7 @@
 // over 300 µs and an app that sends 16..256 px takes milliseconds, on every read. Here the
 // pixmap properties (a(iiay)) are read with sd-bus's own sd_bus_message_read_array, a memcpy,
 // and kept decoded; ToolTip is kept without its pixmaps (never shown); every other property is
-// an sdbus::Variant as usual. DBusMenu layouts are read the same way, straight into MenuNode
+// a dbus::Value as usual. DBusMenu layouts are read the same way, straight into MenuNode
 // trees: no sdbus::Variant per child (about a kilobyte each, holding a copy of its subtree), and
 // icon-data (PNG bytes) read in bulk.
 

@@ -177,7 +177,7 @@ json defaultFor(Kind kind) {
 }
 
 // std::nullopt: the variant has the wrong type.
-std::optional<json> convert(Kind kind, const sdbus::Variant& v) {
+std::optional<json> convert(Kind kind, const dbus::Value& v) {
 	switch (kind) {
 	case Kind::Bool:
 		if (auto b = dbus::asBool(v)) return json(*b);
@@ -271,24 +271,20 @@ Mapped mapDaemon(const dbus::Properties& props) {
 	return out;
 }
 
-std::optional<std::vector<Hold>> parseHolds(const sdbus::Variant& v) {
+std::optional<std::vector<Hold>> parseHolds(const dbus::Value& v) {
 	json j = dbus::variantToJson(v);
 	if (j.is_null()) {
 		// python-dbusmock declares its empty list with the element signature "(aa{sv})".
-		try {
-			using Wrapped = std::vector<sdbus::Struct<std::vector<std::map<std::string, sdbus::Variant>>>>;
-			if (v.containsValueOfType<Wrapped>()) {
-				j = json::array();
-				for (const auto& s: v.get<Wrapped>()) {
-					for (const auto& m: std::get<0>(s)) {
-						json o = json::object();
-						for (const auto& [k, inner]: m) o[k] = dbus::variantToJson(inner);
-						j.push_back(std::move(o));
-					}
+		using Wrapped = std::vector<sdbus::Struct<std::vector<std::map<std::string, sdbus::Variant>>>>;
+		if (auto wrapped = dbus::as<Wrapped>(v)) {
+			j = json::array();
+			for (const auto& s: *wrapped) {
+				for (const auto& m: std::get<0>(s)) {
+					json o = json::object();
+					for (const auto& [k, inner]: m) o[k] = dbus::variantToJson(inner);
+					j.push_back(std::move(o));
 				}
 			}
-		} catch (const sdbus::Error&) {
-			return std::nullopt;
 		}
 	}
 	if (!j.is_array()) return std::nullopt;

@@ -68,7 +68,7 @@ struct Hold {
 };
 // ActiveProfileHolds: aa{sv} per the specification; aa{ss} and an (empty) a(aa{sv}) as
 // python-dbusmock sends them. std::nullopt for any other type.
-[[nodiscard]] std::optional<std::vector<Hold>> parseHolds(const sdbus::Variant& v);
+[[nodiscard]] std::optional<std::vector<Hold>> parseHolds(const dbus::Value& v);
 // A hold made through power.holdProfile, as the backend knows it.
 struct OwnHold {
 	uint64_t cookie = 0;              // qsd's id for it: the cookie its client got
