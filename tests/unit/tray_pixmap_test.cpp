@@ -6,6 +6,7 @@
 
 #include "backends/tray/icon_store.hpp"
 #include "backends/tray/pixmap.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 
 using namespace qsd::tray;
+using qsd::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -24,19 +26,6 @@ Pixmap solid(int w, int h, uint8_t a, uint8_t r, uint8_t g, uint8_t b) {
 	for (int i = 0; i < w * h; ++i) p.argb.insert(p.argb.end(), {a, r, g, b});
 	return p;
 }
-
-struct TempDir {
-	fs::path path;
-	TempDir() {
-		std::string tmpl = (fs::temp_directory_path() / "qsd-tray-test.XXXXXX").string();
-		if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
-		path = tmpl;
-	}
-	~TempDir() {
-		std::error_code ec;
-		fs::remove_all(path, ec);
-	}
-};
 
 size_t pngFiles(const fs::path& dir) {
 	size_t n = 0;
