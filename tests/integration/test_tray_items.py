@@ -191,6 +191,41 @@ def test_change_signals_update_fields_and_leaving_removes_files(tray):
     wait_until(lambda: os.listdir(icons_dir(env)) == [], 30, what="icon files removed")
 
 
+def test_a_second_qsd_leaves_the_first_ones_icon_files_alone(tray):
+    env, c, sub = tray
+    first_socket = env.socket
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Both", "props": {
+        "Id": "both", "IconPixmap": [t.pixmap(64, 64, RED)]}}])
+    url = wait_item(c, sub, "org.qsdtest.Both")["icon"]
+    path = t.file_of(url)
+    png = open(path, "rb").read()
+
+    def untouched():
+        # Not removed and written again: the same inode, modified at the same moment, same bytes.
+        now = os.stat(path)
+        return (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns) and open(path, "rb").read() == png
+
+    before = os.stat(path)
+    # A second qsd in the same session (runtime directory, session bus) on a socket of its own:
+    # a host of the first one's watcher, with the same item in its own tree.
+    env.start_qsd(backends=["tray"], socket_path=os.path.join(env.run, "second.sock"))
+    c2 = env.client()
+    sub2 = c2.subscribe(["/tray"])
+    own = t.file_of(wait_item(c2, sub2, "org.qsdtest.Both", lambda i: i["icon"] is not None)["icon"])
+    assert t.read_png(own)[2][0][0] == RED
+    assert os.path.dirname(os.path.dirname(own)) == os.path.join(env.run, "qsd")
+    # The first one's file is untouched.
+    assert untouched()
+    c2.close()
+    assert env.stop_qsd() == 0
+    env.socket = first_socket
+    # The second took what it wrote with it, and only that.
+    assert not os.path.exists(os.path.dirname(own))
+    assert untouched()
+    c.sync()
+    assert c.mirror(sub)["tray"]["items"][key("org.qsdtest.Both")]["icon"] == url
+
+
 def test_actions_reach_the_item(tray):
     env, c, sub = tray
     t.start_items(env, [{"register": "name", "name": "org.qsdtest.Act", "props": {"Id": "act"}}])

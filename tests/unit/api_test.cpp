@@ -3,6 +3,7 @@
 // describes must be exactly the methods the daemon registers, with the limits the daemon uses.
 
 #include "daemon.hpp"
+#include "temp_dir.hpp"
 
 #include <qsd/protocol/api.hpp>
 #include <qsd/protocol/jsonrpc.hpp>
@@ -25,6 +26,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& fragments();
 }
 
 using namespace qsd;
+using qsd::testing::TempDir;
 using json = nlohmann::json;
 
 namespace {
@@ -59,21 +61,6 @@ void collectRefs(const json& node, const std::string& at, std::vector<std::pair<
 		for (size_t i = 0; i < node.size(); ++i) collectRefs(node[i], at + "/" + std::to_string(i), out);
 	}
 }
-
-// A temporary directory for a daemon's socket (the socket is never bound: Daemon only listens
-// in run()).
-struct TempDir {
-	std::filesystem::path path;
-	TempDir() {
-		std::string tmpl = (std::filesystem::temp_directory_path() / "qsd-api-test.XXXXXX").string();
-		if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-		path = tmpl;
-	}
-	~TempDir() {
-		std::error_code ec;
-		std::filesystem::remove_all(path, ec);
-	}
-};
 
 std::vector<std::string> registeredMethods(bool debugApi) {
 	TempDir dir;

@@ -3,6 +3,7 @@
 // writeFileAtomically: replacing a file so that a reader never sees half of it.
 
 #include "files.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,22 +17,10 @@
 #include <unistd.h>
 
 using namespace qsd;
+using qsd::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-	fs::path root;
-	TempDir() {
-		std::string tmpl = (fs::temp_directory_path() / "qsd-files.XXXXXX").string();
-		if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
-		root = tmpl;
-	}
-	~TempDir() {
-		std::error_code ec;
-		fs::remove_all(root, ec);
-	}
-};
 
 // Runs `check` in a child process: true when it returns true within 30 s (a regression that
 // blocks must fail the test, not hang it).
@@ -53,13 +42,13 @@ bool finishes(F check) {
 
 TEST(ReadFile, ReadsARegularFileWithinItsLimit) {
 	TempDir d;
-	std::ofstream(d.root / "f") << "hello";
-	EXPECT_EQ(readFile((d.root / "f").string()), "hello");
-	EXPECT_EQ(readFile((d.root / "f").string(), 5), "hello");
-	EXPECT_EQ(readFile((d.root / "f").string(), 4), std::nullopt);
-	EXPECT_EQ(readFile((d.root / "missing").string()), std::nullopt);
+	std::ofstream(d.path / "f") << "hello";
+	EXPECT_EQ(readFile((d.path / "f").string()), "hello");
+	EXPECT_EQ(readFile((d.path / "f").string(), 5), "hello");
+	EXPECT_EQ(readFile((d.path / "f").string(), 4), std::nullopt);
+	EXPECT_EQ(readFile((d.path / "missing").string()), std::nullopt);
 	// A directory is not a file.
-	EXPECT_EQ(readFile(d.root.string()), std::nullopt);
+	EXPECT_EQ(readFile(d.path.string()), std::nullopt);
 	// /proc files say they are empty; they are read up to the limit all the same.
 	auto comm = readFile("/proc/self/comm", 4096);
 	ASSERT_TRUE(comm);
@@ -68,17 +57,17 @@ TEST(ReadFile, ReadsARegularFileWithinItsLimit) {
 
 TEST(ReadFile, NeverOpensAFifoOrADevice) {
 	TempDir d;
-	auto fifo = (d.root / "fifo").string();
+	auto fifo = (d.path / "fifo").string();
 	ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
 	EXPECT_TRUE(finishes([&] { return !readFile(fifo) && !readFile("/dev/zero") && !readFile("/dev/null"); }));
 	// Through a symbolic link as well.
-	fs::create_symlink(fifo, d.root / "link");
-	EXPECT_TRUE(finishes([&] { return !readFile((d.root / "link").string()); }));
+	fs::create_symlink(fifo, d.path / "link");
+	EXPECT_TRUE(finishes([&] { return !readFile((d.path / "link").string()); }));
 }
 
 TEST(Files, WriteAtomicallyReplacesAndReadsBack) {
 	TempDir dir;
-	auto file = (dir.root / "state.json").string();
+	auto file = (dir.path / "state.json").string();
 	ASSERT_TRUE(qsd::writeFileAtomically(file, "first"));
 	EXPECT_EQ(qsd::readFile(file), "first");
 	ASSERT_TRUE(qsd::writeFileAtomically(file, std::string(100000, 'x')));
@@ -93,10 +82,10 @@ TEST(Files, WriteAtomicallyReplacesAndReadsBack) {
 
 TEST(Files, AFailedWriteLeavesTheOldFile) {
 	TempDir dir;
-	auto file = (dir.root / "state.json").string();
+	auto file = (dir.path / "state.json").string();
 	ASSERT_TRUE(qsd::writeFileAtomically(file, "kept"));
 	std::string error;
-	EXPECT_FALSE(qsd::writeFileAtomically((dir.root / "missing" / "x.json").string(), "lost", &error));
+	EXPECT_FALSE(qsd::writeFileAtomically((dir.path / "missing" / "x.json").string(), "lost", &error));
 	EXPECT_FALSE(error.empty());
 	// A directory where the temporary file would go: the rename target is untouched.
 	fs::create_directory(file + ".tmp");

@@ -6,6 +6,7 @@
 
 #include "backends/mpris/icons.hpp"
 #include "backends/mpris/mapping.hpp"
+#include "temp_dir.hpp"
 
 #include <qsd/protocol/api.hpp>
 
@@ -21,6 +22,7 @@
 
 using namespace qsd;
 using namespace qsd::mpris;
+using qsd::testing::TempDir;
 using json = nlohmann::json;
 
 namespace {
@@ -36,23 +38,6 @@ Metadata map(Entries entries) {
 	dbus::Value v{sdbus::Variant(entries)};
 	return mapMetadata(&v);
 }
-
-struct TempDir {
-	std::filesystem::path path;
-	TempDir() {
-		std::string tmpl = (std::filesystem::temp_directory_path() / "qsd-mpris-test.XXXXXX").string();
-		if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-		path = tmpl;
-	}
-	~TempDir() {
-		std::error_code ec;
-		std::filesystem::remove_all(path, ec);
-	}
-	void write(const std::string& name, const std::string& text) const {
-		std::filesystem::create_directories((path / name).parent_path());
-		std::ofstream(path / name) << text;
-	}
-};
 
 } // namespace
 
@@ -221,10 +206,10 @@ TEST(MprisMapping, DesktopFileIcon) {
 
 TEST(MprisMapping, DesktopEntryFilesAreFoundWithoutBlocking) {
 	TempDir home, system;
-	home.write("applications/app.desktop", "[Desktop Entry]\nIcon=from-home\n");
-	system.write("applications/app.desktop", "[Desktop Entry]\nIcon=from-system\n");
-	system.write("applications/other.desktop", "[Desktop Entry]\nIcon=other\n");
-	system.write("applications/huge.desktop", "[Desktop Entry]\nIcon=huge\n" + std::string(kMaxDesktopFile, '#'));
+	home.file("applications/app.desktop", "[Desktop Entry]\nIcon=from-home\n");
+	system.file("applications/app.desktop", "[Desktop Entry]\nIcon=from-system\n");
+	system.file("applications/other.desktop", "[Desktop Entry]\nIcon=other\n");
+	system.file("applications/huge.desktop", "[Desktop Entry]\nIcon=huge\n" + std::string(kMaxDesktopFile, '#'));
 	std::vector<std::string> dirs = {(home.path / "applications").string(), (system.path / "applications").string()};
 	EXPECT_EQ(desktopEntryIcon("app", dirs), "from-home");
 	EXPECT_EQ(desktopEntryIcon("other", dirs), "other");

@@ -7,6 +7,7 @@
 #ifdef QSD_TRAY_BACKEND
 
 #include "backends/tray/icon_theme.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -20,28 +21,10 @@
 #include <unistd.h>
 
 using namespace qsd::tray;
+using qsd::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Trees {
-	fs::path root;
-	Trees() {
-		std::string tmpl = (fs::temp_directory_path() / "qsd-icon-theme.XXXXXX").string();
-		if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
-		root = tmpl;
-	}
-	~Trees() {
-		std::error_code ec;
-		fs::remove_all(root, ec);
-	}
-	fs::path file(const fs::path& rel, const std::string& content = "x") {
-		auto p = root / rel;
-		fs::create_directories(p.parent_path());
-		std::ofstream(p) << content;
-		return p;
-	}
-};
 
 const char* kTestIndex = R"([Icon Theme]
 Name=Test
@@ -95,18 +78,18 @@ Type=Fixed
 )";
 
 struct Fixture {
-	Trees t;
+	TempDir t;
 	IconTheme::Options options;
 	Fixture() {
 		t.file("share/icons/Test/index.theme", kTestIndex);
 		t.file("share/icons/Parent/index.theme", kParentIndex);
 		t.file("share/icons/hicolor/index.theme", kHicolorIndex);
 		options.theme = "Test";
-		options.baseDirs = {(t.root / "home/.icons").string(), (t.root / "share/icons").string()};
-		options.pixmapDirs = {(t.root / "pixmaps").string()};
+		options.baseDirs = {(t.path / "home/.icons").string(), (t.path / "share/icons").string()};
+		options.pixmapDirs = {(t.path / "pixmaps").string()};
 		options.size = 64;
 	}
-	std::string p(const char* rel) { return (t.root / rel).string(); }
+	std::string p(const char* rel) { return (t.path / rel).string(); }
 };
 
 // Runs `check` in a child process: true when it returns true within 30 s (a regression that
@@ -283,10 +266,10 @@ TEST(TrayIconTheme, ChangesOfTheInstalledThemesAreFollowedThroughInotify) {
 	EXPECT_TRUE(theme.readEvents());
 	EXPECT_EQ(theme.lookup("user"), f.p("home/.icons/hicolor/22x22/apps/user.png"));
 	// Unrelated changes beside a missing base directory do not count.
-	fs::create_directories(f.t.root / "data");
+	fs::create_directories(f.t.path / "data");
 	IconTheme other([&] {
 		auto o = f.options;
-		o.baseDirs.insert(o.baseDirs.begin(), (f.t.root / "data/icons").string());
+		o.baseDirs.insert(o.baseDirs.begin(), (f.t.path / "data/icons").string());
 		return o;
 	}());
 	EXPECT_EQ(other.lookup("nothing"), "");
@@ -362,8 +345,8 @@ TEST(TrayIconTheme, AnItemsTreesAreBounded) {
 
 TEST(TrayIconTheme, AFifoInAnItemsTreeIsNotOpened) {
 	Fixture f;
-	fs::create_directories(f.t.root / "app/hicolor");
-	ASSERT_EQ(::mkfifo((f.t.root / "app/hicolor/index.theme").c_str(), 0600), 0);
+	fs::create_directories(f.t.path / "app/hicolor");
+	ASSERT_EQ(::mkfifo((f.t.path / "app/hicolor/index.theme").c_str(), 0600), 0);
 	f.t.file("app/hicolor/48x48/apps/fifo-ok.png");
 	// In a child: a FIFO opened for reading waits for a writer, for ever.
 	EXPECT_TRUE(finishes([&] {
@@ -374,10 +357,10 @@ TEST(TrayIconTheme, AFifoInAnItemsTreeIsNotOpened) {
 }
 
 TEST(TrayIconTheme, CurrentThemeFromTheEnvironmentAndSettings) {
-	Trees t;
+	TempDir t;
 	std::string oldConfig = std::getenv("XDG_CONFIG_HOME") ? std::getenv("XDG_CONFIG_HOME") : "";
 	std::string oldTheme = std::getenv("QSD_ICON_THEME") ? std::getenv("QSD_ICON_THEME") : "";
-	::setenv("XDG_CONFIG_HOME", t.root.c_str(), 1);
+	::setenv("XDG_CONFIG_HOME", t.path.c_str(), 1);
 	::unsetenv("QSD_ICON_THEME");
 	std::string source;
 	EXPECT_EQ(IconTheme::currentTheme(&source), "hicolor");

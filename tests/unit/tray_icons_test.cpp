@@ -6,6 +6,7 @@
 #ifdef QSD_TRAY_BACKEND
 
 #include "backends/tray/icons.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,22 +14,10 @@
 #include <fstream>
 
 using namespace qsd::tray;
+using qsd::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-	fs::path path;
-	TempDir() {
-		std::string tmpl = (fs::temp_directory_path() / "qsd-tray-icons.XXXXXX").string();
-		if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
-		path = tmpl;
-	}
-	~TempDir() {
-		std::error_code ec;
-		fs::remove_all(path, ec);
-	}
-};
 
 Image solid(int w, int h, uint8_t r, uint8_t g, uint8_t b) {
 	Image i{w, h, {}};

@@ -6,15 +6,20 @@
 
 #include "backends/tray/icon_store.hpp"
 #include "backends/tray/pixmap.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace qsd::tray;
+using qsd::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -25,25 +30,23 @@ Pixmap solid(int w, int h, uint8_t a, uint8_t r, uint8_t g, uint8_t b) {
 	return p;
 }
 
-struct TempDir {
-	fs::path path;
-	TempDir() {
-		std::string tmpl = (fs::temp_directory_path() / "qsd-tray-test.XXXXXX").string();
-		if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
-		path = tmpl;
-	}
-	~TempDir() {
-		std::error_code ec;
-		fs::remove_all(path, ec);
-	}
-};
-
 size_t pngFiles(const fs::path& dir) {
 	size_t n = 0;
 	for (const auto& e: fs::directory_iterator(dir))
 		if (e.path().extension() == ".png") ++n;
 	return n;
 }
+
+// What a running qsd holds while its store lives: an exclusive flock() on the directory.
+struct HeldLock {
+	int fd;
+	explicit HeldLock(const fs::path& dir): fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+		if (fd < 0 || ::flock(fd, LOCK_EX | LOCK_NB) != 0) throw std::runtime_error("cannot lock " + dir.string());
+	}
+	~HeldLock() { ::close(fd); }
+	HeldLock(const HeldLock&) = delete;
+	HeldLock& operator=(const HeldLock&) = delete;
+};
 
 } // namespace
 
@@ -201,6 +204,65 @@ TEST(TrayIconStore, WhatIsInTheWayOfAFileIsReplacedNotWrittenThrough) {
 	ASSERT_TRUE(f);
 	EXPECT_TRUE(fs::is_regular_file(f->path()));
 	EXPECT_EQ(decodePngFile(f->path())->rgba, red.rgba);
+}
+
+TEST(TrayIconStore, ASecondInstanceWritesIntoADirectoryOfItsOwnAndLeavesTheFirstOnesFiles) {
+	TempDir tmp;
+	auto dir = tmp.path / "qsd" / "icons";
+	auto first = tmp.file("qsd/icons/0123456789abcdef.png", "the first qsd's icon");
+	auto red = toRgba(solid(8, 8, 255, 255, 0, 0));
+	std::string own;
+	{
+		HeldLock running(dir);
+		IconStore store(dir.string(), {}, IconStore::Sharing::Instances);
+		ASSERT_TRUE(store.enabled());
+		own = store.dir();
+		EXPECT_EQ(fs::path(own).parent_path(), dir.parent_path());
+		EXPECT_TRUE(fs::path(own).filename().string().starts_with("icons-")) << own;
+		EXPECT_TRUE(fs::exists(first));
+		auto f = store.put(red);
+		ASSERT_TRUE(f);
+		EXPECT_EQ(fs::path(f->path()).parent_path(), fs::path(own));
+		EXPECT_EQ(f->url(), "file://" + f->path());
+		// A third one, meanwhile, leaves both alone.
+		IconStore third(dir.string(), {}, IconStore::Sharing::Instances);
+		EXPECT_NE(third.dir(), own);
+		EXPECT_TRUE(fs::exists(first));
+		EXPECT_TRUE(fs::exists(f->path()));
+	}
+	// Gone with its store, files and all; the first one's file stays.
+	EXPECT_FALSE(fs::exists(own));
+	EXPECT_TRUE(fs::exists(first));
+	// Nobody holds the directory any more: the next store takes it and empties it.
+	{
+		IconStore store(dir.string(), {}, IconStore::Sharing::Instances);
+		EXPECT_EQ(store.dir(), dir.string());
+		EXPECT_FALSE(fs::exists(first));
+		auto f = store.put(red);
+		ASSERT_TRUE(f);
+		EXPECT_EQ(fs::path(f->path()).parent_path(), dir);
+	}
+	EXPECT_TRUE(fs::exists(dir));
+	EXPECT_EQ(pngFiles(dir), 0u);
+}
+
+TEST(TrayIconStore, TheDirectoriesOfInstancesThatAreGoneAreRemovedNotThoseOfRunningOnes) {
+	TempDir tmp;
+	auto dir = tmp.path / "qsd" / "icons";
+	auto stale = tmp.file("qsd/icons-crashed/0123456789abcdef.png", "left by a qsd that crashed");
+	auto live = tmp.file("qsd/icons-running/0123456789abcdef.png", "a running qsd's icon");
+	auto other = tmp.file("qsd/notifications-x/0123456789abcdef.png", "not the tray's");
+	HeldLock running(live.parent_path());
+	IconStore store(dir.string(), {}, IconStore::Sharing::Instances);
+	EXPECT_EQ(store.dir(), dir.string());
+	EXPECT_FALSE(fs::exists(stale.parent_path()));
+	EXPECT_TRUE(fs::exists(live));
+	EXPECT_TRUE(fs::exists(other));
+	// A second store (the first holds icons) removes nothing of the running ones either.
+	IconStore second(dir.string(), {}, IconStore::Sharing::Instances);
+	EXPECT_NE(second.dir(), dir.string());
+	EXPECT_TRUE(fs::exists(live));
+	EXPECT_TRUE(fs::exists(second.dir()));
 }
 
 #endif // QSD_TRAY_BACKEND

@@ -10,12 +10,73 @@
 #include <filesystem>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace qsd::tray {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// A store's lock is a flock() on its directory itself: nothing to make or remove beside it, and
+// the kernel drops it when the process ends, however it ends. LOCK_NB: a held lock is an answer
+// (another qsd runs), never a wait. O_NOFOLLOW: a link is nobody's directory.
+int lockDir(const std::string& path, int* error) {
+	int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		*error = errno;
+		return -1;
+	}
+	if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		*error = errno;
+		::close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+// The locked directory is still the one at `path`: not removed (by a qsd that took it for a
+// leftover between our open and flock) nor replaced.
+bool stillThere(int fd, const std::string& path) {
+	struct stat held{}, now{};
+	return ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &now) == 0 && held.st_dev == now.st_dev &&
+	       held.st_ino == now.st_ino;
+}
+
+// The files a store writes (<hash>.png, <hash>.png.tmp); nothing else is touched.
+void removeIconFiles(const std::string& dir) {
+	std::error_code ec;
+	for (const auto& e: fs::directory_iterator(dir, ec)) {
+		auto ext = e.path().extension();
+		if (ext == ".png" || ext == ".tmp") fs::remove(e.path(), ec);
+	}
+}
+
+// The <preferred>-* directories whose lock nobody holds: their qsd is gone.
+void removeLeftovers(const std::string& preferred, const std::string& mine) {
+	auto parent = fs::path(preferred).parent_path();
+	auto prefix = fs::path(preferred).filename().string() + "-";
+	auto own = fs::path(mine).filename().string();
+	std::error_code ec;
+	for (const auto& e: fs::directory_iterator(parent, ec)) {
+		auto name = e.path().filename().string();
+		if (!name.starts_with(prefix) || name == own) continue;
+		auto path = e.path().string();
+		int error = 0;
+		int fd = lockDir(path, &error);
+		if (fd < 0) continue;   // held (its qsd runs), or not a directory
+		if (stillThere(fd, path)) {
+			removeIconFiles(path);
+			if (::rmdir(path.c_str()) == 0) log::info("tray", "removed {}, left by a qsd that is gone", path);
+			else log::warning("tray", "cannot remove {}, left by a qsd that is gone: {}", path, std::strerror(errno));
+		}
+		::close(fd);
+	}
+}
+
+} // namespace
 
 IconFile::~IconFile() {
 	if (auto store = store_.lock()) (*store)->released(name_, path_, size_, owner_);
@@ -27,7 +88,7 @@ std::string IconStore::defaultDir() {
 	return std::string(rt) + "/qsd/icons";
 }
 
-IconStore::IconStore(std::string dir, Limits limits)
+IconStore::IconStore(std::string dir, Limits limits, Sharing sharing)
     : dir_(std::move(dir)), limits_(limits), self_(std::make_shared<IconStore*>(this)) {
 	if (dir_.empty()) {
 		log::warning("tray", "XDG_RUNTIME_DIR is not set: icons from pixmaps are not available");
@@ -45,16 +106,64 @@ IconStore::IconStore(std::string dir, Limits limits)
 		dir_.clear();
 		return;
 	}
-	// Left over from an earlier run: nothing refers to them any more.
-	std::error_code ec;
-	for (const auto& e: fs::directory_iterator(dir_, ec)) {
-		auto ext = e.path().extension();
-		if (ext == ".png" || ext == ".tmp") fs::remove(e.path(), ec);
+	if (sharing == Sharing::Instances && !claim()) {
+		dir_.clear();
+		return;
 	}
+	// Left over from an earlier run: nothing refers to them any more.
+	removeIconFiles(dir_);
 }
 
-// Handles that outlive the store (none should) no longer call back into it: self_ goes.
-IconStore::~IconStore() = default;
+bool IconStore::claim() {
+	auto preferred = dir_;
+	int error = 0;
+	lock_ = lockDir(preferred, &error);
+	if (lock_ < 0 && error != EWOULDBLOCK) {
+		// Locks do not work here: the files are written as if this qsd ran alone.
+		log::warning("tray", "cannot lock {}: {}; another qsd running in this session would lose its icon files",
+		             preferred, std::strerror(error));
+		return true;
+	}
+	if (lock_ < 0) {
+		// Another qsd runs and its tree points into `preferred`. A new directory is ours once it
+		// is locked and still in place: one starting at the same moment may take it for a
+		// leftover between mkdtemp and flock, and remove it.
+		for (int attempt = 0; attempt < 8 && lock_ < 0; ++attempt) {
+			std::string tmpl = preferred + "-XXXXXX";
+			if (!::mkdtemp(tmpl.data())) {
+				error = errno;
+				break;
+			}
+			int fd = lockDir(tmpl, &error);
+			if (fd >= 0 && stillThere(fd, tmpl)) {
+				lock_ = fd;
+				dir_ = tmpl;
+				ownDir_ = true;
+			} else if (fd >= 0) {
+				::close(fd);
+			}
+		}
+		if (lock_ < 0) {
+			log::warning("tray", "{} is used by another qsd, and a directory beside it cannot be made: {}; icons from "
+			             "pixmaps are not available", preferred, std::strerror(error));
+			return false;
+		}
+		log::info("tray", "{} is used by another qsd: this one's icon files go to {}", preferred, dir_);
+	}
+	removeLeftovers(preferred, dir_);
+	return true;
+}
+
+// Handles that outlive the store (none should) no longer call back into it: self_ goes. A store
+// that holds its directory's lock removes the files it wrote, and the directory if it made it,
+// before letting go: once the lock is released, another qsd may take the directory.
+IconStore::~IconStore() {
+	if (lock_ < 0) return;
+	removeIconFiles(dir_);
+	if (ownDir_ && ::rmdir(dir_.c_str()) != 0)
+		log::warning("tray", "cannot remove {}: {}", dir_, std::strerror(errno));
+	::close(lock_);
+}
 
 bool IconStore::fits(size_t size, const std::string& owner) {
 	auto o = owners_.find(owner);

@@ -14,6 +14,15 @@
 // made the file is charged for it). A file that does not fit is not written; the caller's
 // field degrades to no icon, and the refusal is logged once per item and once per time the
 // store fills up (docs/architecture.md, "Hostile peers").
+//
+// Several qsd may run in one session (a second one on another socket, a test instance), each a
+// tray host with icon files of its own that its tree points to. With Sharing::Instances a store
+// holds an exclusive flock() on its directory itself for as long as it lives (the kernel drops
+// it however the process ends): the store that gets the lock on `dir` uses it; one that finds
+// it held makes a directory of its own beside it (<dir>-XXXXXX, locked the same way) and removes
+// it when it goes. Whoever starts removes the <dir>-* directories nobody holds a lock on: the
+// leftovers of instances that crashed or were killed. So no store deletes another running one's
+// files, and the files of the dead do not pile up.
 
 #include "pixmap.hpp"
 
@@ -60,10 +69,15 @@ struct IconStoreLimits {
 class IconStore {
 public:
 	using Limits = IconStoreLimits;
+	enum class Sharing {
+		Alone,       // the caller made sure no other store uses `dir`
+		Instances,   // other qsd may be running with the same `dir`: see above
+	};
 
-	// `dir` is created (0700) if missing, and emptied of the PNG files an earlier run left.
-	// An empty `dir` disables the store: every put gives nullptr.
-	explicit IconStore(std::string dir, Limits limits = {});
+	// `dir` is created (0700) if missing, and emptied of the PNG files an earlier run left
+	// (with Sharing::Instances: when this store holds its lock; else a directory of its own is
+	// used, see dir()). An empty `dir` disables the store: every put gives nullptr.
+	explicit IconStore(std::string dir, Limits limits = {}, Sharing sharing = Sharing::Alone);
 	~IconStore();
 	IconStore(const IconStore&) = delete;
 	IconStore& operator=(const IconStore&) = delete;
@@ -76,6 +90,7 @@ public:
 	// The owner is gone: its refusal is logged again if it comes back.
 	void forget(const std::string& owner);
 
+	// Where the files are: `dir`, or with Sharing::Instances possibly <dir>-XXXXXX.
 	[[nodiscard]] const std::string& dir() const { return dir_; }
 	[[nodiscard]] size_t size() const { return live_.size(); }
 	[[nodiscard]] size_t bytes() const { return bytes_; }
@@ -91,8 +106,11 @@ private:
 	IconRef make(const std::string& name, const std::vector<uint8_t>* bytes, const Image* image, const std::string& owner);
 	[[nodiscard]] bool fits(size_t size, const std::string& owner);
 	void released(const std::string& name, const std::string& path, size_t size, const std::string& owner);
+	[[nodiscard]] bool claim();
 
 	std::string dir_;
+	int lock_ = -1;          // Sharing::Instances: dir_ opened and flock()ed
+	bool ownDir_ = false;    // dir_ is <dir>-XXXXXX, removed with the store
 	Limits limits_;
 	std::shared_ptr<IconStore*> self_;
 	std::map<std::string, std::weak_ptr<const IconFile>> live_;

@@ -29,7 +29,7 @@ void TrayBackend::setupIcons() {
 	theme_ = std::make_unique<IconTheme>(options);
 	IconTheme::currentTheme(&source);
 	log::info("tray", "icon theme {} (from {}), searched as {}", options.theme, source, fmt::join(theme_->chain(), " > "));
-	store_ = std::make_unique<IconStore>(IconStore::defaultDir());
+	store_ = std::make_unique<IconStore>(IconStore::defaultDir(), IconStore::Limits{}, IconStore::Sharing::Instances);
 	resolver_ = std::make_unique<IconResolver>(*theme_, *store_);
 	if (theme_->watchFd() >= 0)
 		themeWatch_ = context_.loop.addIo(theme_->watchFd(), EPOLLIN, [this](uint32_t) {
