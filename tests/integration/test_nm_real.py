@@ -264,7 +264,9 @@ def test_networkmanager_asks_qsds_agent(env, real):
     assert req["fields"] == [{"key": "identity", "label": "Username", "secret": False},
                              {"key": "password", "label": "Password", "secret": True}]
     assert req["reason"] == "missing" and req["userRequested"] is True
-    assert get(f"/network/profiles/{uuid}/state") == "connecting"
+    # The profile's state comes from the active connection, which qsd reads on its own when it
+    # appears: that read and NetworkManager's call to the agent race, so the state is waited for.
+    wait(f"/network/profiles/{uuid}/state", "connecting")
 
     # The authenticator refuses a wrong password; NetworkManager asks again for a new one.
     c.call("network.answerSecrets", {"request": rid, "secrets": {"password": "not the password"}})
