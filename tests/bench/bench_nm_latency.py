@@ -260,6 +260,8 @@ def main():
         print(f"  qsd's own share       : p50 {q50 - b50:.1f} us   p99 {q99 - b99:.1f} us")
         if callgrind.ENABLED:
             return
+        # qsd stops first: it would take its share of the two cores from the relay's samples.
+        env.stop_qsd()
         relay = os.path.join(env.dir, "relay")
         with open(relay + ".c", "w") as f:
             f.write(RELAY_C)
