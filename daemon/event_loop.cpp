@@ -119,10 +119,6 @@ EventLoop::DispatchScope::~DispatchScope() {
 	}
 }
 
-void EventSource::setPriority(int64_t priority) {
-	if (source_) sd_event_source_set_priority(source_, priority);
-}
-
 EventLoop::EventLoop() { check(sd_event_new(&event_), "sd_event_new"); }
 
 EventLoop::~EventLoop() {

@@ -27,8 +27,6 @@ public:
 	void setEnabled(int mode);                 // SD_EVENT_ON / SD_EVENT_OFF / SD_EVENT_ONESHOT
 	void setIoEvents(uint32_t events);
 	void setTime(uint64_t usecMonotonic);      // absolute CLOCK_MONOTONIC; arms ONESHOT
-	// Among sources ready in the same iteration, a lower priority runs later (SD_EVENT_PRIORITY_*).
-	void setPriority(int64_t priority);
 	void reset();
 	[[nodiscard]] sd_event_source* get() const { return source_; }
 	explicit operator bool() const { return source_ != nullptr; }
