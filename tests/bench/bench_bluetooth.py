@@ -3,8 +3,8 @@
 
 1. Latency: a device's RSSI PropertiesChanged on the bus -> the tree.changed line at a qsd
    subscriber, side by side with a plain sd-bus listener receiving the same signal, in one run.
-   One small C program (built here against libsystemd) is both receivers in one poll loop, so
-   both are timed by the same clock; the emission time comes from the mock itself (a method
+   One small C program (tests/bench/listener.c) is both receivers in one poll loop, so both
+   are timed by the same clock; the emission time comes from the mock itself (a method
    added to the device reads CLOCK_MONOTONIC, then emits PropertiesChanged, and returns it).
 2. Memory: qsd's RSS and Pss with the bluetooth backend and BlueZ holding 2 adapters x 200
    devices, against the same qsd before the devices came.
@@ -17,7 +17,6 @@ QSD_BENCH_QUICK=1: 50 samples, 40 devices, a 1 s window)
 
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -26,125 +25,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 os.environ.setdefault("QSD_BIN", os.path.join(HERE, "..", "..", "build", "daemon", "qsd"))
 
 import callgrind  # noqa: E402
+import listener  # noqa: E402
 import qsdtest  # noqa: E402
 from bluezmock import DEVICE, Bluez, dbus_mod  # noqa: E402
 from qsdtest import Env  # noqa: E402
 
 qsdtest.QSD = os.environ["QSD_BIN"]
-
-LISTENER_C = r"""
-#include <systemd/sd-bus.h>
-#include <poll.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
-#include <unistd.h>
-
-static uint64_t now_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int expected;
-static uint64_t t_bus, t_qsd, t_emit;
-
-static int on_signal(sd_bus_message *m, void *ud, sd_bus_error *err) {
-	uint64_t t = now_ns();
-	const char *iface;
-	(void)ud; (void)err;
-	if (sd_bus_message_read(m, "s", &iface) < 0) return 0;
-	if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0) return 0;
-	while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
-		const char *key;
-		sd_bus_message_read(m, "s", &key);
-		if (strcmp(key, "RSSI") == 0) {
-			int16_t v;
-			if (sd_bus_message_read(m, "v", "n", &v) >= 0 && v == expected && !t_bus) t_bus = t;
-		} else {
-			sd_bus_message_skip(m, "v");
-		}
-		sd_bus_message_exit_container(m);
-	}
-	return 0;
-}
-
-static int on_reply(sd_bus_message *m, void *ud, sd_bus_error *err) {
-	(void)ud; (void)err;
-	uint64_t t = 0;
-	if (sd_bus_message_is_method_error(m, NULL)) { fprintf(stderr, "emit failed\n"); exit(1); }
-	sd_bus_message_read(m, "t", &t);
-	t_emit = t;
-	return 0;
-}
-
-static char buf[1 << 20];
-static size_t len;
-
-static void read_lines(int fd, uint64_t t) {
-	ssize_t n = recv(fd, buf + len, sizeof buf - len - 1, MSG_DONTWAIT);
-	if (n == 0) { fprintf(stderr, "qsd closed\n"); exit(1); }
-	if (n < 0) return;
-	len += (size_t)n;
-	buf[len] = 0;
-	char *start = buf, *nl;
-	while ((nl = strchr(start, '\n'))) {
-		*nl = 0;
-		char *v = strstr(start, "\"tree.changed\"") ? strstr(start, "\"value\":") : NULL;
-		if (v && atoi(v + 8) == expected && !t_qsd) t_qsd = t;
-		start = nl + 1;
-	}
-	len -= (size_t)(start - buf);
-	memmove(buf, start, len);
-}
-
-int main(int argc, char **argv) {
-	if (argc != 5) { fprintf(stderr, "usage: listener SOCKET DEVICE_PATH TREE_PATH COUNT\n"); return 2; }
-	const char *sock = argv[1], *dev = argv[2], *path = argv[3];
-	int count = atoi(argv[4]);
-	sd_bus *bus;
-	if (sd_bus_open_system(&bus) < 0) { fprintf(stderr, "no bus\n"); return 1; }
-	char rule[512];
-	snprintf(rule, sizeof rule, "type='signal',sender='org.bluez',"
-	         "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='%s'", dev);
-	if (sd_bus_add_match(bus, NULL, rule, on_signal, NULL) < 0) { fprintf(stderr, "match failed\n"); return 1; }
-
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strncpy(sa.sun_path, sock, sizeof sa.sun_path - 1);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("connect"); return 1; }
-	char req[1024];
-	int n = snprintf(req, sizeof req, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tree.subscribe\",\"params\":{\"paths\":[\"%s\"]}}\n", path);
-	if (write(fd, req, (size_t)n) != n) return 1;
-
-	for (int i = 0; i < count; ++i) {
-		expected = -30 - (i % 60);
-		t_bus = t_qsd = t_emit = 0;
-		if (sd_bus_call_method_async(bus, NULL, "org.bluez", dev, "org.qsd.Test", "BenchRssi", on_reply, NULL, "n",
-		                             (int16_t)expected) < 0) return 1;
-		uint64_t deadline = now_ns() + 2000000000u;
-		while (!(t_bus && t_qsd && t_emit)) {
-			while (sd_bus_process(bus, NULL) > 0) {}
-			if (t_bus && t_qsd && t_emit) break;
-			struct pollfd p[2] = {{.fd = sd_bus_get_fd(bus), .events = (short)sd_bus_get_events(bus)}, {.fd = fd, .events = POLLIN}};
-			uint64_t now = now_ns();
-			if (now > deadline) break;
-			poll(p, 2, (int)((deadline - now) / 1000000u) + 1);
-			if (p[1].revents & POLLIN) read_lines(fd, now_ns());
-		}
-		if (t_bus && t_qsd && t_emit) printf("%llu %llu %llu\n", (unsigned long long)t_emit, (unsigned long long)t_bus,
-		                                     (unsigned long long)t_qsd);
-		else printf("miss\n");
-		fflush(stdout);
-		usleep(2000);
-	}
-	return 0;
-}
-"""
 
 EMIT = """
 import time
@@ -193,12 +79,7 @@ def latency(samples, warmup):
     qsdtest.QSD = callgrind.wrap(qsdtest.QSD, env.dir)
     try:
         env.env["QSD_RFKILL"] = os.path.join(env.dir, "no-rfkill")
-        exe = os.path.join(env.dir, "bt-listener")
-        with open(exe + ".c", "w") as f:
-            f.write(LISTENER_C)
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libsystemd"], check=True, capture_output=True,
-                               text=True).stdout.split()
-        subprocess.run(["cc", "-O2", "-o", exe, exe + ".c", *flags], check=True)
+        exe = listener.executable(env.dir)
         bz = Bluez(env, ["hci0"])
         dev = bz.add_device()
         bz.control(dev).AddMethod("org.qsd.Test", "BenchRssi", "n", "t", EMIT)
@@ -209,15 +90,13 @@ def latency(samples, warmup):
         c.wait_value(sub, path, -79)
         c.close()
         callgrind.start(env.daemon.pid)
-        out = subprocess.run([exe, env.socket, dev, path, str(samples + warmup)], check=True, capture_output=True,
-                             text=True, env=env.env, timeout=1800).stdout.split("\n")
+        args = ["--system", "--match", "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',"
+                f"member='PropertiesChanged',path='{dev}'", "--property", "RSSI:n", "--tree-scale", "1",
+                "--call", "org.bluez", dev, "org.qsd.Test", "BenchRssi", "n", "--values", "-30:-1:60", env.socket, path]
+        bus, qsd, misses = listener.run(exe, args, samples + warmup, warmup, env.env)
         callgrind.stop(env.daemon.pid, env.dir, samples + warmup)
-        rows = [line.split() for line in out if line and line != "miss"][warmup:]
-        misses = sum(1 for line in out if line == "miss")
-        bus = [(int(b) - int(e)) / 1000 for e, b, q in rows]
-        qsd = [(int(q) - int(e)) / 1000 for e, b, q in rows]
         b50, b99, q50, q99 = pct(bus, 50), pct(bus, 99), pct(qsd, 50), pct(qsd, 99)
-        print(f"# Latency, a device's RSSI PropertiesChanged -> receiver ({len(rows)} samples, {misses} missed)")
+        print(f"# Latency, a device's RSSI PropertiesChanged -> receiver ({len(qsd)} samples, {misses} missed)")
         print(f"  plain sd-bus listener : p50 {b50:8.1f} us   p99 {b99:8.1f} us   mean {statistics.mean(bus):.1f} us")
         print(f"  qsd tree.changed line : p50 {q50:8.1f} us   p99 {q99:8.1f} us   mean {statistics.mean(qsd):.1f} us")
         print(f"  ratio qsd / sd-bus    : p50 {q50 / b50:.2f}x (target <= 1.2x)   p99 {q99 / b99:.2f}x (target <= 1.5x)")

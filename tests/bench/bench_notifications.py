@@ -5,7 +5,7 @@ applications: qsd shows at most 100 from one): qsd's CPU time, RSS after, and th
 size once they are in history; (3) idle wakeups with 20
 notifications shown whose timeouts are an hour away, and with 20 that expire one after the other.
 
-(1) One small C program (built here against libsystemd) is both the application and a shell: it
+(1) One small C program (tests/bench/listener.c --notify) is both the application and a shell: it
 calls Notify on the private session bus (sd-bus, asynchronously) and is subscribed to
 /notifications/items on qsd's socket; it timestamps, from just before the call is sent, the
 Notify reply and the tree.changed line that adds the notification (its summary is unique). qsd
@@ -24,7 +24,6 @@ Usage: bench_notifications.py [SAMPLES]   (default 1000; 100 with QSD_BENCH_QUIC
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +34,7 @@ os.environ.setdefault("QSD_BIN", os.path.join(HERE, "..", "..", "build", "daemon
 
 import notifyutil  # noqa: E402
 import callgrind  # noqa: E402
+import listener  # noqa: E402
 import qsdtest  # noqa: E402
 from qsdtest import Env, wait_until  # noqa: E402
 
@@ -44,108 +44,6 @@ qsdtest.QSD = os.environ["QSD_BIN"]
 def pct(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
-
-LATENCY_C = r"""
-#include <systemd/sd-bus.h>
-#include <poll.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
-#include <unistd.h>
-
-static uint64_t now_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t t_reply, t_tree;
-static uint32_t id;
-static char want[64];
-
-static int on_reply(sd_bus_message *m, void *ud, sd_bus_error *e) {
-	(void)ud; (void)e;
-	t_reply = now_ns();
-	if (sd_bus_message_is_method_error(m, NULL) || sd_bus_message_read(m, "u", &id) < 0) { fprintf(stderr, "Notify failed\n"); exit(1); }
-	return 0;
-}
-
-static char buf[1 << 20];
-static size_t len;
-
-static void read_lines(int fd) {
-	ssize_t n = recv(fd, buf + len, sizeof buf - len - 1, MSG_DONTWAIT);
-	uint64_t t = now_ns();
-	if (n == 0) { fprintf(stderr, "qsd closed\n"); exit(1); }
-	if (n < 0) return;
-	len += (size_t)n;
-	buf[len] = 0;
-	char *start = buf, *nl;
-	while ((nl = strchr(start, '\n'))) {
-		*nl = 0;
-		if (!t_tree && want[0] && strstr(start, "\"tree.changed\"") && strstr(start, want)) t_tree = t;
-		start = nl + 1;
-	}
-	len -= (size_t)(start - buf);
-	memmove(buf, start, len);
-}
-
-int main(int argc, char **argv) {
-	if (argc != 3) { fprintf(stderr, "usage: latency SOCKET COUNT\n"); return 2; }
-	int count = atoi(argv[2]);
-	sd_bus *bus;
-	if (sd_bus_open_user(&bus) < 0) { fprintf(stderr, "no bus\n"); return 1; }
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strncpy(sa.sun_path, argv[1], sizeof sa.sun_path - 1);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("connect"); return 1; }
-	const char *req = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tree.subscribe\",\"params\":{\"paths\":[\"/notifications/items\"]}}\n";
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) return 1;
-	for (int i = 0; i < count; ++i) {
-		char summary[48];
-		snprintf(summary, sizeof summary, "bench %d", i);
-		snprintf(want, sizeof want, "\"%s\"", summary);
-		t_reply = t_tree = 0;
-		uint64_t t0 = now_ns();
-		if (sd_bus_call_method_async(bus, NULL, "org.freedesktop.Notifications", "/org/freedesktop/Notifications",
-		                             "org.freedesktop.Notifications", "Notify", on_reply, NULL, "susssasa{sv}i", "bench",
-		                             0, "", summary, "", 0, 0, 0) < 0) return 1;
-		uint64_t deadline = t0 + 5000000000u;
-		while (!(t_reply && t_tree)) {
-			while (sd_bus_process(bus, NULL) > 0) {}
-			if (t_reply && t_tree) break;
-			struct pollfd p[2] = {{.fd = sd_bus_get_fd(bus), .events = (short)sd_bus_get_events(bus)}, {.fd = fd, .events = POLLIN}};
-			uint64_t now = now_ns();
-			if (now > deadline) break;
-			poll(p, 2, (int)((deadline - now) / 1000000u) + 1);
-			if (p[1].revents & POLLIN) read_lines(fd);
-		}
-		if (t_reply && t_tree) printf("%llu %llu\n", (unsigned long long)(t_reply - t0), (unsigned long long)(t_tree - t0));
-		else printf("miss\n");
-		fflush(stdout);
-		/* Closed before the next sample, so the set shown stays small. */
-		sd_bus_call_method(bus, "org.freedesktop.Notifications", "/org/freedesktop/Notifications",
-		                   "org.freedesktop.Notifications", "CloseNotification", NULL, NULL, "u", id);
-		usleep(2000);
-	}
-	return 0;
-}
-"""
-
-
-def build(env, name, source):
-    exe = os.path.join(env.dir, name)
-    with open(exe + ".c", "w") as f:
-        f.write(source)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libsystemd"], check=True, capture_output=True,
-                           text=True).stdout.split()
-    subprocess.run(["cc", "-O2", "-o", exe, exe + ".c", *flags], check=True)
-    return exe
 
 
 def proc_status(pid, *fields):
@@ -183,17 +81,13 @@ def latency(samples):
     try:
         qsdtest.QSD = callgrind.wrap(qsdtest.QSD, e.dir)
         notifyutil.start(e, debug_api=False)
-        exe = build(e, "notify-latency", LATENCY_C)
+        exe = listener.executable(e.dir)
         warmup = max(10, samples // 20)
         callgrind.start(e.daemon.pid)
-        out = subprocess.run([exe, e.socket, str(samples + warmup)], check=True, capture_output=True, text=True,
-                             env=e.env, timeout=1800).stdout.split("\n")
+        reply, tree, misses = listener.run(exe, ["--notify", "--timeout", "5", e.socket, "/notifications/items"],
+                                           samples + warmup, warmup, e.env)
         callgrind.stop(e.daemon.pid, e.dir, samples + warmup, "notification")
-        rows = [line.split() for line in out if line and line != "miss"][warmup:]
-        misses = sum(1 for line in out if line == "miss")
-        reply = [int(r[0]) / 1000 for r in rows]
-        tree = [int(r[1]) / 1000 for r in rows]
-        print(f"(1) Notify -> reply at the caller vs Notify -> tree.changed at a subscriber, {len(rows)} samples"
+        print(f"(1) Notify -> reply at the caller vs Notify -> tree.changed at a subscriber, {len(tree)} samples"
               f" ({misses} missed), µs")
         print(f"    {'':28} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}")
         for name, v in (("reply at the caller", reply), ("tree.changed at subscriber", tree)):

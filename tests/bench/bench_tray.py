@@ -4,7 +4,7 @@
 
 (1) A test item (tests/integration/tray_item.py) changes its icon and emits NewIcon in its
 BenchIcon method, which returns CLOCK_MONOTONIC read just before the emission. One small C
-program (built here against libsystemd) is both a qsd subscriber (to the item's `icon` field,
+program (tests/bench/listener.c) is both a qsd subscriber (to the item's `icon` field,
 timestamping the tree.changed line) and, for comparison, a plain sd-bus host doing what any host
 must after NewIcon: it catches the signal and re-reads IconName, IconPixmap and IconThemePath
 with three asynchronous Gets, timestamping the last answer. qsd does the same three Gets (the
@@ -23,7 +23,6 @@ Usage: bench_tray.py [SAMPLES]   (default 500; 50 with QSD_BENCH_QUICK=1 or --qu
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,138 +32,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 os.environ.setdefault("QSD_BIN", os.path.join(HERE, "..", "..", "build", "daemon", "qsd"))
 
 import callgrind  # noqa: E402
+import listener  # noqa: E402
 import qsdtest  # noqa: E402
 from benchstat import percentile  # noqa: E402
 import trayutil  # noqa: E402
 from qsdtest import Env  # noqa: E402
 
 qsdtest.QSD = os.environ["QSD_BIN"]
-
-
-LISTENER_C = r"""
-#include <systemd/sd-bus.h>
-#include <poll.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
-#include <unistd.h>
-
-static uint64_t now_ns(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static const char *dest, *path;
-static int pending;
-static uint64_t t_bus, t_qsd, t_emit;
-
-static int on_get(sd_bus_message *m, void *ud, sd_bus_error *e) {
-	(void)m; (void)ud; (void)e;
-	if (--pending == 0) t_bus = now_ns();
-	return 0;
-}
-
-static int host_mode;
-
-static int on_signal(sd_bus_message *m, void *ud, sd_bus_error *e) {
-	(void)e;
-	sd_bus *bus = ud;
-	const char *props[] = {"IconName", "IconPixmap", "IconThemePath"};
-	if (!host_mode || t_bus || pending) return 0;
-	pending = 3;
-	for (int i = 0; i < 3; ++i)
-		sd_bus_call_method_async(bus, NULL, sd_bus_message_get_sender(m), path, "org.freedesktop.DBus.Properties", "Get",
-		                         on_get, NULL, "ss", "org.kde.StatusNotifierItem", props[i]);
-	return 0;
-}
-
-static int on_reply(sd_bus_message *m, void *ud, sd_bus_error *e) {
-	(void)ud; (void)e;
-	uint64_t t = 0;
-	if (sd_bus_message_is_method_error(m, NULL)) { fprintf(stderr, "BenchIcon failed\n"); exit(1); }
-	sd_bus_message_read(m, "t", &t);
-	t_emit = t;
-	return 0;
-}
-
-static char buf[1 << 20];
-static size_t len;
-
-static void read_lines(int fd) {
-	ssize_t n = recv(fd, buf + len, sizeof buf - len - 1, MSG_DONTWAIT);
-	uint64_t t = now_ns();
-	if (n == 0) { fprintf(stderr, "qsd closed\n"); exit(1); }
-	if (n < 0) return;
-	len += (size_t)n;
-	buf[len] = 0;
-	char *start = buf, *nl;
-	while ((nl = strchr(start, '\n'))) {
-		*nl = 0;
-		if (strstr(start, "\"tree.changed\"") && !t_qsd) t_qsd = t;
-		start = nl + 1;
-	}
-	len -= (size_t)(start - buf);
-	memmove(buf, start, len);
-}
-
-int main(int argc, char **argv) {
-	if (argc != 6) { fprintf(stderr, "usage: listener SOCKET SERVICE ITEM_PATH TREE_PATH COUNT\n"); return 2; }
-	const char *sock = argv[1], *tree = argv[4];
-	dest = argv[2]; path = argv[3];
-	int count = atoi(argv[5]);
-	sd_bus *bus;
-	if (sd_bus_open_user(&bus) < 0) { fprintf(stderr, "no bus\n"); return 1; }
-	char rule[512];
-	snprintf(rule, sizeof rule, "type='signal',interface='org.kde.StatusNotifierItem',member='NewIcon',path='%s'", path);
-	if (sd_bus_add_match(bus, NULL, rule, on_signal, bus) < 0) { fprintf(stderr, "match failed\n"); return 1; }
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	strncpy(sa.sun_path, sock, sizeof sa.sun_path - 1);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("connect"); return 1; }
-	char req[1024];
-	int n = snprintf(req, sizeof req, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tree.subscribe\",\"params\":{\"paths\":[\"%s\"]}}\n", tree);
-	if (write(fd, req, (size_t)n) != n) return 1;
-	for (int i = 0; i < count; ++i) {
-		t_bus = t_qsd = t_emit = 0;
-		pending = 0;
-		host_mode = i % 2 == 0;
-		if (sd_bus_call_method_async(bus, NULL, dest, path, "org.qsdtest.Control", "BenchIcon", on_reply, NULL, "u",
-		                             (uint32_t)i) < 0) return 1;
-		uint64_t deadline = now_ns() + 5000000000u;
-		while (!((t_bus || !host_mode) && t_qsd && t_emit)) {
-			while (sd_bus_process(bus, NULL) > 0) {}
-			if ((t_bus || !host_mode) && t_qsd && t_emit) break;
-			struct pollfd p[2] = {{.fd = sd_bus_get_fd(bus), .events = (short)sd_bus_get_events(bus)}, {.fd = fd, .events = POLLIN}};
-			uint64_t now = now_ns();
-			if (now > deadline) break;
-			poll(p, 2, (int)((deadline - now) / 1000000u) + 1);
-			if (p[1].revents & POLLIN) read_lines(fd);
-		}
-		if ((t_bus || !host_mode) && t_qsd && t_emit)
-			printf("%s %llu %llu\n", host_mode ? "bus" : "qsd", (unsigned long long)t_emit,
-			       (unsigned long long)(host_mode ? t_bus : t_qsd));
-		else printf("miss\n");
-		fflush(stdout);
-		usleep(2000);
-	}
-	return 0;
-}
-"""
-
-
-def build_listener(env):
-    exe = os.path.join(env.dir, "tray-listener")
-    with open(exe + ".c", "w") as f:
-        f.write(LISTENER_C)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libsystemd"], check=True, capture_output=True,
-                           text=True).stdout.split()
-    subprocess.run(["cc", "-O2", "-o", exe, exe + ".c", *flags], check=True)
-    return exe
 
 
 def rss_kib(pid):
@@ -193,13 +67,13 @@ def latency(env, exe, kind, samples, warmup):
     c.close()
     tree = "/tray/items/" + key.replace("~", "~0").replace("/", "~1") + "/icon"
     callgrind.start(env.daemon.pid)
-    out = subprocess.run([exe, env.socket, name, "/StatusNotifierItem", tree, str(2 * samples + warmup)], check=True,
-                         capture_output=True, text=True, env=env.env, timeout=1800).stdout.split("\n")
+    # The plain host is timed on even samples, qsd alone on odd ones.
+    args = ["--match", "type='signal',interface='org.kde.StatusNotifierItem',member='NewIcon',path='/StatusNotifierItem'",
+            "--host-get", "org.kde.StatusNotifierItem:IconName,IconPixmap,IconThemePath",
+            "--call", name, "/StatusNotifierItem", "org.qsdtest.Control", "BenchIcon", "u", "--timeout", "5",
+            env.socket, tree]
+    bus, qsd, missed = listener.run(exe, args, 2 * samples + warmup, warmup, env.env)
     callgrind.stop(env.daemon.pid, env.dir, 2 * samples + warmup)
-    rows = [line.split() for line in out if line and line != "miss"][warmup:]
-    missed = sum(1 for line in out if line == "miss")
-    bus = [(int(t) - int(e)) / 1000 for k, e, t in rows if k == "bus"]
-    qsd = [(int(t) - int(e)) / 1000 for k, e, t in rows if k == "qsd"]
     return bus, qsd, missed
 
 
@@ -252,7 +126,7 @@ def main():
         sub = c.subscribe(["/tray"])
         c.wait_value(sub, "/tray/available", True)
         c.close()
-        exe = build_listener(env)
+        exe = listener.executable(env.dir)
         print(f"Tray latency, item NewIcon -> the new icon, {samples} samples each")
         for kind in ("name", "pixmap"):
             bus, qsd, missed = latency(env, exe, kind, samples, warmup)

@@ -20,8 +20,8 @@ time is the mock's answer; qsctl never reaches UPower. That is the point of the 
 reason to read the figures as "what a status bar pays per poll", not as a D-Bus benchmark.
 
 Then the latency of a change: the display device's Percentage PropertiesChanged -> the
-tree.changed line at a qsd subscriber, against a plain sd-bus listener of the same signal (the
-NetworkManager benchmark's listener; target: p50 <= 1.2x, p99 <= 1.5x). QSD_BENCH_CALLGRIND=1
+tree.changed line at a qsd subscriber, against a plain sd-bus listener of the same signal (one
+C program, tests/bench/listener.c, is both; target: p50 <= 1.2x, p99 <= 1.5x). QSD_BENCH_CALLGRIND=1
 prints qsd's instructions per signal instead of meaningful times (tests/bench/callgrind.py).
 
 Usage: bench_upower.py [RUNS]   (default 200, 10 with QSD_BENCH_QUICK=1; QSD_BIN and QSCTL_BIN select the binaries,
@@ -42,8 +42,8 @@ BUILD = os.path.join(HERE, "..", "..", "build")
 os.environ.setdefault("QSD_BIN", os.path.join(BUILD, "daemon", "qsd"))
 os.environ.setdefault("QSCTL_BIN", os.path.join(BUILD, "cli", "qsctl"))
 
-import bench_nm_latency  # noqa: E402
 import callgrind  # noqa: E402
+import listener  # noqa: E402
 import qsdtest  # noqa: E402
 from benchstat import percentile  # noqa: E402
 from qsdtest import Env  # noqa: E402
@@ -71,24 +71,6 @@ def run_once(argv, env):
     return (t1 - t0) / 1e6
 
 
-# The NetworkManager benchmark's listener, for the display device's Percentage: one C program is
-# both a plain sd-bus listener (a match on the device's PropertiesChanged) and a qsd subscriber of
-# /power/displayDevice/percentage; the mock stamps CLOCK_MONOTONIC, then emits.
-def _listener_source():
-    s = bench_nm_latency.LISTENER_C
-    for old, new in (
-            ('"Strength"', '"Percentage"'),
-            ('uint8_t v;\n\t\t\tif (sd_bus_message_read(m, "v", "y", &v) >= 0 && v == expected',
-             'double v;\n\t\t\tif (sd_bus_message_read(m, "v", "d", &v) >= 0 && lround(v) == expected'),
-            ("sender='org.freedesktop.NetworkManager'", "sender='org.freedesktop.UPower'"),
-            ('"org.freedesktop.NetworkManager", ap, "org.freedesktop.DBus.Mock",', '"org.freedesktop.UPower", ap, "org.freedesktop.DBus.Mock",'),
-            ('"BenchStrength", on_reply, NULL, "y", (uint8_t)expected)', '"BenchPercentage", on_reply, NULL, "d", (double)expected)')):
-        if old not in s:
-            raise RuntimeError(f"the NetworkManager listener changed: {old!r} not found")
-        s = s.replace(old, new)
-    return s
-
-
 EMIT = """
 import time
 t = time.monotonic_ns()
@@ -103,12 +85,7 @@ def latency(samples, warmup):
     e = Env(buses=True)
     qsdtest.QSD = callgrind.wrap(qsdtest.QSD)
     try:
-        exe = os.path.join(e.dir, "upower-listener")
-        with open(exe + ".c", "w") as f:
-            f.write(_listener_source())
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libsystemd"], check=True, capture_output=True,
-                               text=True).stdout.split()
-        subprocess.run(["cc", "-O2", "-o", exe, exe + ".c", *flags, "-lm"], check=True)
+        exe = listener.executable(e.dir)
         e.start_mock("upower", {"OnBattery": True}, name=UP)
         e.gdbus("-d", UP, "-o", "/org/freedesktop/UPower", "-m", "org.freedesktop.DBus.Mock.SetupDisplayDevice",
                 "2", "2", "73.5", "36.7", "50.0", "9.8", "7200", "0", "true", "battery-good-symbolic", "1")
@@ -121,15 +98,16 @@ def latency(samples, warmup):
         c.wait_value(sub, path, 0.735)
         c.close()
         callgrind.start(e.daemon.pid)
-        out = subprocess.run([exe, e.socket, DISPLAY, path, str(samples + warmup)], check=True, capture_output=True,
-                             text=True, env=e.env, timeout=1800).stdout.split("\n")
+        # A plain sd-bus listener of the device's PropertiesChanged and a qsd subscriber of its
+        # percentage; the mock stamps CLOCK_MONOTONIC, then emits.
+        args = ["--system", "--match", f"type='signal',sender='{UP}',interface='org.freedesktop.DBus.Properties',"
+                f"member='PropertiesChanged',path='{DISPLAY}'", "--property", "Percentage:d", "--tree-scale", "100",
+                "--call", UP, DISPLAY, "org.freedesktop.DBus.Mock", "BenchPercentage", "d", "--values", "10:1:80",
+                e.socket, path]
+        bus, qsd, misses = listener.run(exe, args, samples + warmup, warmup, e.env)
         callgrind.stop(e.daemon.pid, e.dir, samples + warmup)
-        rows = [line.split() for line in out if line and line != "miss"][warmup:]
-        misses = sum(1 for line in out if line == "miss")
-        bus = [(int(b) - int(t)) / 1000 for t, b, q in rows]
-        qsd = [(int(q) - int(t)) / 1000 for t, b, q in rows]
         b50, b99, q50, q99 = percentile(bus, 50), percentile(bus, 99), percentile(qsd, 50), percentile(qsd, 99)
-        print(f"UPower latency, display device Percentage PropertiesChanged -> receiver ({len(rows)} samples, "
+        print(f"UPower latency, display device Percentage PropertiesChanged -> receiver ({len(qsd)} samples, "
               f"{misses} missed)")
         print(f"  plain sd-bus listener : p50 {b50:8.1f} us   p99 {b99:8.1f} us")
         print(f"  qsd tree.changed line : p50 {q50:8.1f} us   p99 {q99:8.1f} us")
