@@ -5,6 +5,7 @@
 #ifdef QSD_BLUETOOTH_BACKEND
 
 #include "backends/bluetooth/mapping.hpp"
+#include "helpers.hpp"
 
 #include <qsd/protocol/api.hpp>
 
@@ -17,18 +18,10 @@ using namespace qsd;
 using namespace qsd::bluetooth;
 using json = nlohmann::json;
 
+using qsd::testing::props;
+using qsd::testing::schemaEnum;
+
 namespace {
-
-dbus::Properties props(std::initializer_list<std::pair<const std::string, sdbus::Variant>> list) {
-	dbus::Properties out;
-	for (const auto& [k, v]: list) out.emplace(k, dbus::Value(v));
-	return out;
-}
-
-std::set<std::string> schemaEnum(const char* name) {
-	const auto& e = api::openrpc()["components"]["schemas"][name]["enum"];
-	return std::set<std::string>(e.begin(), e.end());
-}
 
 std::set<std::string> schemaRequired(const char* name) {
 	const auto& r = api::openrpc()["components"]["schemas"][name]["required"];

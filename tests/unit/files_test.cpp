@@ -3,6 +3,7 @@
 // writeFileAtomically: replacing a file so that a reader never sees half of it.
 
 #include "files.hpp"
+#include "helpers.hpp"
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -20,25 +21,7 @@ using namespace qsd;
 using qsd::testing::TempDir;
 namespace fs = std::filesystem;
 
-namespace {
-
-// Runs `check` in a child process: true when it returns true within 30 s (a regression that
-// blocks must fail the test, not hang it).
-template <class F>
-bool finishes(F check) {
-	pid_t pid = ::fork();
-	if (pid == 0) ::_exit(check() ? 0 : 1);
-	for (int i = 0; i < 3000; ++i) {
-		int status = 0;
-		if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-		::usleep(10000);
-	}
-	::kill(pid, SIGKILL);
-	::waitpid(pid, nullptr, 0);
-	return false;
-}
-
-} // namespace
+using qsd::testing::finishes;
 
 TEST(ReadFile, ReadsARegularFileWithinItsLimit) {
 	TempDir d;

@@ -5,6 +5,7 @@
 #ifdef QSD_MPRIS_BACKEND
 
 #include "backends/mpris/icons.hpp"
+#include "helpers.hpp"
 #include "backends/mpris/mapping.hpp"
 #include "temp_dir.hpp"
 
@@ -25,14 +26,11 @@ using namespace qsd::mpris;
 using qsd::testing::TempDir;
 using json = nlohmann::json;
 
+using qsd::testing::schemaEnum;
+
 namespace {
 
 using Entries = std::map<std::string, sdbus::Variant>;
-
-std::set<std::string> schemaEnum(const char* name) {
-	const auto& e = api::openrpc()["components"]["schemas"][name]["enum"];
-	return std::set<std::string>(e.begin(), e.end());
-}
 
 Metadata map(Entries entries) {
 	dbus::Value v{sdbus::Variant(entries)};

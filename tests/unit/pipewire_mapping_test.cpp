@@ -6,6 +6,7 @@
 #ifdef QSD_HAVE_PIPEWIRE_BACKEND
 
 #include "backends/pipewire/mapping.hpp"
+#include "helpers.hpp"
 
 #include <qsd/protocol/api.hpp>
 
@@ -20,15 +21,7 @@
 using namespace qsd;
 using namespace qsd::pipewire;
 
-namespace {
-
-std::set<std::string> schemaEnum(const char* name) {
-	const auto& s = api::openrpc()["components"]["schemas"][name];
-	const auto& e = s.contains("enum") ? s["enum"] : s["anyOf"][0]["enum"];
-	return std::set<std::string>(e.begin(), e.end());
-}
-
-} // namespace
+using qsd::testing::schemaEnum;
 
 TEST(PipewireVolume, IsTheCubeRootOfTheLinearVolumeAsWpctlShowsIt) {
 	// wpctl set-volume 0.35 stores 0.042875 (testenv.md); pactl 80 % stores 0.512.

@@ -7,6 +7,7 @@
 #ifdef QSD_TRAY_BACKEND
 
 #include "backends/tray/icon_theme.hpp"
+#include "helpers.hpp"
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,8 @@
 using namespace qsd::tray;
 using qsd::testing::TempDir;
 namespace fs = std::filesystem;
+
+using qsd::testing::finishes;
 
 namespace {
 
@@ -91,22 +94,6 @@ struct Fixture {
 	}
 	std::string p(const char* rel) { return (t.path / rel).string(); }
 };
-
-// Runs `check` in a child process: true when it returns true within 30 s (a regression that
-// blocks must fail the test, not hang it).
-template <class F>
-bool finishes(F check) {
-	pid_t pid = ::fork();
-	if (pid == 0) ::_exit(check() ? 0 : 1);
-	for (int i = 0; i < 3000; ++i) {
-		int status = 0;
-		if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-		::usleep(10000);
-	}
-	::kill(pid, SIGKILL);
-	::waitpid(pid, nullptr, 0);
-	return false;
-}
 
 } // namespace
 

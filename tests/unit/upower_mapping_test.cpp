@@ -2,6 +2,7 @@
 // numbering of UPower's up-types.h and power-profiles-daemon's strings.
 
 #include "backends/upower/mapping.hpp"
+#include "helpers.hpp"
 
 #include <qsd/protocol/api.hpp>
 
@@ -15,21 +16,8 @@ using namespace qsd;
 using namespace qsd::upower;
 using json = nlohmann::json;
 
-namespace {
-
-dbus::Properties props(std::initializer_list<std::pair<const std::string, sdbus::Variant>> list) {
-	dbus::Properties out;
-	for (const auto& [k, v]: list) out.emplace(k, dbus::Value(v));
-	return out;
-}
-
-// The enum values a schema of protocol/api/power.json lists.
-std::set<std::string> schemaEnum(const char* name) {
-	const auto& e = api::openrpc()["components"]["schemas"][name]["enum"];
-	return std::set<std::string>(e.begin(), e.end());
-}
-
-} // namespace
+using qsd::testing::props;
+using qsd::testing::schemaEnum;
 
 TEST(UpowerMapping, DeviceTypes) {
 	const char* expected[] = {"unknown",  "linePower",  "battery",    "ups",        "monitor",       "mouse",
