@@ -206,10 +206,12 @@ void Tree::setCoalescing(Coalescing coalescing) {
 }
 
 void Tree::flushSoon() {
-	defer_.setEnabled(SD_EVENT_OFF);
 	fresh_ = false;
 	bool urgent = std::exchange(urgent_, false);
+	// Runs after every dispatch: most wrote nothing, and then the defer source is off already
+	// (only a write outside a dispatch turns it on).
 	if (dirty_.empty()) return;
+	defer_.setEnabled(SD_EVENT_OFF);
 	if (urgent || clock_() >= holdUntilUs_) {
 		flush();
 		return;
