@@ -60,6 +60,7 @@ class PipeWire:
         self.wp = None
         self.pulse = None
         self.logs = {}   # program -> its log's name in env.dir
+        self.hangs = []   # readiness probes that did not finish, with the daemons' states
         self.tone = os.path.join(env.dir, "tone.wav")
         self.start(wireplumber=wireplumber, pulse=pulse)
 
@@ -67,42 +68,84 @@ class PipeWire:
 
     def start(self, wireplumber=True, pulse=False):
         self.pw = self.spawn("pipewire")
-        self.ready(self.pw, "pipewire", lambda: self.run(["pw-cli", "info", "0"], check=False).returncode == 0,
+        self.ready(self.pw, "pipewire", lambda: self.probe(["pw-cli", "info", "0"]).returncode == 0,
                    "PipeWire answering")
         if wireplumber:
             self.start_wireplumber()
         if pulse:
             self.pulse = self.spawn("pipewire-pulse")
-            self.ready(self.pulse, "pipewire-pulse", lambda: self.run(["pactl", "info"], check=False).returncode == 0,
+            self.ready(self.pulse, "pipewire-pulse", lambda: self.probe(["pactl", "info"]).returncode == 0,
                        "pipewire-pulse answering pactl")
 
     def start_wireplumber(self):
         self.wp = self.spawn("wireplumber")
         # Ready when it created the "default" metadata.
         self.ready(self.wp, "wireplumber",
-                   lambda: 'Found "default"' in self.run(["pw-metadata", "-n", "default", "0"], check=False).stdout,
+                   lambda: 'Found "default"' in self.probe(["pw-metadata", "-n", "default", "0"]).stdout,
                    "WirePlumber's default metadata")
 
     def spawn(self, program):
         self.logs[program] = f"{program}-{len(self.env.procs)}"
         return self.env.spawn([program], self.logs[program], env=self.penv)
 
-    def ready(self, proc, program, predicate, what, timeout=40):
-        """Waits for a daemon to answer; if it does not, the error carries its exit status and
-        the end of its log (a daemon that failed to start says why there)."""
+    def probe(self, args, timeout=5):
+        """Runs a readiness probe. A probe that does not finish is "not ready yet", not an error:
+        pw-metadata binding WirePlumber's "default" metadata is held by PipeWire (the binding
+        client is marked busy) until WirePlumber answers a ping, so it hangs for as long as
+        WirePlumber's loop does not run. Each hang is written down with what the daemons were
+        doing (their kernel wait channels) for ready()'s error."""
         try:
-            wait_until(lambda: predicate() or proc.poll() is not None, timeout, what=what)
+            return self.run(args, check=False, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            states = []
+            for name, proc in (("pipewire", self.pw), ("wireplumber", self.wp)):
+                if proc is not None and proc.poll() is None:
+                    states.append(f"{name} {self.state(proc.pid)}")
+            self.hangs.append(f"{' '.join(args)} did not finish in {timeout} s ({'; '.join(states)})")
+            return subprocess.CompletedProcess(args, -1, "", "")
+
+    @staticmethod
+    def state(pid):
+        """Each thread's state and kernel wait channel: where a stuck daemon waits."""
+        out = []
+        try:
+            for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                        stat = f.read().rsplit(")", 1)[1].split()[0]
+                    with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                        wchan = f.read().strip() or "-"
+                    with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                        comm = f.read().strip()
+                    out.append(f"{comm}:{stat}:{wchan}")
+                except OSError:
+                    pass
+        except OSError as e:
+            return f"(unreadable: {e})"
+        return " ".join(out)
+
+    def ready(self, proc, program, predicate, what, timeout=40):
+        """Waits for a daemon to answer; if it does not, the error carries its exit status, the
+        probes that hung, and the end of its log (a daemon that failed to start says why
+        there)."""
+        try:
+            # A daemon that answered once is ready: asking again could only add a hang.
+            def check():
+                if proc.poll() is not None:
+                    return "exited"
+                return "ready" if predicate() else None
+            if wait_until(check, timeout, what=what) == "ready":
+                return
         except TimeoutError:
             pass
-        if proc.poll() is None and predicate():
-            return
         try:
             with open(os.path.join(self.env.dir, self.logs[program] + ".log")) as f:
                 log = f.read()[-3000:]
         except OSError as e:
             log = f"(no log: {e})"
         state = "still running" if proc.poll() is None else f"exited with {proc.returncode}"
-        raise TimeoutError(f"timed out waiting for {what}: {program} {state}; its log ends with:\n{log}")
+        hangs = "".join(f"\n  probe hung: {h}" for h in self.hangs[-5:])
+        raise TimeoutError(f"timed out waiting for {what}: {program} {state}{hangs}; its log ends with:\n{log}")
 
     def kill(self, proc, sig=signal.SIGKILL):
         if proc is not None and proc.poll() is None:
