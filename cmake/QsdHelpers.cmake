@@ -25,6 +25,7 @@ function(qsd_feature_summary)
       message(STATUS "  ${opt}: OFF")
     endif()
   endforeach()
+  message(STATUS "  DEBUG_INFO: ${DEBUG_INFO}")
   message(STATUS "")
 endfunction()
 
