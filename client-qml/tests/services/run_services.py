@@ -272,10 +272,16 @@ def main():
     try:
         run_env = dict(env.env)
         backends = []
-        for backend, service in SERVICES.items():
-            if backend in available:
-                run_env.update(service(env))
-                backends.append(backend)
+        try:
+            for backend, service in SERVICES.items():
+                if backend in available:
+                    run_env.update(service(env))
+                    backends.append(backend)
+        except Exception:
+            # A service that did not come up: its log says why (the traceback only says what
+            # was waited for).
+            print_logs(env)
+            raise
         run_env.update(
             QT_QPA_PLATFORM="offscreen",
             QSD_QML_BACKENDS=",".join(backends),
@@ -291,13 +297,18 @@ def main():
             cmd += [arg for b in backends for flag in MENUS.get(b, []) for arg in flag]
         result = subprocess.run(cmd, env=run_env, timeout=600)
         if result.returncode != 0:
-            for name in sorted(os.listdir(env.dir)):
-                if name.endswith(".log") and name.startswith(("mock-", "tray-items", "pipewire", "wireplumber", "pw-cat",
-                                                               "bar-notifications")):
-                    print(f"--- {name}\n" + open(os.path.join(env.dir, name)).read()[-3000:], file=sys.stderr)
+            print_logs(env)
         return result.returncode
     finally:
         env.close()
+
+
+def print_logs(env):
+    """The end of each service's log, on stderr (ctest shows it with the failure)."""
+    for name in sorted(os.listdir(env.dir)):
+        if name.endswith(".log") and name.startswith(("mock-", "tray-items", "pipewire", "wireplumber", "pw-cat",
+                                                       "bar-notifications")):
+            print(f"--- {name}\n" + open(os.path.join(env.dir, name)).read()[-3000:], file=sys.stderr)
 
 
 if __name__ == "__main__":
