@@ -151,7 +151,8 @@ private:
 	[[nodiscard]] nlohmann::json menuJson(Item& item);
 	// Writes the icon-data of `node` and below to icon files, charged to the item.
 	void storeMenuIcons(Item& item, MenuNode& node);
-	[[nodiscard]] static size_t iconBytes(const MenuNode& node);
+	// What reading and publishing a layout moves through the heap: a large one asks for a trim.
+	[[nodiscard]] static size_t replyWeight(const MenuNode& node);
 
 	// --- tray_icons.cpp: the icon theme, the icon files, and following theme changes
 	void setupIcons();

@@ -69,7 +69,7 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 			    }
 		    }
 		    const sdbus::Error* e = failure ? &*failure : nullptr;
-		    bool bigReply = iconBytes(node) >= (1u << 20);
+		    bool bigReply = replyWeight(node) >= (1u << 20);
 		    Item* it = findItem(key, serial);
 		    if (!it || !it->menu || it->menu->serial != menuSerial) {
 			    if (done) done(nullptr, e);
@@ -88,7 +88,8 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 		    }
 		    if (skipped) log::info("tray", "{}: {} menu entries were not (ia{{sv}}av) or over the limits; skipped", key, skipped);
 		    storeMenuIcons(*it, node);
-		    // A large layout (icon-data) leaves that much free heap behind.
+		    // A large layout (icon-data, or thousands of entries) leaves that much free heap
+		    // behind once it replaced the last one, however fast the subscribers read it.
 		    if (bigReply) context_.server.heapFreed();
 		    if (parent == 0 || !menu.root) {
 			    if (parent == 0) menu.root = std::move(node);
@@ -163,9 +164,12 @@ void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 	}
 }
 
-size_t TrayBackend::iconBytes(const MenuNode& node) {
-	size_t n = node.props.iconData.size();
-	for (const auto& c: node.children) n += iconBytes(c);
+size_t TrayBackend::replyWeight(const MenuNode& node) {
+	// About what an entry costs while it is read, published and sent (its node, its object in
+	// the tree, its patch and each subscriber's line), and its icon-data.
+	constexpr size_t kEntryBytes = 1024;
+	size_t n = kEntryBytes + node.props.iconData.size();
+	for (const auto& c: node.children) n += replyWeight(c);
 	return n;
 }
 
