@@ -78,11 +78,30 @@ class PipeWire:
                        "pipewire-pulse answering pactl")
 
     def start_wireplumber(self):
+        # Ready when it created the "default" metadata and wrote into it the default devices it
+        # saved last time: it does that after the metadata appears (module-default-nodes'
+        # on_metadata_added), and a default set before then (wpctl set-default) is overwritten.
+        saved = self.saved_defaults()
         self.wp = self.spawn("wireplumber")
-        # Ready when it created the "default" metadata.
-        self.ready(self.wp, "wireplumber",
-                   lambda: 'Found "default"' in self.probe(["pw-metadata", "-n", "default", "0"]).stdout,
-                   "WirePlumber's default metadata")
+
+        def ready():
+            out = self.probe(["pw-metadata", "-n", "default", "0"]).stdout
+            return 'Found "default"' in out and all(f"key:'{key}'" in out for key in saved)
+        self.ready(self.wp, "wireplumber", ready,
+                   "WirePlumber's default metadata" + (f" with its saved {', '.join(saved)}" if saved else ""))
+
+    def saved_defaults(self):
+        """The default.configured.* keys WirePlumber saved in its state file, which it restores
+        when it starts."""
+        state = self.penv.get("XDG_STATE_HOME") or os.path.join(self.penv["HOME"], ".local", "state")
+        try:
+            with open(os.path.join(state, "wireplumber", "default-nodes")) as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return []
+        keys = [line.split("=", 1)[0] for line in lines if "=" in line]
+        # default.configured.audio.sink.0, .1...: the earlier choices, kept in the file only.
+        return [k for k in keys if k.startswith("default.configured.") and not k.rsplit(".", 1)[1].isdigit()]
 
     def spawn(self, program):
         self.logs[program] = f"{program}-{len(self.env.procs)}"
