@@ -16,10 +16,26 @@ and said so; its backend then runs without it and reports that in /daemon/backen
 runs qsd in a second private world where nothing is started (empty buses, no PipeWire socket,
 no Wayland compositor, no tray item, no player).
 
+The session looks icons up in the installed icon theme, as a desktop does (the backends that
+show icons keep an index of the installed themes once they looked one name up). The icon theme
+is Adwaita (gtk-3.0/settings.ini in the private XDG_CONFIG_HOME; XDG_DATA_DIRS is
+/usr/local/share:/usr/share, so the themes searched are those in /usr/share/icons); every BlueZ
+device has an `Icon` (audio-headset, input-mouse, ...); 5 of the 10 tray items show a theme
+icon by name (IconName network-wireless, audio-volume-high, ...), the other 5 pixmaps; 2
+notifications that never expire (expire timeout 0), with an app icon name (dialog-information,
+mail-unread), are shown before the figures are read (and again in each per-backend run with the
+notifications backend); the player's DesktopEntry names a .desktop file in the private
+XDG_DATA_HOME/applications whose Icon= is multimedia-player. Once settled, the benchmark waits
+until those icons resolved, prints how many did per backend (/bluetooth/devices/*/iconUrl,
+/tray/items/*/icon of the named items, /notifications/items/*/appIcon, /media/players/*/iconUrl)
+and fails when a backend that runs resolved none: the figures would then be those of a session
+without lookups. Without /usr/share/icons/Adwaita that check is skipped, and said so.
+
 Each figure is read once the backend has settled (running with its service's objects in the
-tree, or unavailable) and 0.5 s more. RSS counts every resident page; Pss divides each shared
-page by the number of processes mapping it, so libraries that PipeWire's or sway's own processes
-also map count partly (a desktop session shares them the same way).
+tree, or unavailable, and its icons resolved) and 0.5 s more. RSS counts every resident page;
+Pss divides each shared page by the number of processes mapping it, so libraries that
+PipeWire's or sway's own processes also map count partly (a desktop session shares them the
+same way).
 
 Usage: bench_rss_backends.py   (QSD_BIN selects the daemon, default build/daemon/qsd;
                                 QSD_BENCH_QUICK=1: 4 subscribers instead of 64;
@@ -38,6 +54,7 @@ os.environ.setdefault("QSD_BIN", os.path.join(BUILD, "daemon", "qsd"))
 os.environ.setdefault("QSCTL_BIN", os.path.join(BUILD, "cli", "qsctl"))
 
 import mprisutil  # noqa: E402
+import notifyutil  # noqa: E402
 import pwtest  # noqa: E402
 import trayutil  # noqa: E402
 import waylandenv  # noqa: E402
@@ -46,6 +63,21 @@ from qsdtest import Env, pointer_get  # noqa: E402
 
 
 ALL = ["nm", "upower", "pipewire", "tray", "wayland", "mpris", "notifications", "bluetooth"]
+
+# Icons looked up in the installed theme, as on a desktop: names Adwaita has (as PNG files).
+ADWAITA = "/usr/share/icons/Adwaita"
+ICON_BACKENDS = ["bluetooth", "tray", "notifications", "mpris"]   # the backends that look icons up
+DEVICE_ICONS = ["audio-headset", "input-mouse", "input-keyboard", "phone", "computer", "audio-card"]
+# (Adwaita 43 has bluetooth-active only as a -symbolic icon, which the lookup does not fall back to.)
+TRAY_ICON_NAMES = ["network-wireless", "audio-volume-high", "battery-good", "mail-unread", "software-update-available"]
+NOTIFICATIONS = [("Software", "dialog-information", "Updates available", "3 updates can be installed"),
+                 ("Mail", "mail-unread", "2 new messages", "<b>Alice</b>: lunch tomorrow?")]
+PLAYER_ENTRY = "qsd-bench-player"   # the player's DesktopEntry: <it>.desktop, Icon=PLAYER_ICON
+PLAYER_ICON = "multimedia-player"
+# How many icons each of those backends is asked for (6 devices, the named tray items, the
+# notifications, the player).
+ICONS_ASKED = {"bluetooth": len(DEVICE_ICONS), "tray": len(TRAY_ICON_NAMES), "notifications": len(NOTIFICATIONS),
+               "mpris": 1}
 
 
 def status_kib(pid, field):
@@ -81,8 +113,25 @@ def by_mapping(pid):
     return out
 
 
+def desktop_files(env):
+    """qsd's environment additions of a desktop session that looks icons up: the icon theme
+    configured (GTK's settings.ini), the standard data directories (the installed themes under
+    /usr/share/icons), and a private XDG_DATA_HOME with the player's .desktop file."""
+    gtk = os.path.join(env.env["XDG_CONFIG_HOME"], "gtk-3.0")
+    os.makedirs(gtk, exist_ok=True)
+    with open(os.path.join(gtk, "settings.ini"), "w") as f:
+        f.write("[Settings]\ngtk-icon-theme-name=Adwaita\n")
+    data = os.path.join(env.dir, "data")
+    os.makedirs(os.path.join(data, "applications"), exist_ok=True)
+    with open(os.path.join(data, "applications", PLAYER_ENTRY + ".desktop"), "w") as f:
+        f.write("[Desktop Entry]\nType=Application\nName=Bench Player\nExec=true %U\n"
+                f"Icon={PLAYER_ICON}\nCategories=AudioVideo;Audio;Player;\n")
+    return {"XDG_DATA_HOME": data, "XDG_DATA_DIRS": "/usr/local/share:/usr/share"}
+
+
 def start_services(env):
-    """Starts every backend's service in env; returns (qsd's environment, what was left out)."""
+    """Starts every backend's service in env; returns (qsd's environment, what was left out,
+    whether sway runs)."""
     m = NmMock(env)
     w = m.add_wifi("wlan0")
     home_ap = m.add_ap(w, "ap_home", "HomeNet", "00:11:22:33:44:55", freq=2437, strength=82)
@@ -99,16 +148,18 @@ def start_services(env):
                         "org.freedesktop.DBus.Mock")
     up.AddDischargingBattery("BAT0", "Battery", 73.5, 3600)
     env.start_mock("power_profiles_daemon", name="net.hadess.PowerProfiles")
-    # BlueZ: one adapter, six paired devices, two of them connected with a battery.
-    from bluezmock import Bluez
+    # BlueZ: one adapter, six paired devices with their icons, two of them connected with a battery.
+    from bluezmock import DEVICE, Bluez
     bz = Bluez(env, ["hci0"])
     for i in range(6):
         path = bz.add_device(f"00:11:22:33:44:{i:02X}", f"Device {i}")
+        bz.update(path, DEVICE, {"Icon": DEVICE_ICONS[i]})
         bz.mock.PairDevice("hci0", f"00:11:22:33:44:{i:02X}", 0)
         if i < 2:
             bz.mock.ConnectDevice("hci0", f"00:11:22:33:44:{i:02X}")
             bz.add_battery(path, 60 + i)
-    mprisutil.start_player(env, {"name": "org.mpris.MediaPlayer2.bench"})
+    mprisutil.start_player(env, {"name": "org.mpris.MediaPlayer2.bench",
+                                 "root": {"Identity": "Bench Player", "DesktopEntry": PLAYER_ENTRY}})
 
     left_out = []
     pw = pwtest.PipeWire(env)
@@ -117,7 +168,7 @@ def start_services(env):
     pw.add_null("bench_source", media_class="Audio/Source/Virtual", positions="MONO")
     pw.play("bench-player-a", target="bench_sink_0")
     pw.play("bench-player-b", target="bench_sink_1")
-    qsd_env = None
+    qsd_env = dict(env.env)
     why = waylandenv.skip_reason()
     if why:
         left_out.append(f"sway ({why})")
@@ -127,7 +178,9 @@ def start_services(env):
         sway.foot("bench.a", "Window A")
         sway.foot("bench.b", "Window B")
         qsd_env = waylandenv.qsd_env(env, sway)
-    return qsd_env, left_out
+    qsd_env.pop("QSD_ICON_THEME", None)   # the theme is the session's (settings.ini), not the caller's
+    qsd_env.update(desktop_files(env))
+    return qsd_env, left_out, not why
 
 
 def wait_settled(c, sub, on, present, wayland=True):
@@ -161,9 +214,70 @@ def wait_settled(c, sub, on, present, wayland=True):
                    what="2 toplevels")
 
 
+# Half of the items show a theme icon by name (as nm-applet, pasystray, ayatana's items do),
+# the others pixmaps (as Electron's and Qt's items do).
 TRAY_ITEMS = [{"register": "path", "path": f"/item/{i}", "menu": 15, "reregister": True,
                "props": {"Id": f"app-{i}", "Title": f"App {i}", "Status": "Active",
-                         "IconPixmap": [[32, 32, [i, 100, 200, 255]]]}} for i in range(10)]
+                         **({"IconName": TRAY_ICON_NAMES[i // 2]} if i % 2 == 0 else
+                            {"IconPixmap": [[32, 32, [i, 100, 200, 255]]]})}} for i in range(10)]
+
+
+def show_notifications(env, c, sub):
+    """Shows NOTIFICATIONS (never expiring: expire timeout 0) once qsd owns the name; returns
+    the sender's connection (close it once the figures are read: an application that sent
+    notifications still runs)."""
+    c.wait_value(sub, "/notifications/server", "active", timeout=20)
+    bus = notifyutil.Bus(env)
+    for app, icon, summary, body in NOTIFICATIONS:
+        bus.notify(summary, body, app=app, icon=icon, timeout=0)
+    return bus
+
+
+def lookups_expected():
+    """Why icons cannot resolve here (None when they can)."""
+    if not os.path.isdir(ADWAITA):
+        return f"{ADWAITA} is absent"
+    return None
+
+
+def icon_counts(tree):
+    """{backend: (icon URLs resolved, icons asked for)} in the tree: each device's iconUrl, the
+    icon of each tray item that names one (the others have pixmaps), each notification's appIcon,
+    each player's iconUrl."""
+    def values(path):
+        v = pointer_get(tree, path, {})
+        return list(v.values()) if isinstance(v, dict) else []
+    named = [i for i in values("/tray/items") if i.get("iconName")]
+    fields = {"bluetooth": (values("/bluetooth/devices"), "iconUrl"), "tray": (named, "icon"),
+              "notifications": (values("/notifications/items"), "appIcon"),
+              "mpris": (values("/media/players"), "iconUrl")}
+    return {b: (sum(1 for x in xs if x.get(field)), len(xs)) for b, (xs, field) in fields.items()}
+
+
+def wait_icons(c, sub, on):
+    """Waits (up to 10 s) until every icon the backends in `on` that run were asked for resolved
+    (without the theme: until they were asked); returns (those backends, the counts). Fails,
+    loudly, when one of them resolved none: the figures would be those of a session without
+    lookups."""
+    states = pointer_get(c.mirror(sub), "/daemon/backends", {})
+    expect = [b for b in ICON_BACKENDS if b in on and states.get(b, {}).get("state") == "running"]
+    check = lookups_expected() is None
+
+    def done():
+        counts = icon_counts(c.mirror(sub))
+        return all(counts[b][1] >= ICONS_ASKED[b] and (counts[b][0] == counts[b][1] or not check) for b in expect)
+    try:
+        c.wait_for(done, timeout=10, what="every icon resolved")
+    except TimeoutError:
+        pass   # the counts say which did not
+    counts = icon_counts(c.mirror(sub))
+    none = [b for b in expect if counts[b][0] == 0]
+    if check and none:
+        raise SystemExit(f"FAIL: no icon resolved by {', '.join(none)} ("
+                         + ", ".join(f"{b} {counts[b][0]}/{counts[b][1]}" for b in expect)
+                         + f") although {ADWAITA} is installed: the figures would be those of a session "
+                         "without icon lookups")
+    return expect, counts
 
 
 def one(env, qsd_env, backends, present, wayland, items):
@@ -176,8 +290,15 @@ def one(env, qsd_env, backends, present, wayland, items):
     sub = c.subscribe(["/daemon/backends"] + [f"/{r}" for r in ("network", "power", "audio", "notifications", "media",
                                                                  "bluetooth", "tray", "wayland")])
     wait_settled(c, sub, backends, present, wayland)
+    sender = None
+    if present:
+        if "notifications" in backends:
+            sender = show_notifications(env, c, sub)
+        wait_icons(c, sub, backends)
     time.sleep(0.5)
     figures = memory(env.daemon.pid)
+    if sender:
+        sender.close()
     c.close()
     env.stop_qsd()
     return figures
@@ -225,7 +346,7 @@ def main():
     on = [b for b in ALL if only is None or b in only.split(",")]
     env = Env()
     try:
-        qsd_env, left_out = start_services(env)
+        qsd_env, left_out, wayland = start_services(env)
         items = []
         env.start_qsd(debug_api=False, env=qsd_env, backends=on)
         pid = env.daemon.pid
@@ -234,7 +355,9 @@ def main():
             items.append(trayutil.start_items(env, TRAY_ITEMS, log="rss-items"))
         c = env.client()
         sub = c.subscribe([""])
-        wait_settled(c, sub, on, True, qsd_env is not None)
+        wait_settled(c, sub, on, True, wayland)
+        sender = show_notifications(env, c, sub) if "notifications" in on else None
+        icon_backends, icons = wait_icons(c, sub, on)
         time.sleep(0.5)
         c.pump(0.2)
         tree = c.mirror(sub)
@@ -262,6 +385,11 @@ def main():
         print("backends: " + ", ".join(f"{k}={v.get('state')}" for k, v in sorted(backends.items())))
         if left_out:
             print("left out: " + "; ".join(left_out))
+        why_not = lookups_expected()
+        print("icons resolved in the icon theme: "
+              + (", ".join(f"{b} {icons[b][0]}/{icons[b][1]}" for b in icon_backends) or "no backend looks icons up")
+              + (f"   (NOT CHECKED: {why_not}; the names cannot resolve, and the figures leave out "
+                 "what a desktop's icon lookups cost)" if why_not else ""))
         print(f"{'state':<44} {'VmRSS MiB':>10} {'Pss MiB':>8}")
         print(f"{'backends up, 1 whole-tree subscriber':<44} {one_sub['rss'] / 1024:>10.2f} {one_sub['pss'] / 1024:>8.2f}")
         print(f"{f'{subscribers + 1} whole-tree subscribers':<44} {many['rss'] / 1024:>10.2f} {many['pss'] / 1024:>8.2f}"
@@ -276,10 +404,12 @@ def main():
             print(f"  {name:<42} RSS {rss / 1024:5.2f}  Pss {pss / 1024:5.2f}")
         for cl in clients:
             cl.close()
+        if sender:
+            sender.close()
         c.close()
         env.stop_qsd()
         if os.environ.get("QSD_BENCH_PER_BACKEND", "1") not in ("", "0"):
-            per_backend(env, qsd_env, qsd_env is not None, items, on)
+            per_backend(env, qsd_env, wayland, items, on)
     finally:
         env.close()
 
