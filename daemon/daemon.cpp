@@ -86,9 +86,10 @@ void Daemon::connectBuses() {
 }
 
 void Daemon::startBackends() {
+	icons_ = std::make_unique<icons::SharedTheme>(loop_);
 	context_ = std::make_unique<BackendContext>(BackendContext{loop_, tree_, dispatcher_, *server_, systemBus_.get(),
 	                                                           sessionBus_.get(), options_.debugApi, systemBusError_,
-	                                                           sessionBusError_});
+	                                                           sessionBusError_, icons_.get()});
 	for (const auto& info: builtinBackends()) {
 		if (options_.backends &&
 		    std::find(options_.backends->begin(), options_.backends->end(), info.id) == options_.backends->end())

@@ -53,6 +53,8 @@ private:
 	std::unique_ptr<Server> server_;
 	std::unique_ptr<BusConnection> systemBus_;
 	std::unique_ptr<BusConnection> sessionBus_;
+	// Before the backends and their context: they hold subscriptions to it.
+	std::unique_ptr<icons::SharedTheme> icons_;
 	std::unique_ptr<BackendContext> context_;
 	std::vector<std::unique_ptr<Backend>> backends_;
 	std::vector<MethodRegistration> methods_;

@@ -1,5 +1,6 @@
 #include "files.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -59,6 +60,22 @@ bool writeFileAtomically(const std::string& path, std::string_view data, std::st
 	if (::close(fd) != 0) return fail(-1);
 	if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(-1);
 	return true;
+}
+
+std::string fileUrl(std::string_view path) {
+	static const char* hex = "0123456789ABCDEF";
+	std::string out = "file://";
+	for (unsigned char c: path) {
+		if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == ',' || c == '=' ||
+		    c == '@' || c == ':') {
+			out += char(c);
+		} else {
+			out += '%';
+			out += hex[c >> 4];
+			out += hex[c & 15];
+		}
+	}
+	return out;
 }
 
 } // namespace qsd

@@ -24,4 +24,7 @@ namespace qsd {
 // it. False, with errno's text in `error`, when it could not (the old file is then untouched).
 bool writeFileAtomically(const std::string& path, std::string_view data, std::string* error = nullptr);
 
+// A file path as a file:// URL, percent-encoding what RFC 3986 does not allow in a path.
+[[nodiscard]] std::string fileUrl(std::string_view path);
+
 } // namespace qsd

@@ -9,6 +9,7 @@
 
 #include "../dbus/bus.hpp"
 #include "../event_loop.hpp"
+#include "../icons/shared_theme.hpp"
 #include "../server/dispatcher.hpp"
 #include "../server/server.hpp"
 #include "../tree.hpp"
@@ -48,6 +49,9 @@ struct BackendContext {
 	// Why a bus could not be reached ("cannot connect to the system bus: ..."), "" when it was.
 	std::string systemBusError = {};
 	std::string sessionBusError = {};
+	// The daemon's icon theme lookup, one for every backend that shows icons (made at first use;
+	// never null in the daemon).
+	icons::SharedTheme* icons = nullptr;
 };
 
 // Why a backend (or a part of it) cannot serve a request now: -32000 with data {backend, path}.

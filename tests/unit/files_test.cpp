@@ -75,3 +75,9 @@ TEST(Files, AFailedWriteLeavesTheOldFile) {
 	EXPECT_FALSE(qsd::writeFileAtomically(file, "new", &error));
 	EXPECT_EQ(qsd::readFile(file), "kept");
 }
+
+TEST(Files, FileUrlsArePercentEncoded) {
+	EXPECT_EQ(fileUrl("/usr/share/icons/hicolor/48x48/apps/firefox.png"), "file:///usr/share/icons/hicolor/48x48/apps/firefox.png");
+	EXPECT_EQ(fileUrl("/tmp/my icons/a#b%.png"), "file:///tmp/my%20icons/a%23b%25.png");
+	EXPECT_EQ(fileUrl("/tmp/\xc3\xa9.png"), "file:///tmp/%C3%A9.png");
+}

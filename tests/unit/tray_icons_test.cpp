@@ -6,6 +6,7 @@
 #ifdef QSD_TRAY_BACKEND
 
 #include "backends/tray/icons.hpp"
+#include "files.hpp"
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <fstream>
 
 using namespace qsd::tray;
+using qsd::fileUrl;
 using qsd::testing::TempDir;
 namespace fs = std::filesystem;
 

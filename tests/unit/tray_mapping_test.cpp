@@ -288,10 +288,4 @@ TEST(TrayMenu, MnemonicsAndShortcuts) {
 	EXPECT_EQ(shortcutText({}), "");
 }
 
-TEST(TrayUrls, FileUrlsArePercentEncoded) {
-	EXPECT_EQ(fileUrl("/usr/share/icons/hicolor/48x48/apps/firefox.png"), "file:///usr/share/icons/hicolor/48x48/apps/firefox.png");
-	EXPECT_EQ(fileUrl("/tmp/my icons/a#b%.png"), "file:///tmp/my%20icons/a%23b%25.png");
-	EXPECT_EQ(fileUrl("/tmp/\xc3\xa9.png"), "file:///tmp/%C3%A9.png");
-}
-
 #endif // QSD_TRAY_BACKEND

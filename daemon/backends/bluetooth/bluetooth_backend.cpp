@@ -66,7 +66,7 @@ void BluetoothBackend::onBusStop() {
 	unblocks_.clear();
 	discovery_.clear();
 	iconRescan_.reset();
-	iconWatch_.reset();
+	iconThemes_.reset();
 	cache_.reset();
 	agent_.reset();
 	rfkill_.reset();
@@ -309,10 +309,11 @@ void BluetoothBackend::publishDevice(const std::string& key) {
 	// The theme is searched when the icon name or the installed themes change, not on every
 	// RSSI change.
 	auto icon = deviceIcon(*props);
-	if (icon != d.icon || d.iconVersion != icons_.version() || (icon.empty() && !d.iconUrl.is_null())) {
+	auto& themes = *context_.icons;
+	if (icon != d.icon || d.iconVersion != themes.generation() || (icon.empty() && !d.iconUrl.is_null())) {
 		d.icon = icon;
-		d.iconVersion = icons_.version();
-		auto url = icons_.url(icon);
+		d.iconVersion = themes.generation();
+		auto url = themes.url(icon, kIconSize);   // a name only: a path is not taken as a file
 		d.iconUrl = url ? json(*url) : json(nullptr);
 	}
 	DeviceInputs in{d.adapter, d.address, d.pending, d.pairing > 0, d.iconUrl};
@@ -355,12 +356,8 @@ void BluetoothBackend::publishAgent() {
 // icon themes
 
 void BluetoothBackend::watchIconThemes() {
-	// Without reading the theme's inotify events its indexes would never be dropped: an icon
-	// theme installed while qsd runs would stay unknown (iconUrl null) until a restart.
-	if (icons_.watchFd() < 0) return;
-	iconWatch_ = context_.loop.addIo(icons_.watchFd(), EPOLLIN, [this](uint32_t) {
-		if (icons_.readEvents()) iconThemesChanged();
-	}, "bluetooth-icon-themes");
+	// An icon theme installed while qsd runs: the devices' icons are looked up again.
+	iconThemes_ = context_.icons->onChange([this] { iconThemesChanged(); });
 	iconRescan_ = context_.loop.addIdleTimer([this] {
 		for (const auto& [key, d]: devices_)
 			if (d.published) publishDevice(key);

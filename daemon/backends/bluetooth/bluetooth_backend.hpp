@@ -16,7 +16,6 @@
 //   actions.cpp            the bluetooth.* methods, discovery claims
 //   mapping.cpp            value tables (pure), rfkill.cpp the rfkill device, icons.cpp the theme
 
-#include "icons.hpp"
 #include "mapping.hpp"
 #include "rfkill.hpp"
 
@@ -71,6 +70,8 @@ public:
 	// A package installing icons writes hundreds of files: the icons are resolved again once the
 	// burst had this long to settle, not once per file (as the tray does).
 	static constexpr auto kIconRescanDelay = std::chrono::milliseconds(500);
+	// Device icons are drawn in lists and chips: the theme's 32 px variant, or the nearest.
+	static constexpr int kIconSize = 32;
 
 private:
 	// --- life cycle (bluetooth_backend.cpp)
@@ -100,7 +101,7 @@ private:
 		int pairing = 0;                 // pair calls of qsd's in flight
 		bool published = false;          // in the tree (not when over kMaxDevices)
 		std::string icon;                // the name iconUrl was resolved for
-		uint64_t iconVersion = 0;        // ... with the themes as they were then (IconLookup::version)
+		uint64_t iconVersion = 0;        // ... with the themes as they were then (icons::SharedTheme::generation)
 		json iconUrl = nullptr;
 	};
 
@@ -203,8 +204,7 @@ private:
 	std::unique_ptr<dbus::ObjectCache> cache_;
 	std::unique_ptr<RfkillWatch> rfkill_;
 	std::unique_ptr<sdbus::IObject> agent_;
-	IconLookup icons_;
-	EventSource iconWatch_;     // the themes' inotify descriptor
+	icons::SharedTheme::Subscription iconThemes_;   // the installed icon themes changed
 	EventSource iconRescan_;    // devices' icons resolved again once a burst of changes is over
 	bool ready_ = false;
 	std::map<std::string, AdapterModel> adapters_;    // by key

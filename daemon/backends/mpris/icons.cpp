@@ -2,11 +2,6 @@
 
 #include "mapping.hpp"
 
-#ifdef QSD_TRAY_BACKEND
-#include "../tray/icon_theme.hpp"
-#include "../tray/mapping.hpp"
-#endif
-
 #include "../../files.hpp"
 
 #include <cstdlib>
@@ -55,40 +50,22 @@ std::optional<std::string> desktopEntryIcon(const std::string& entry, const std:
 	return std::nullopt;
 }
 
-#ifdef QSD_TRAY_BACKEND
-struct IconLookup::Theme {
-	tray::IconTheme theme{tray::IconTheme::fromEnvironment(kIconSize)};
-};
-#else
-struct IconLookup::Theme {};
-#endif
-
-IconLookup::IconLookup(): theme_(std::make_unique<Theme>()), dirs_(applicationDirs()) {}
+IconLookup::IconLookup(icons::SharedTheme& theme): theme_(theme), dirs_(applicationDirs()) {}
 IconLookup::~IconLookup() = default;
-
-std::optional<std::string> IconLookup::iconUrl(const std::string& name) {
-#ifdef QSD_TRAY_BACKEND
-	auto file = theme_->theme.lookup(name);
-	if (file.empty()) return std::nullopt;
-	return tray::fileUrl(file);
-#else
-	// Built without the tray, qsd has no icon theme lookup: iconUrl stays null.
-	(void)name;
-	return std::nullopt;
-#endif
-}
 
 std::optional<std::string> IconLookup::forDesktopEntry(const std::string& entry) {
 	if (!validDesktopEntry(entry)) return std::nullopt;
-#ifdef QSD_TRAY_BACKEND
-	// The theme's inotify queue is drained here, when a player needs an icon, rather than by an
-	// io source: players come and go seldom, and an icon installed since the last lookup (or a
-	// theme changed) then drops the answers cached before it.
-	if (theme_->theme.readEvents()) cache_.clear();
-#endif
+	// The answers cached before the installed themes changed (an icon installed since, a theme
+	// removed) are dropped.
+	if (generation_ != theme_.generation()) {
+		cache_.clear();
+		generation_ = theme_.generation();
+	}
 	if (auto it = cache_.find(entry); it != cache_.end()) return it->second;
 	std::optional<std::string> url;
-	if (auto icon = desktopEntryIcon(entry, dirs_)) url = iconUrl(*icon);
+	// Icon= names a theme icon, or a file (an absolute path, taken when it is a regular file).
+	if (auto icon = desktopEntryIcon(entry, dirs_))
+		if (auto file = theme_.theme().lookup(*icon, kIconSize); !file.empty()) url = fileUrl(file);
 	if (cache_.size() >= kMaxCached) cache_.clear();
 	cache_.emplace(entry, url);
 	return url;

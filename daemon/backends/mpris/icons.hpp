@@ -4,6 +4,8 @@
 // only ever used as one file name (mapping.hpp validDesktopEntry), and the file is opened
 // without blocking and read only when it is a regular file of bounded size.
 
+#include "../../icons/shared_theme.hpp"
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,7 +24,7 @@ namespace qsd::mpris {
 
 class IconLookup {
 public:
-	IconLookup();
+	explicit IconLookup(icons::SharedTheme& theme);
 	~IconLookup();
 	IconLookup(const IconLookup&) = delete;
 	IconLookup& operator=(const IconLookup&) = delete;
@@ -31,11 +33,8 @@ public:
 	[[nodiscard]] std::optional<std::string> forDesktopEntry(const std::string& entry);
 
 private:
-	// The one place the icon theme is reached: an icon name (or absolute path) -> file:// URL.
-	[[nodiscard]] std::optional<std::string> iconUrl(const std::string& name);
-
-	struct Theme;
-	std::unique_ptr<Theme> theme_;
+	icons::SharedTheme& theme_;
+	uint64_t generation_ = 0;   // the themes' generation the cache was filled with
 	std::vector<std::string> dirs_;
 	std::map<std::string, std::optional<std::string>> cache_;
 };

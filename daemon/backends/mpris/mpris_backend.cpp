@@ -112,7 +112,7 @@ std::optional<Unavailable> MprisBackend::availability() const {
 // names
 
 void MprisBackend::onBusStart() {
-	icons_ = std::make_unique<IconLookup>();
+	icons_ = std::make_unique<IconLookup>(*context_.icons);
 	positionDefer_ = context_.loop.addDefer([this] { sendPositionReads(); }, "mpris-position-reads");
 	positionDefer_.setEnabled(SD_EVENT_OFF);
 	// Signals first, one match each for every player: the sender is checked against the players'

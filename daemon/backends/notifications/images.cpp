@@ -2,7 +2,6 @@
 
 #include "../../files.hpp"
 #include "../tray/icon_store.hpp"
-#include "../tray/icon_theme.hpp"
 #include "../tray/mapping.hpp"
 #include "../tray/pixmap.hpp"
 
@@ -20,9 +19,9 @@ StoredImage stored(const tray::IconRef& ref) { return {ref->path(), ref->url(), 
 } // namespace
 
 struct Images::Impl {
-	tray::IconTheme theme{tray::IconTheme::fromEnvironment(kIconSize)};
+	icons::SharedTheme& theme;
 	tray::IconStore store;
-	explicit Impl(std::string dir): store(std::move(dir), {kMaxImageBytes, kMaxImageBytesPerSender}) {}
+	Impl(icons::SharedTheme& t, std::string dir): theme(t), store(std::move(dir), {kMaxImageBytes, kMaxImageBytesPerSender}) {}
 };
 
 std::string Images::defaultDir() {
@@ -31,19 +30,11 @@ std::string Images::defaultDir() {
 	return std::string(rt) + "/qsd/notifications";
 }
 
-Images::Images(): impl_(std::make_unique<Impl>(defaultDir())), dir_(impl_->store.dir()) {}
+Images::Images(icons::SharedTheme& theme): impl_(std::make_unique<Impl>(theme, defaultDir())), dir_(impl_->store.dir()) {}
 
 Images::~Images() = default;
 
-std::optional<std::string> Images::iconUrl(const std::string& name) {
-	auto file = impl_->theme.lookup(name);
-	if (file.empty()) return std::nullopt;
-	return tray::fileUrl(file);
-}
-
-int Images::themeWatchFd() const { return impl_->theme.watchFd(); }
-
-void Images::readThemeEvents() { impl_->theme.readEvents(); }
+std::optional<std::string> Images::iconUrl(const std::string& name) { return impl_->theme.url(name, kIconSize); }
 
 std::optional<StoredImage> Images::storePixels(const Rgba& rgba, const std::string& sender) {
 	tray::Image image{rgba.width, rgba.height, rgba.pixels};
@@ -65,7 +56,5 @@ std::optional<StoredImage> Images::storePngFile(const std::string& path, const s
 }
 
 void Images::forget(const std::string& sender) { impl_->store.forget(sender); }
-
-std::string fileUrlOf(const std::string& path) { return tray::fileUrl(path); }
 
 } // namespace qsd::notifications

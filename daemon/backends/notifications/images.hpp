@@ -1,6 +1,6 @@
 #pragma once
-// Images of notifications as files: icon names looked up in the icon theme, raw pixels written as
-// PNG files, and image-path files copied, all through the tray's icon code (IconTheme, IconStore).
+// Images of notifications as files: icon names looked up in the daemon's icon theme, raw pixels
+// written as PNG files, and image-path files copied, through the tray's icon store (IconStore).
 // This file and images.cpp are the only ones that know the tray's types, so that a change of that
 // code touches one place.
 //
@@ -10,6 +10,8 @@
 // last StoredImage holding one goes.
 
 #include "mapping.hpp"
+
+#include "../../icons/shared_theme.hpp"
 
 #include <memory>
 #include <optional>
@@ -25,18 +27,14 @@ struct StoredImage {
 
 class Images {
 public:
-	Images();
+	explicit Images(icons::SharedTheme& theme);
 	~Images();
 	Images(const Images&) = delete;
 	Images& operator=(const Images&) = delete;
 
-	// The theme's file for an icon name, as a file:// URL.
+	// The theme's file for an icon name, as a file:// URL (the daemon's icon theme lookup: it
+	// follows the installed themes, so an icon installed while qsd runs is found).
 	[[nodiscard]] std::optional<std::string> iconUrl(const std::string& name);
-	// The theme's inotify descriptor (-1: none) for the caller's event loop, and what to call
-	// when it is readable: the installed themes are indexed once and re-indexed when they
-	// change, so an icon installed while qsd runs is found.
-	[[nodiscard]] int themeWatchFd() const;
-	void readThemeEvents();
 
 	// The files are charged to `sender` (a connection's unique name): each one may hold
 	// kMaxImageBytesPerSender, all of them kMaxImageBytes (docs/backends/notifications.md,
@@ -59,8 +57,5 @@ private:
 	std::unique_ptr<Impl> impl_;
 	std::string dir_;
 };
-
-// file:// URL of a path, as every URL of the tree is spelled.
-[[nodiscard]] std::string fileUrlOf(const std::string& path);
 
 } // namespace qsd::notifications

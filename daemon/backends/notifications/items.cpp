@@ -73,7 +73,7 @@ NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::stri
 	// any other file is shown where it is.
 	if (uint64_t(st.st_size) <= kMaxImageFileBytes)
 		if (auto stored = images_->storePngFile(spec.value, sender)) return {stored->url, std::move(stored)};
-	return {fileUrlOf(spec.value), std::nullopt};
+	return {fileUrl(spec.value), std::nullopt};
 }
 
 void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, const std::string& sender) {
@@ -200,12 +200,12 @@ void NotificationsBackend::close(uint32_t id, CloseReason reason) {
 		std::string imageCopy;
 		if (live.image) {
 			imageCopy = historyCopy(id, "image", *live.image);
-			entry["image"] = imageCopy.empty() ? json(nullptr) : json(fileUrlOf(imageCopy));
+			entry["image"] = imageCopy.empty() ? json(nullptr) : json(fileUrl(imageCopy));
 			if (!imageCopy.empty()) files.push_back(imageCopy);
 		}
 		if (live.appIcon) {
 			auto copy = live.image && live.image->path == live.appIcon->path ? imageCopy : historyCopy(id, "icon", *live.appIcon);
-			entry["appIcon"] = copy.empty() ? json(nullptr) : json(fileUrlOf(copy));
+			entry["appIcon"] = copy.empty() ? json(nullptr) : json(fileUrl(copy));
 			if (!copy.empty() && copy != imageCopy) files.push_back(copy);
 		}
 		context_.tree.remove(path);

@@ -127,7 +127,6 @@ private:
 	std::unique_ptr<dbus::OwnedName> name_;     // org.freedesktop.Notifications and its object
 	sdbus::IObject* object_ = nullptr;
 	std::unique_ptr<Images> images_;
-	EventSource themeWatch_;                    // the icon theme's inotify descriptor
 	bool wasOwner_ = false;
 	bool waited_ = false;                       // another server had the name after qsd asked
 

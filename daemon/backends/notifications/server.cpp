@@ -77,7 +77,6 @@ void NotificationsBackend::onBusStop() {
 	history_.clear();
 	historyOrder_.clear();
 	historyImageBytes_ = 0;
-	themeWatch_.reset();
 	images_.reset();
 	warned_.clear();
 }
@@ -221,10 +220,7 @@ void NotificationsBackend::nameChanged() {
 
 void NotificationsBackend::ensureImages() {
 	if (images_) return;
-	images_ = std::make_unique<Images>();
-	if (images_->themeWatchFd() >= 0)
-		themeWatch_ = context_.loop.addIo(images_->themeWatchFd(), EPOLLIN, [this](uint32_t) { images_->readThemeEvents(); },
-		                                  "notifications-icon-themes");
+	images_ = std::make_unique<Images>(*context_.icons);
 }
 
 void NotificationsBackend::warnOnce(const std::string& key, const std::string& message) {

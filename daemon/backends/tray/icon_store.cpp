@@ -1,5 +1,7 @@
 #include "icon_store.hpp"
 
+#include "../../files.hpp"
+
 #include "mapping.hpp"
 
 #include "../../log.hpp"

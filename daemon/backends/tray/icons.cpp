@@ -1,5 +1,7 @@
 #include "icons.hpp"
 
+#include "../../files.hpp"
+
 #include <fmt/format.h>
 
 #include <sys/stat.h>
@@ -19,9 +21,9 @@ IconResolver::Source IconResolver::pick(const std::string& name, const std::vect
                                         const std::string& themePath) {
 	Source s;
 	// A name the theme knows wins over pixmaps (the item's own intent, and the user's theme).
-	if (!name.empty()) s.file = theme_.lookup(name, themePath);
+	if (!name.empty()) s.file = theme_.lookup(name, kDefaultIconSize, themePath);
 	if (s.file.empty())
-		if (auto i = choosePixmap(pixmaps, theme_.options().size)) s.image = toRgba(pixmaps[*i]);
+		if (auto i = choosePixmap(pixmaps, kDefaultIconSize)) s.image = toRgba(pixmaps[*i]);
 	return s;
 }
 
@@ -110,7 +112,7 @@ json IconResolver::menuIcon(const MenuProps& props, std::vector<IconRef>& files,
 	if (added) {
 		bool valid = previous.version == next.version && previous.themePath == next.themePath;
 		auto known = valid ? previous.files.find(name) : previous.files.end();
-		slot->second = known != previous.files.end() ? known->second : theme_.lookup(name, next.themePath);
+		slot->second = known != previous.files.end() ? known->second : theme_.lookup(name, kDefaultIconSize, next.themePath);
 	}
 	return slot->second.empty() ? json(nullptr) : json(fileUrl(slot->second));
 }

@@ -4,8 +4,10 @@
 // attention, and the overlay composed over it. The order is documented in docs/backends/tray.md.
 
 #include "icon_store.hpp"
-#include "icon_theme.hpp"
 #include "mapping.hpp"
+#include "pixmap.hpp"
+
+#include "../../icons/icon_theme.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,8 @@
 #include <vector>
 
 namespace qsd::tray {
+
+using icons::IconTheme;
 
 struct ResolvedIcon {
 	nlohmann::json icon = nullptr;          // file:// URL or null

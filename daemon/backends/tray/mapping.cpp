@@ -346,20 +346,4 @@ MenuNode* MenuIndex::find(int32_t id) const {
 	return it == byId_.end() ? nullptr : it->second;
 }
 
-std::string fileUrl(std::string_view path) {
-	static const char* hex = "0123456789ABCDEF";
-	std::string out = "file://";
-	for (unsigned char c: path) {
-		if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == ',' || c == '=' ||
-		    c == '@' || c == ':') {
-			out += char(c);
-		} else {
-			out += '%';
-			out += hex[c >> 4];
-			out += hex[c & 15];
-		}
-	}
-	return out;
-}
-
 } // namespace qsd::tray

@@ -190,9 +190,4 @@ private:
 	std::unordered_map<int32_t, MenuNode*> byId_;
 };
 
-// ------------------------------------------------------------------------------------------
-
-// A file path as a file:// URL, percent-encoding what RFC 3986 does not allow in a path.
-[[nodiscard]] std::string fileUrl(std::string_view path);
-
 } // namespace qsd::tray

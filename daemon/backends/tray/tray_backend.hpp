@@ -9,7 +9,6 @@
 // and tray_actions.cpp (the tray.* methods). The pure parts are mapping, pixmap, icon_theme.
 
 #include "icon_store.hpp"
-#include "icon_theme.hpp"
 #include "icons.hpp"
 #include "mapping.hpp"
 #include "peers.hpp"
@@ -197,10 +196,10 @@ private:
 	std::set<std::string> publishQueue_;         // keys to publish
 	EventSource deferred_;
 
-	std::unique_ptr<IconTheme> theme_;
+	IconTheme* theme_ = nullptr;                 // the daemon's (BackendContext::icons) while running
 	std::unique_ptr<IconStore> store_;
 	std::unique_ptr<IconResolver> resolver_;
-	EventSource themeWatch_;                     // inotify on the installed icon themes
+	icons::SharedTheme::Subscription themeChanges_;   // the installed icon themes changed
 	EventSource themeRescan_;                    // items' icons resolved again after a change
 };
 

@@ -1,4 +1,4 @@
-// The icon theme lookup (daemon/backends/tray/icon_theme.hpp) against temporary theme trees:
+// The icon theme lookup (daemon/icons/icon_theme.hpp) against temporary theme trees:
 // the theme, what it inherits, the platform default, hicolor, the flat fallbacks, and an item's
 // IconThemePath both as a theme tree without index.theme and flat; rasters before SVG; the
 // indexes (built once, dropped when inotify reports a change, an item's trees checked once per
@@ -6,7 +6,7 @@
 
 #ifdef QSD_TRAY_BACKEND
 
-#include "backends/tray/icon_theme.hpp"
+#include "icons/icon_theme.hpp"
 #include "helpers.hpp"
 #include "temp_dir.hpp"
 
@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-using namespace qsd::tray;
+using namespace qsd::icons;
 using qsd::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -90,14 +90,13 @@ struct Fixture {
 		options.theme = "Test";
 		options.baseDirs = {(t.path / "home/.icons").string(), (t.path / "share/icons").string()};
 		options.pixmapDirs = {(t.path / "pixmaps").string()};
-		options.size = 64;
 	}
 	std::string p(const char* rel) { return (t.path / rel).string(); }
 };
 
 } // namespace
 
-TEST(TrayIconTheme, ChainIsTheThemeItsParentsThenHicolor) {
+TEST(IconTheme, ChainIsTheThemeItsParentsThenHicolor) {
 	Fixture f;
 	IconTheme theme(f.options);
 	EXPECT_EQ(theme.chain(), (std::vector<std::string>{"Test", "Parent", "hicolor"}));
@@ -107,7 +106,7 @@ TEST(TrayIconTheme, ChainIsTheThemeItsParentsThenHicolor) {
 	EXPECT_EQ(IconTheme(f.options).chain(), (std::vector<std::string>{"Missing", "hicolor"}));
 }
 
-TEST(TrayIconTheme, ARasterOfTheNearestSizeAtLeastTheOneAskedForThenSvg) {
+TEST(IconTheme, ARasterOfTheNearestSizeAtLeastTheOneAskedForThenSvg) {
 	Fixture f;
 	// No raster of 64 px or more: the largest one, not the SVG that matches exactly.
 	f.t.file("share/icons/Test/16x16/apps/a.png");
@@ -128,21 +127,38 @@ TEST(TrayIconTheme, ARasterOfTheNearestSizeAtLeastTheOneAskedForThenSvg) {
 	f.t.file("share/icons/Test/48x48/apps/v.svg");
 	f.t.file("share/icons/Test/48x48/apps/v.xpm");
 	IconTheme theme(f.options);
-	EXPECT_EQ(theme.lookup("a"), f.p("share/icons/Test/48x48/apps/a.png"));
-	EXPECT_EQ(theme.lookup("r"), f.p("share/icons/Test/128x128/apps/r.png"));
-	EXPECT_EQ(theme.lookup("x"), f.p("share/icons/Test/32x32@2/apps/x.png"));
-	EXPECT_EQ(theme.lookup("s"), f.p("share/icons/Test/scalable/apps/s.svg"));
-	EXPECT_EQ(theme.lookup("g"), f.p("share/icons/Test/48x48/apps/g.png"));
-	EXPECT_EQ(theme.lookup("v"), f.p("share/icons/Test/48x48/apps/v.xpm"));
+	EXPECT_EQ(theme.lookup("a", 64), f.p("share/icons/Test/48x48/apps/a.png"));
+	EXPECT_EQ(theme.lookup("r", 64), f.p("share/icons/Test/128x128/apps/r.png"));
+	EXPECT_EQ(theme.lookup("x", 64), f.p("share/icons/Test/32x32@2/apps/x.png"));
+	EXPECT_EQ(theme.lookup("s", 64), f.p("share/icons/Test/scalable/apps/s.svg"));
+	EXPECT_EQ(theme.lookup("g", 64), f.p("share/icons/Test/48x48/apps/g.png"));
+	EXPECT_EQ(theme.lookup("v", 64), f.p("share/icons/Test/48x48/apps/v.xpm"));
 	// A theme earlier in the chain wins with its SVG over a raster further down: the user's
 	// theme decides how icons look.
 	f.t.file("share/icons/Test/scalable/apps/k.svg");
 	f.t.file("share/icons/hicolor/64x64/apps/k.png");
 	IconTheme again(f.options);
-	EXPECT_EQ(again.lookup("k"), f.p("share/icons/Test/scalable/apps/k.svg"));
+	EXPECT_EQ(again.lookup("k", 64), f.p("share/icons/Test/scalable/apps/k.svg"));
 }
 
-TEST(TrayIconTheme, ThePlatformDefaultComesAfterTheThemeAndBeforeHicolor) {
+// One instance serves every backend (the tray at 64 px, Bluetooth at 32, notifications at 128):
+// the size is the lookup's, and one index answers each size as its own instance would.
+TEST(IconTheme, OneIndexAnswersEverySize) {
+	Fixture f;
+	f.t.file("share/icons/Test/16x16/apps/r.png");
+	f.t.file("share/icons/Test/48x48/apps/r.png");
+	f.t.file("share/icons/Test/128x128/apps/r.png");
+	f.t.file("share/icons/Test/scalable/apps/r.svg");
+	IconTheme theme(f.options);
+	EXPECT_EQ(theme.lookup("r", 16), f.p("share/icons/Test/16x16/apps/r.png"));
+	EXPECT_EQ(theme.lookup("r", 32), f.p("share/icons/Test/48x48/apps/r.png"));
+	EXPECT_EQ(theme.lookup("r", 64), f.p("share/icons/Test/128x128/apps/r.png"));
+	EXPECT_EQ(theme.lookup("r", 16), f.p("share/icons/Test/16x16/apps/r.png"));
+	EXPECT_EQ(theme.lookup("r", 256), f.p("share/icons/Test/128x128/apps/r.png"));
+	EXPECT_EQ(theme.stats().themes, 1u);
+}
+
+TEST(IconTheme, ThePlatformDefaultComesAfterTheThemeAndBeforeHicolor) {
 	Fixture f;
 	f.t.file("share/icons/Adwaita/index.theme", "[Icon Theme]\nName=Adwaita\nInherits=hicolor\nDirectories=48x48/status\n\n"
 	                                             "[48x48/status]\nSize=48\nType=Fixed\n");
@@ -152,19 +168,19 @@ TEST(TrayIconTheme, ThePlatformDefaultComesAfterTheThemeAndBeforeHicolor) {
 	f.t.file("share/icons/Parent/32x32/apps/both.png");
 	IconTheme theme(f.options);
 	EXPECT_EQ(theme.chain(), (std::vector<std::string>{"Test", "Parent", "Adwaita", "hicolor"}));
-	EXPECT_EQ(theme.lookup("both"), f.p("share/icons/Parent/32x32/apps/both.png"));
+	EXPECT_EQ(theme.lookup("both", 64), f.p("share/icons/Parent/32x32/apps/both.png"));
 	// No theme configured: what a GTK or Qt app shows, Adwaita's icon.
 	f.options.theme = "hicolor";
 	IconTheme none(f.options);
 	EXPECT_EQ(none.chain(), (std::vector<std::string>{"Adwaita", "hicolor"}));
-	EXPECT_EQ(none.lookup("audio-volume-high"), f.p("share/icons/Adwaita/48x48/status/audio-volume-high.png"));
-	EXPECT_EQ(none.lookup("both"), f.p("share/icons/Adwaita/48x48/status/both.png"));
+	EXPECT_EQ(none.lookup("audio-volume-high", 64), f.p("share/icons/Adwaita/48x48/status/audio-volume-high.png"));
+	EXPECT_EQ(none.lookup("both", 64), f.p("share/icons/Adwaita/48x48/status/both.png"));
 	// Not installed: not in the chain.
 	f.options.fallbackThemes = {"Missing"};
 	EXPECT_EQ(IconTheme(f.options).chain(), (std::vector<std::string>{"hicolor"}));
 }
 
-TEST(TrayIconTheme, InheritedThemesHicolorAndFlatFallbacks) {
+TEST(IconTheme, InheritedThemesHicolorAndFlatFallbacks) {
 	Fixture f;
 	f.t.file("share/icons/Parent/32x32/apps/b.png");
 	f.t.file("share/icons/hicolor/22x22/apps/c.png");
@@ -174,28 +190,28 @@ TEST(TrayIconTheme, InheritedThemesHicolorAndFlatFallbacks) {
 	f.t.file("share/icons/Test/16x16/apps/k.png");
 	f.t.file("share/icons/hicolor/64x64/apps/k.png");
 	IconTheme theme(f.options);
-	EXPECT_EQ(theme.lookup("b"), f.p("share/icons/Parent/32x32/apps/b.png"));
-	EXPECT_EQ(theme.lookup("c"), f.p("share/icons/hicolor/22x22/apps/c.png"));
-	EXPECT_EQ(theme.lookup("f"), f.p("pixmaps/f.xpm"));
-	EXPECT_EQ(theme.lookup("flat-in-base"), f.p("share/icons/flat-in-base.png"));
-	EXPECT_EQ(theme.lookup("k"), f.p("share/icons/Test/16x16/apps/k.png"));
-	EXPECT_EQ(theme.lookup("nothing-like-it"), "");
-	EXPECT_EQ(theme.lookup(""), "");
-	EXPECT_EQ(theme.lookup("../share/icons/flat-in-base"), "");
+	EXPECT_EQ(theme.lookup("b", 64), f.p("share/icons/Parent/32x32/apps/b.png"));
+	EXPECT_EQ(theme.lookup("c", 64), f.p("share/icons/hicolor/22x22/apps/c.png"));
+	EXPECT_EQ(theme.lookup("f", 64), f.p("pixmaps/f.xpm"));
+	EXPECT_EQ(theme.lookup("flat-in-base", 64), f.p("share/icons/flat-in-base.png"));
+	EXPECT_EQ(theme.lookup("k", 64), f.p("share/icons/Test/16x16/apps/k.png"));
+	EXPECT_EQ(theme.lookup("nothing-like-it", 64), "");
+	EXPECT_EQ(theme.lookup("", 64), "");
+	EXPECT_EQ(theme.lookup("../share/icons/flat-in-base", 64), "");
 }
 
-TEST(TrayIconTheme, ThemesSpanBaseDirectoriesInOrder) {
+TEST(IconTheme, ThemesSpanBaseDirectoriesInOrder) {
 	Fixture f;
 	// The user's directory has no index.theme of its own: the theme's index applies there too.
 	f.t.file("home/.icons/Test/48x48/apps/d.png");
 	f.t.file("home/.icons/Test/48x48/apps/e.png");
 	f.t.file("share/icons/Test/48x48/apps/e.png");
 	IconTheme theme(f.options);
-	EXPECT_EQ(theme.lookup("d"), f.p("home/.icons/Test/48x48/apps/d.png"));
-	EXPECT_EQ(theme.lookup("e"), f.p("home/.icons/Test/48x48/apps/e.png"));
+	EXPECT_EQ(theme.lookup("d", 64), f.p("home/.icons/Test/48x48/apps/d.png"));
+	EXPECT_EQ(theme.lookup("e", 64), f.p("home/.icons/Test/48x48/apps/e.png"));
 }
 
-TEST(TrayIconTheme, AnItemsIconThemePathAsATreeAndFlat) {
+TEST(IconTheme, AnItemsIconThemePathAsATreeAndFlat) {
 	Fixture f;
 	// An app's own hicolor tree without index.theme (Quickshell #26, #147).
 	f.t.file("app/hicolor/24x24/status/h.png");
@@ -208,50 +224,50 @@ TEST(TrayIconTheme, AnItemsIconThemePathAsATreeAndFlat) {
 	f.t.file("share/icons/Test/48x48/apps/b.png");
 	IconTheme theme(f.options);
 	auto app = f.p("app");
-	EXPECT_EQ(theme.lookup("h", app), f.p("app/hicolor/48x48/status/h.png"));
-	EXPECT_EQ(theme.lookup("s", app), f.p("app/hicolor/scalable/status/s.svg"));
-	EXPECT_EQ(theme.lookup("i", app), f.p("app/i.png"));
-	EXPECT_EQ(theme.lookup("named.png", app), f.p("app/named.png"));
-	EXPECT_EQ(theme.lookup("b", app), f.p("share/icons/Test/48x48/apps/b.png"));
+	EXPECT_EQ(theme.lookup("h", 64, app), f.p("app/hicolor/48x48/status/h.png"));
+	EXPECT_EQ(theme.lookup("s", 64, app), f.p("app/hicolor/scalable/status/s.svg"));
+	EXPECT_EQ(theme.lookup("i", 64, app), f.p("app/i.png"));
+	EXPECT_EQ(theme.lookup("named.png", 64, app), f.p("app/named.png"));
+	EXPECT_EQ(theme.lookup("b", 64, app), f.p("share/icons/Test/48x48/apps/b.png"));
 	// Without the path they are not found, and a new file in the app's tree is found at once
 	// (the app's tree is never cached).
-	EXPECT_EQ(theme.lookup("h"), "");
+	EXPECT_EQ(theme.lookup("h", 64), "");
 	f.t.file("app/hicolor/64x64/status/h.png");
-	EXPECT_EQ(theme.lookup("h", app), f.p("app/hicolor/64x64/status/h.png"));
+	EXPECT_EQ(theme.lookup("h", 64, app), f.p("app/hicolor/64x64/status/h.png"));
 	// An absolute path is taken as it is.
-	EXPECT_EQ(theme.lookup(f.p("app/i.png")), f.p("app/i.png"));
-	EXPECT_EQ(theme.lookup(f.p("app/missing.png")), "");
+	EXPECT_EQ(theme.lookup(f.p("app/i.png"), 64), f.p("app/i.png"));
+	EXPECT_EQ(theme.lookup(f.p("app/missing.png"), 64), "");
 }
 
-TEST(TrayIconTheme, ChangesOfTheInstalledThemesAreFollowedThroughInotify) {
+TEST(IconTheme, ChangesOfTheInstalledThemesAreFollowedThroughInotify) {
 	Fixture f;
 	auto a = f.t.file("share/icons/Test/48x48/apps/z.png");
 	f.t.file("share/icons/hicolor/64x64/apps/z.png");
 	IconTheme theme(f.options);
 	ASSERT_GE(theme.watchFd(), 0);
-	EXPECT_EQ(theme.lookup("z"), a.string());
+	EXPECT_EQ(theme.lookup("z", 64), a.string());
 	EXPECT_FALSE(theme.readEvents());
 	auto v = theme.version();
 	// Removed: the next one.
 	fs::remove(a);
 	EXPECT_TRUE(theme.readEvents());
 	EXPECT_NE(theme.version(), v);
-	EXPECT_EQ(theme.lookup("z"), f.p("share/icons/hicolor/64x64/apps/z.png"));
+	EXPECT_EQ(theme.lookup("z", 64), f.p("share/icons/hicolor/64x64/apps/z.png"));
 	// "Not found" is not kept once an icon is installed: in a directory that exists, in one
 	// that did not (a new size), in a theme installed later, in a base directory created later.
-	EXPECT_EQ(theme.lookup("later"), "");
+	EXPECT_EQ(theme.lookup("later", 64), "");
 	f.t.file("share/icons/Test/48x48/apps/later.png");
 	EXPECT_TRUE(theme.readEvents());
-	EXPECT_EQ(theme.lookup("later"), f.p("share/icons/Test/48x48/apps/later.png"));
-	EXPECT_EQ(theme.lookup("sized"), "");
+	EXPECT_EQ(theme.lookup("later", 64), f.p("share/icons/Test/48x48/apps/later.png"));
+	EXPECT_EQ(theme.lookup("sized", 64), "");
 	f.t.file("share/icons/Test/128x128/apps/sized.png");
 	EXPECT_TRUE(theme.readEvents());
-	EXPECT_EQ(theme.lookup("sized"), f.p("share/icons/Test/128x128/apps/sized.png"));
-	EXPECT_EQ(theme.lookup("user"), "");
+	EXPECT_EQ(theme.lookup("sized", 64), f.p("share/icons/Test/128x128/apps/sized.png"));
+	EXPECT_EQ(theme.lookup("user", 64), "");
 	f.t.file("home/.icons/hicolor/index.theme", kHicolorIndex);
 	f.t.file("home/.icons/hicolor/22x22/apps/user.png");
 	EXPECT_TRUE(theme.readEvents());
-	EXPECT_EQ(theme.lookup("user"), f.p("home/.icons/hicolor/22x22/apps/user.png"));
+	EXPECT_EQ(theme.lookup("user", 64), f.p("home/.icons/hicolor/22x22/apps/user.png"));
 	// Unrelated changes beside a missing base directory do not count.
 	fs::create_directories(f.t.path / "data");
 	IconTheme other([&] {
@@ -259,78 +275,78 @@ TEST(TrayIconTheme, ChangesOfTheInstalledThemesAreFollowedThroughInotify) {
 		o.baseDirs.insert(o.baseDirs.begin(), (f.t.path / "data/icons").string());
 		return o;
 	}());
-	EXPECT_EQ(other.lookup("nothing"), "");
+	EXPECT_EQ(other.lookup("nothing", 64), "");
 	f.t.file("data/recently-used.xbel");
 	EXPECT_FALSE(other.readEvents());
 	f.t.file("data/icons/flat.png");
 	EXPECT_TRUE(other.readEvents());
-	EXPECT_EQ(other.lookup("flat"), f.p("data/icons/flat.png"));
+	EXPECT_EQ(other.lookup("flat", 64), f.p("data/icons/flat.png"));
 }
 
-TEST(TrayIconTheme, NamesThatCannotBeFileNamesAreRefusedBeforeAnyLookup) {
+TEST(IconTheme, NamesThatCannotBeFileNamesAreRefusedBeforeAnyLookup) {
 	Fixture f;
 	std::string longName(256, 'a');
 	f.t.file("pixmaps/" + std::string(250, 'b') + ".png");
 	IconTheme theme(f.options);
-	EXPECT_EQ(theme.lookup(longName), "");
-	EXPECT_EQ(theme.lookup(std::string(250, 'b')), f.p(("pixmaps/" + std::string(250, 'b') + ".png").c_str()));
-	EXPECT_EQ(theme.lookup("a/b"), "");
-	EXPECT_EQ(theme.lookup(std::string("a\0b", 3)), "");
-	EXPECT_EQ(theme.lookup("/" + std::string(5000, 'c')), "");
+	EXPECT_EQ(theme.lookup(longName, 64), "");
+	EXPECT_EQ(theme.lookup(std::string(250, 'b'), 64), f.p(("pixmaps/" + std::string(250, 'b') + ".png").c_str()));
+	EXPECT_EQ(theme.lookup("a/b", 64), "");
+	EXPECT_EQ(theme.lookup(std::string("a\0b", 3), 64), "");
+	EXPECT_EQ(theme.lookup("/" + std::string(5000, 'c'), 64), "");
 	// Nothing was indexed for them.
 	EXPECT_EQ(theme.stats().privateTrees, 0u);
 	// An IconThemePath that is not absolute, or too long, is not searched.
-	EXPECT_EQ(theme.lookup("x", "relative/dir"), "");
-	EXPECT_EQ(theme.lookup("x", "/" + std::string(5000, 'd')), "");
+	EXPECT_EQ(theme.lookup("x", 64, "relative/dir"), "");
+	EXPECT_EQ(theme.lookup("x", 64, "/" + std::string(5000, 'd')), "");
 	EXPECT_EQ(theme.stats().privateTrees, 0u);
 }
 
-TEST(TrayIconTheme, AnItemsTreeIsIndexedOnceAndCheckedOncePerPass) {
+TEST(IconTheme, AnItemsTreeIsIndexedOnceAndCheckedOncePerPass) {
 	Fixture f;
 	uint64_t pass = 1;
 	f.options.pass = [&] { return pass; };
 	for (int i = 0; i < 40; ++i) f.t.file("app/hicolor/" + std::to_string(16 + i) + "x" + std::to_string(16 + i) + "/apps/i" + std::to_string(i) + ".png");
 	IconTheme theme(f.options);
 	auto app = f.p("app");
-	EXPECT_EQ(theme.lookup("i3", app), f.p("app/hicolor/19x19/apps/i3.png"));
-	EXPECT_EQ(theme.lookup("missing", app), "");
+	EXPECT_EQ(theme.lookup("i3", 64, app), f.p("app/hicolor/19x19/apps/i3.png"));
+	EXPECT_EQ(theme.lookup("missing", 64, app), "");
 	auto before = theme.stats();
-	for (int i = 0; i < 1000; ++i) EXPECT_EQ(theme.lookup("missing-" + std::to_string(i), app), "");
+	for (int i = 0; i < 1000; ++i) EXPECT_EQ(theme.lookup("missing-" + std::to_string(i), 64, app), "");
 	EXPECT_EQ(theme.stats().privateTrees, before.privateTrees);
 	auto v = theme.version(app);
 	// Within a pass the tree is not read again; the next pass sees the new file.
 	f.t.file("app/hicolor/64x64/apps/new.png");
-	EXPECT_EQ(theme.lookup("new", app), "");
+	EXPECT_EQ(theme.lookup("new", 64, app), "");
 	EXPECT_EQ(theme.version(app), v);
 	++pass;
-	EXPECT_EQ(theme.lookup("new", app), f.p("app/hicolor/64x64/apps/new.png"));
+	EXPECT_EQ(theme.lookup("new", 64, app), f.p("app/hicolor/64x64/apps/new.png"));
 	EXPECT_NE(theme.version(app), v);
 	// The flat directory too (Electron writes a new file per icon).
 	f.t.file("app/electron-1.png");
 	++pass;
-	EXPECT_EQ(theme.lookup("electron-1", app), f.p("app/electron-1.png"));
+	EXPECT_EQ(theme.lookup("electron-1", 64, app), f.p("app/electron-1.png"));
 	// Forgotten with the item.
 	EXPECT_GT(theme.stats().privateTrees, 0u);
 	theme.forget(app);
 	EXPECT_EQ(theme.stats().privateTrees, 0u);
 }
 
-TEST(TrayIconTheme, AnItemsTreesAreBounded) {
+TEST(IconTheme, AnItemsTreesAreBounded) {
 	Fixture f;
 	IconTheme theme(f.options);
 	for (size_t i = 0; i < IconTheme::kMaxPrivateTrees * 2; ++i) {
 		auto dir = "apps/" + std::to_string(i);
 		f.t.file(dir + "/hicolor/48x48/apps/a" + std::to_string(i) + ".png");
-		EXPECT_EQ(theme.lookup("a" + std::to_string(i), f.p(dir.c_str())), f.p((dir + "/hicolor/48x48/apps/a" + std::to_string(i) + ".png").c_str()));
+		EXPECT_EQ(theme.lookup("a" + std::to_string(i), 64, f.p(dir.c_str())), f.p((dir + "/hicolor/48x48/apps/a" + std::to_string(i) + ".png").c_str()));
 		EXPECT_LE(theme.stats().privateTrees, IconTheme::kMaxPrivateTrees);
 	}
 	// A tree with more files than it may index: what is indexed stays within the bound.
 	for (int i = 0; i < 5000; ++i) f.t.file("big/" + std::to_string(i) + ".png");
-	(void)theme.lookup("0", f.p("big"));
+	(void)theme.lookup("0", 64, f.p("big"));
 	EXPECT_LE(theme.stats().privateNames, IconTheme::kMaxPrivateNames);
 }
 
-TEST(TrayIconTheme, AFifoInAnItemsTreeIsNotOpened) {
+TEST(IconTheme, AFifoInAnItemsTreeIsNotOpened) {
 	Fixture f;
 	fs::create_directories(f.t.path / "app/hicolor");
 	ASSERT_EQ(::mkfifo((f.t.path / "app/hicolor/index.theme").c_str(), 0600), 0);
@@ -338,12 +354,12 @@ TEST(TrayIconTheme, AFifoInAnItemsTreeIsNotOpened) {
 	// In a child: a FIFO opened for reading waits for a writer, for ever.
 	EXPECT_TRUE(finishes([&] {
 		IconTheme theme(f.options);
-		return theme.lookup("not-there", f.p("app")).empty() &&
-		       theme.lookup("fifo-ok", f.p("app")) == f.p("app/hicolor/48x48/apps/fifo-ok.png");
+		return theme.lookup("not-there", 64, f.p("app")).empty() &&
+		       theme.lookup("fifo-ok", 64, f.p("app")) == f.p("app/hicolor/48x48/apps/fifo-ok.png");
 	}));
 }
 
-TEST(TrayIconTheme, CurrentThemeFromTheEnvironmentAndSettings) {
+TEST(IconTheme, CurrentThemeFromTheEnvironmentAndSettings) {
 	TempDir t;
 	std::string oldConfig = std::getenv("XDG_CONFIG_HOME") ? std::getenv("XDG_CONFIG_HOME") : "";
 	std::string oldTheme = std::getenv("QSD_ICON_THEME") ? std::getenv("QSD_ICON_THEME") : "";

@@ -1,7 +1,7 @@
 #include "icon_theme.hpp"
 
-#include "../../files.hpp"
-#include "../../log.hpp"
+#include "../files.hpp"
+#include "../log.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace qsd::tray {
+namespace qsd::icons {
 
 namespace {
 
@@ -413,10 +413,9 @@ std::string IconTheme::currentTheme(std::string* source) {
 	return "hicolor";
 }
 
-IconTheme::Options IconTheme::fromEnvironment(int size) {
+IconTheme::Options IconTheme::fromEnvironment() {
 	Options o;
 	o.theme = currentTheme();
-	o.size = size;
 	auto home = env("HOME");
 	if (!home.empty()) o.baseDirs.push_back(home + "/.icons");
 	auto dataHome = env("XDG_DATA_HOME");
@@ -438,7 +437,7 @@ IconTheme::IconTheme(Options options): options_(std::move(options)) {
 	if (options_.watch) {
 		inotify_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 		if (inotify_ < 0)
-			log::warning("tray", "cannot watch the icon themes ({}): icons installed while qsd runs are found after a restart",
+			log::warning("icons", "cannot watch the icon themes ({}): icons installed while qsd runs are found after a restart",
 			             std::strerror(errno));
 	}
 }
@@ -493,7 +492,7 @@ void IconTheme::watch(const std::string& path, bool files, const std::string& di
 	} else {
 		if (watches_.size() >= kMaxWatches) {
 			if (!watchesFull_)
-				log::warning("tray", "more than {} directories under the icon themes: icons installed in some of them are found after a restart",
+				log::warning("icons", "more than {} directories under the icon themes: icons installed in some of them are found after a restart",
 				             kMaxWatches);
 			watchesFull_ = true;
 			return;
@@ -581,7 +580,7 @@ IconTheme::Tree* IconTheme::installed(const std::string& theme, bool scan) {
 				t->scan(path, d, r);
 			}
 		t->sort();
-		if (t->truncated) log::warning("tray", "icon theme {} has more than {} icons; the rest are not found", theme, t->maxNames);
+		if (t->truncated) log::warning("icons", "icon theme {} has more than {} icons; the rest are not found", theme, t->maxNames);
 	}
 	return t;
 }
@@ -683,7 +682,7 @@ IconTheme::Tree* IconTheme::privateTree(const std::string& key, const std::strin
 	p->checked = pass;
 	buildPrivate(*p, dir, flat);
 	if (p->tree.truncated)
-		log::info("tray", "{}: more than {} entries or {} icons; the rest are not searched", dir, kMaxPrivateEntries, kMaxTreeNames);
+		log::info("icons", "{}: more than {} entries or {} icons; the rest are not searched", dir, kMaxPrivateEntries, kMaxTreeNames);
 	privateNames_ += p->tree.files.size();
 	private_.push_front(std::move(p));
 	privateByKey_[key] = private_.begin();
@@ -711,11 +710,15 @@ void IconTheme::forget(const std::string& themePath) {
 	}
 }
 
-void IconTheme::clearCache() {
-	dropInstalled();
+void IconTheme::forgetAll() {
 	private_.clear();
 	privateByKey_.clear();
 	privateNames_ = 0;
+}
+
+void IconTheme::clearCache() {
+	dropInstalled();
+	forgetAll();
 }
 
 IconTheme::Stats IconTheme::stats() const {
@@ -750,7 +753,7 @@ uint64_t IconTheme::version(const std::string& themePath) {
 	return generation_;
 }
 
-std::string IconTheme::lookup(const std::string& name, const std::string& themePath) {
+std::string IconTheme::lookup(const std::string& name, int want, const std::string& themePath) {
 	// Refused before anything is built from them: a name is one file name (a peer's 256 KiB
 	// name once made thousands of 256 KiB candidate paths per lookup).
 	if (name.empty() || name.find('\0') != std::string::npos) return {};
@@ -758,7 +761,6 @@ std::string IconTheme::lookup(const std::string& name, const std::string& themeP
 	if (name[0] == '/') return name.size() <= kMaxPathBytes && isFile(name) ? name : std::string();
 	if (name.size() > kMaxNameBytes || name.find('/') != std::string::npos) return {};
 	auto app = usablePath(themePath);
-	int want = options_.size;
 	ensureChain();
 	for (const auto& theme: chain_) {
 		if (Tree* t = installed(theme))
@@ -787,4 +789,4 @@ std::string IconTheme::lookup(const std::string& name, const std::string& themeP
 	return flatInstalled()->find(name, want, false);
 }
 
-} // namespace qsd::tray
+} // namespace qsd::icons

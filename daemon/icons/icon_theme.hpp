@@ -1,11 +1,14 @@
 #pragma once
 // Icon name -> file, after the freedesktop Icon Theme Specification and what the toolkits do:
 // the current theme and the themes it inherits, the platform default (GTK's Adwaita, where
-// installed), hicolor, then the flat fallbacks (the base directories, /usr/share/pixmaps). An
+// installed), hicolor, then the flat fallbacks (the base directories, /usr/share/pixmaps). A tray
 // item's IconThemePath is searched both as one more base directory holding theme trees (with or
 // without an index.theme: apps ship bare "hicolor/48x48/apps" trees, Quickshell #26/#147) and
 // flat. Within a theme a raster image of the nearest size at least the one asked for wins; an
 // SVG only when the theme has no raster of that name (a QML Image needs a plugin for SVG).
+//
+// The daemon has one instance (icons/shared_theme.hpp), whichever backends show icons: the
+// index holds every size of every name, so the size is a parameter of each lookup.
 //
 // A lookup is a few hash probes. Each theme's index.theme is parsed once and the files of its
 // directories are listed once, into an index by icon name:
@@ -16,7 +19,7 @@
 //    (Options::pass), rebuilt when one changed, and bounded: at most kMaxPrivateTrees trees and
 //    kMaxPrivateNames names in all, the least recently used dropped first.
 // Names longer than a file name, or with a '/' (other than an absolute file path), are refused
-// before any lookup. Tested against temporary theme trees in tests/unit/tray_icon_theme_test.cpp.
+// before any lookup. Tested against temporary theme trees in tests/unit/icon_theme_test.cpp.
 
 #include <cstdint>
 #include <functional>
@@ -28,7 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace qsd::tray {
+namespace qsd::icons {
 
 class IconTheme {
 public:
@@ -46,7 +49,6 @@ public:
 		std::vector<std::string> fallbackThemes{"Adwaita"};   // the platform default, after the theme's chain
 		std::vector<std::string> baseDirs;      // in order: ~/.icons, $XDG_DATA_HOME/icons, $XDG_DATA_DIRS/icons
 		std::vector<std::string> pixmapDirs;    // flat fallbacks: /usr/share/pixmaps
-		int size = 64;                          // the size looked for, in pixels
 		// Names the current pass (the event loop's iteration): an item's trees are compared with
 		// their directories at most once per pass. Unset: at every lookup.
 		std::function<uint64_t()> pass;
@@ -58,16 +60,16 @@ public:
 	// $XDG_CONFIG_HOME/kdeglobals, else "hicolor". `source` says which, for the log.
 	static std::string currentTheme(std::string* source = nullptr);
 	// Options for this environment (the current theme, the XDG base directories).
-	static Options fromEnvironment(int size);
+	static Options fromEnvironment();
 
 	explicit IconTheme(Options options);
 	~IconTheme();
 	IconTheme(const IconTheme&) = delete;
 	IconTheme& operator=(const IconTheme&) = delete;
 
-	// The file for icon `name` (an absolute path is taken as it is when it is a regular file),
-	// with the item's `themePath` ("" for none). "" when nothing is found.
-	[[nodiscard]] std::string lookup(const std::string& name, const std::string& themePath = {});
+	// The file for icon `name` at `size` pixels (an absolute path is taken as it is when it is
+	// a regular file), with the item's `themePath` ("" for none). "" when nothing is found.
+	[[nodiscard]] std::string lookup(const std::string& name, int size, const std::string& themePath = {});
 
 	// A number that changes whenever lookups with `themePath` could give other answers (the
 	// installed themes changed, or one of that path's trees did): callers may keep answers
@@ -86,6 +88,8 @@ public:
 
 	// Drops the trees indexed for an item's IconThemePath (the item left, or changed path).
 	void forget(const std::string& themePath);
+	// Drops every item's trees (the tray stopped).
+	void forgetAll();
 	// Drops every index.
 	void clearCache();
 
@@ -136,4 +140,4 @@ private:
 	bool watchesFull_ = false;
 };
 
-} // namespace qsd::tray
+} // namespace qsd::icons

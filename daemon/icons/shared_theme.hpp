@@ -1,0 +1,63 @@
+#pragma once
+// The daemon's one icon theme lookup, shared by every backend that shows icons (the tray's items
+// and menus, notifications' app icons, Bluetooth devices, media players' desktop entries).
+//
+// One instance, not one per backend: the index of the installed themes is the same whatever size
+// a backend draws at (each lookup names its size), and it is the largest thing a lookup keeps
+// (Adwaita's is about 0.5 MB of heap); one instance also means one inotify instance and one set
+// of watches on the theme directories, and the kernel's cost of adding them (a stall of up to
+// half a second at the first lookup on a machine with a large dentry cache) paid once.
+//
+// Nothing is made until a backend first asks: a daemon whose backends show no icon reads no
+// theme and holds no inotify descriptor. When inotify reports a change under the installed
+// themes, the indexes are dropped (every lookup from then on sees the change) and each
+// subscriber is told, so it can resolve what it shows again.
+
+#include "icon_theme.hpp"
+
+#include "../event_loop.hpp"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qsd::icons {
+
+class SharedTheme {
+public:
+	explicit SharedTheme(EventLoop& loop);
+	~SharedTheme();
+	SharedTheme(const SharedTheme&) = delete;
+	SharedTheme& operator=(const SharedTheme&) = delete;
+
+	// The lookup itself, made (and its inotify descriptor added to the loop) at the first call.
+	[[nodiscard]] IconTheme& theme();
+
+	// The file:// URL of the theme's file for `name` at `size` pixels; nullopt when the theme
+	// has none. A name only: an absolute path is not taken as a file here.
+	[[nodiscard]] std::optional<std::string> url(const std::string& name, int size);
+
+	// A number that changes whenever the installed themes changed (answers may then differ).
+	[[nodiscard]] uint64_t generation() const { return generation_; }
+
+	// `changed` runs after the installed themes changed (their indexes already dropped), for as
+	// long as the returned handle lives.
+	using Subscription = std::shared_ptr<std::function<void()>>;
+	[[nodiscard]] Subscription onChange(std::function<void()> changed);
+
+	// Whether the lookup was made (for tests and the log).
+	[[nodiscard]] bool made() const { return theme_ != nullptr; }
+
+private:
+	void readEvents();
+
+	EventLoop& loop_;
+	std::unique_ptr<IconTheme> theme_;
+	EventSource watch_;
+	std::vector<std::weak_ptr<std::function<void()>>> subscribers_;
+	uint64_t generation_ = 1;
+};
+
+} // namespace qsd::icons
