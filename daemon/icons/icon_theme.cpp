@@ -33,6 +33,9 @@ constexpr int kScanDepth = 3;
 // (Adwaita: 1715 names in 107 directories; hicolor's index lists 649 directories).
 constexpr size_t kMaxInstalledDirs = 4096;
 constexpr size_t kMaxInstalledNames = 65536;
+// Directory entries read for one installed theme (Papirus, among the largest, has about 100 000
+// files): what is listed is held until the index is made, so this bounds that too.
+constexpr size_t kMaxInstalledEntries = 1u << 20;
 // Names of one private tree (apps ship a few dozen).
 constexpr size_t kMaxTreeNames = 4096;
 constexpr size_t kMaxIndexBytes = 1u << 20;
@@ -200,12 +203,33 @@ struct IconTheme::Tree {
 	std::vector<std::string> inherits;
 	std::vector<Directory> dirs;
 	std::vector<std::string> roots;             // <base>/<theme> for each base that has it
-	std::unordered_map<std::string, std::vector<Hit>> files;   // icon name -> its files, in order
 	bool scanned = false;                       // files listed (installed themes: at first use)
 	size_t entries = 0;                         // directory entries read
 	size_t maxNames = kMaxInstalledNames;
-	size_t maxEntries = SIZE_MAX;
+	size_t maxEntries = kMaxInstalledEntries;
 	bool truncated = false;
+
+	// The index, flat: the names sorted and back to back in one string, name i being
+	// names[nameAt[i], nameAt[i + 1]) with its files hits[first[i], first[i + 1]) in the
+	// specification's order. A map of strings to vectors of files cost about 200 bytes per name
+	// in small allocations (0.25 MiB for Adwaita); this costs the names' bytes and 12 per name.
+	std::string names;
+	std::vector<uint32_t> nameAt;
+	std::vector<uint32_t> first;
+	std::vector<Hit> hits;
+	// What scan() listed, until freeze(): each file's stem is in pending_ (one string, not one
+	// allocation per file), in the order listed.
+	struct Listed {
+		uint32_t at;
+		uint32_t length;
+		uint32_t order;
+		Hit hit;
+	};
+	std::string pending_;
+	std::vector<Listed> listed_;
+
+	[[nodiscard]] size_t size() const { return nameAt.empty() ? 0 : nameAt.size() - 1; }
+	[[nodiscard]] std::string_view name(size_t i) const { return {names.data() + nameAt[i], nameAt[i + 1] - nameAt[i]}; }
 
 	// Lists directory `dir` of root `root`. Only names with an extension qsd shows are kept.
 	void scan(const std::string& path, size_t dir, size_t root) {
@@ -221,24 +245,70 @@ struct IconTheme::Tree {
 			std::string_view n(e->d_name);
 			int ext = extOf(n);
 			if (ext < 0) continue;
-			std::string stem(n.substr(0, n.size() - 4));
-			auto it = files.find(stem);
-			if (it == files.end()) {
-				if (files.size() >= maxNames) {
-					truncated = true;
-					continue;
-				}
-				it = files.emplace(std::move(stem), std::vector<Hit>()).first;
-			}
-			it->second.push_back({uint16_t(dir), uint8_t(root), uint8_t(ext)});
+			listed_.push_back({uint32_t(pending_.size()), uint32_t(n.size() - 4), uint32_t(listed_.size()),
+			                   {uint16_t(dir), uint8_t(root), uint8_t(ext)}});
+			pending_.append(n.substr(0, n.size() - 4));
 		}
 		::closedir(d);
 	}
-	// The specification's order: directory, then base directory, then extension.
-	void sort() {
-		for (auto& [name, hits]: files)
-			if (hits.size() > 1) std::sort(hits.begin(), hits.end());
+
+	// Turns what scan() listed into the index. Beyond maxNames names, the first ones listed are
+	// kept (the theme's directories in index.theme's order).
+	void freeze() {
+		auto stem = [this](const Listed& l) { return std::string_view(pending_.data() + l.at, l.length); };
+		std::sort(listed_.begin(), listed_.end(), [&](const Listed& a, const Listed& b) {
+			int c = stem(a).compare(stem(b));
+			return c != 0 ? c < 0 : a.hit < b.hit;
+		});
+		// Each name's first listing, to choose which names stay when there are too many.
+		std::vector<uint32_t> firstListed;
+		for (size_t i = 0; i < listed_.size(); ++i) {
+			if (i == 0 || stem(listed_[i]) != stem(listed_[i - 1])) firstListed.push_back(listed_[i].order);
+			else firstListed.back() = std::min(firstListed.back(), listed_[i].order);
+		}
+		uint32_t cutoff = UINT32_MAX;   // names first listed at or after this are dropped
+		if (firstListed.size() > maxNames) {
+			truncated = true;
+			auto sorted = firstListed;
+			std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(maxNames), sorted.end());
+			cutoff = sorted[maxNames];
+		}
+		names.clear();
+		nameAt.clear();
+		first.clear();
+		hits.clear();
+		size_t unique = 0;
+		for (size_t i = 0; i < listed_.size(); ++i) {
+			bool newName = i == 0 || stem(listed_[i]) != stem(listed_[i - 1]);
+			if (newName) ++unique;
+			if (firstListed[unique - 1] >= cutoff) continue;
+			if (newName) {
+				nameAt.push_back(uint32_t(names.size()));
+				first.push_back(uint32_t(hits.size()));
+				names.append(stem(listed_[i]));
+			}
+			hits.push_back(listed_[i].hit);
+		}
+		nameAt.push_back(uint32_t(names.size()));
+		first.push_back(uint32_t(hits.size()));
+		names.shrink_to_fit();
+		nameAt.shrink_to_fit();
+		first.shrink_to_fit();
+		hits.shrink_to_fit();
+		std::string().swap(pending_);
+		std::vector<Listed>().swap(listed_);
 		scanned = true;
+	}
+
+	// The index of `name`, or size() when it has none.
+	[[nodiscard]] size_t indexOf(std::string_view n) const {
+		size_t lo = 0, hi = size();
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (name(mid) < n) lo = mid + 1;
+			else hi = mid;
+		}
+		return lo < size() && name(lo) == n ? lo : size();
 	}
 
 	// The file for `name` here, "" for none. Sized (a theme): the raster of the smallest size
@@ -246,14 +316,15 @@ struct IconTheme::Tree {
 	// specification's size match and distance. Flat: the first raster, else the first SVG.
 	// `onlyExt` restricts to one extension (a name that carries its own).
 	[[nodiscard]] std::string find(const std::string& name, int want, bool sized, int onlyExt = -1) const {
-		auto it = files.find(name);
-		if (it == files.end()) return {};
+		size_t i = indexOf(name);
+		if (i == size()) return {};
 		const Hit* raster = nullptr;
 		int rasterPx = 0;
 		const Hit* svg = nullptr;
 		int svgDistance = INT_MAX;
 		bool svgMatch = false;
-		for (const auto& h: it->second) {
+		for (uint32_t k = first[i]; k < first[i + 1]; ++k) {
+			const Hit& h = hits[k];
 			if (onlyExt >= 0 && h.ext != onlyExt) continue;
 			const auto& d = dirs[h.dir];
 			if (h.ext != kSvg) {
@@ -277,7 +348,7 @@ struct IconTheme::Tree {
 		if (!h) return {};
 		std::string out = join(roots[h->root], dirs[h->dir].path);
 		out += '/';
-		out += it->first;
+		out += name;
 		out += kExtNames[h->ext];
 		return out;
 	}
@@ -579,7 +650,7 @@ IconTheme::Tree* IconTheme::installed(const std::string& theme, bool scan) {
 				watch(path, true);
 				t->scan(path, d, r);
 			}
-		t->sort();
+		t->freeze();
 		if (t->truncated) log::warning("icons", "icon theme {} has more than {} icons; the rest are not found", theme, t->maxNames);
 	}
 	return t;
@@ -613,7 +684,7 @@ IconTheme::Tree* IconTheme::flatInstalled() {
 			watch(flat_->roots[r], true);
 			flat_->scan(flat_->roots[r], 0, r);
 		}
-		flat_->sort();
+		flat_->freeze();
 	}
 	return flat_.get();
 }
@@ -656,7 +727,7 @@ void buildPrivate(IconTheme::Private& p, const std::string& dir, bool flat) {
 		if (!p.tree.dirs[d].path.empty()) p.stamps.push_back(Stamp::of(path));
 		p.tree.scan(path, d, 0);
 	}
-	p.tree.sort();
+	p.tree.freeze();
 }
 
 } // namespace
@@ -669,9 +740,9 @@ IconTheme::Tree* IconTheme::privateTree(const std::string& key, const std::strin
 		if (p.checked != pass) {
 			p.checked = pass;
 			if (p.stale()) {
-				privateNames_ -= p.tree.files.size();
+				privateNames_ -= p.tree.size();
 				buildPrivate(p, dir, flat);
-				privateNames_ += p.tree.files.size();
+				privateNames_ += p.tree.size();
 				++generation_;
 			}
 		}
@@ -683,12 +754,12 @@ IconTheme::Tree* IconTheme::privateTree(const std::string& key, const std::strin
 	buildPrivate(*p, dir, flat);
 	if (p->tree.truncated)
 		log::info("icons", "{}: more than {} entries or {} icons; the rest are not searched", dir, kMaxPrivateEntries, kMaxTreeNames);
-	privateNames_ += p->tree.files.size();
+	privateNames_ += p->tree.size();
 	private_.push_front(std::move(p));
 	privateByKey_[key] = private_.begin();
 	// The least recently used go first; the one just made stays.
 	while (private_.size() > 1 && (private_.size() > kMaxPrivateTrees || privateNames_ > kMaxPrivateNames)) {
-		privateNames_ -= private_.back()->tree.files.size();
+		privateNames_ -= private_.back()->tree.size();
 		privateByKey_.erase(private_.back()->key);
 		private_.pop_back();
 	}
@@ -701,7 +772,7 @@ void IconTheme::forget(const std::string& themePath) {
 	for (auto it = private_.begin(); it != private_.end();) {
 		const auto& key = (*it)->key;
 		if (key == themePath + "\n" || key.compare(0, prefix.size(), prefix) == 0) {
-			privateNames_ -= (*it)->tree.files.size();
+			privateNames_ -= (*it)->tree.size();
 			privateByKey_.erase(key);
 			it = private_.erase(it);
 		} else {

@@ -17,6 +17,7 @@
 #include <fstream>
 
 #include <csignal>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -156,6 +157,34 @@ TEST(IconTheme, OneIndexAnswersEverySize) {
 	EXPECT_EQ(theme.lookup("r", 16), f.p("share/icons/Test/16x16/apps/r.png"));
 	EXPECT_EQ(theme.lookup("r", 256), f.p("share/icons/Test/128x128/apps/r.png"));
 	EXPECT_EQ(theme.stats().themes, 1u);
+}
+
+// The index of an installed theme is kept for as long as qsd runs: a large theme (Papirus,
+// Breeze: thousands of names in a dozen sizes) must cost its names' bytes and a few words per
+// file, not an allocation or two per name (a map of strings to vectors cost about 200 bytes per
+// name). Heap bytes in use are not counted under a sanitizer, which has its own allocator.
+TEST(IconTheme, AnInstalledThemeIsIndexedInLittleMoreThanItsNames) {
+#if defined(__SANITIZE_ADDRESS__)
+	GTEST_SKIP() << "mallinfo2 does not see AddressSanitizer's heap";
+#else
+	Fixture f;
+	constexpr int kNames = 3000;
+	size_t nameBytes = 0;
+	for (int i = 0; i < kNames; ++i) {
+		auto name = "application-x-qsd-test-" + std::to_string(i);
+		nameBytes += name.size();
+		f.t.file("share/icons/Test/16x16/apps/" + name + ".png");
+		f.t.file("share/icons/Test/48x48/apps/" + name + ".png");
+	}
+	IconTheme theme(f.options);
+	(void)theme.chain();
+	auto before = ::mallinfo2().uordblks;
+	EXPECT_EQ(theme.lookup("application-x-qsd-test-7", 64), f.p("share/icons/Test/48x48/apps/application-x-qsd-test-7.png"));
+	auto used = ::mallinfo2().uordblks - before;
+	// The names, 8 bytes of offsets each and 4 per file: 36 bytes a name beyond its bytes here.
+	// What else the first lookup keeps (the other themes of the chain, the watches) is small.
+	EXPECT_LT(used, nameBytes + kNames * 64) << used << " bytes for " << kNames << " names of " << nameBytes << " bytes";
+#endif
 }
 
 TEST(IconTheme, ThePlatformDefaultComesAfterTheThemeAndBeforeHicolor) {
