@@ -4,7 +4,6 @@
 #include "../log.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <sys/epoll.h>
 
