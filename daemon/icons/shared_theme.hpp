@@ -34,6 +34,9 @@ public:
 	SharedTheme& operator=(const SharedTheme&) = delete;
 
 	// The lookup itself, made (and its inotify descriptor added to the loop) at the first call.
+	// What inotify reported before the call is taken in first (once per loop iteration), so a
+	// lookup never answers from an index a change already made stale, whichever of the loop's
+	// sources runs first.
 	[[nodiscard]] IconTheme& theme();
 
 	// The file:// URL of the theme's file for `name` at `size` pixels; nullopt when the theme
@@ -54,6 +57,7 @@ private:
 	EventLoop& loop_;
 	std::unique_ptr<IconTheme> theme_;
 	EventSource watch_;
+	uint64_t drained_ = 0;   // the loop iteration whose inotify events were last read
 	std::vector<std::weak_ptr<std::function<void()>>> subscribers_;
 	uint64_t generation_ = 1;
 };

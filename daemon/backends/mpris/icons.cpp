@@ -56,7 +56,8 @@ IconLookup::~IconLookup() = default;
 std::optional<std::string> IconLookup::forDesktopEntry(const std::string& entry) {
 	if (!validDesktopEntry(entry)) return std::nullopt;
 	// The answers cached before the installed themes changed (an icon installed since, a theme
-	// removed) are dropped.
+	// removed) are dropped; theme() first takes in what inotify reported.
+	auto& theme = theme_.theme();
 	if (generation_ != theme_.generation()) {
 		cache_.clear();
 		generation_ = theme_.generation();
@@ -65,7 +66,7 @@ std::optional<std::string> IconLookup::forDesktopEntry(const std::string& entry)
 	std::optional<std::string> url;
 	// Icon= names a theme icon, or a file (an absolute path, taken when it is a regular file).
 	if (auto icon = desktopEntryIcon(entry, dirs_))
-		if (auto file = theme_.theme().lookup(*icon, kIconSize); !file.empty()) url = fileUrl(file);
+		if (auto file = theme.lookup(*icon, kIconSize); !file.empty()) url = fileUrl(file);
 	if (cache_.size() >= kMaxCached) cache_.clear();
 	cache_.emplace(entry, url);
 	return url;

@@ -287,6 +287,8 @@ void TrayBackend::runDeferred() {
 		if (Item* item = findItem(key)) refresh(*item);
 	for (const auto& key: take(menuQueue_))
 		if (Item* item = findItem(key)) refreshMenu(*item);
+	// The icon lookups below see every change inotify reported before this pass.
+	if (!publishQueue_.empty()) (void)context_.icons->theme();
 	for (const auto& key: take(publishQueue_))
 		if (Item* item = findItem(key)) publish(*item);
 	flushWatcherSignals();
