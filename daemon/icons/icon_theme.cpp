@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <tuple>
 
@@ -291,6 +292,18 @@ struct IconTheme::Tree {
 		}
 		nameAt.push_back(uint32_t(names.size()));
 		first.push_back(uint32_t(hits.size()));
+		// Only directories that hold a file stay (hicolor's index lists 649, a system has a few
+		// dozen of them); the hits keep their order.
+		std::vector<uint16_t> renumbered(dirs.size(), UINT16_MAX);
+		for (const auto& h: hits) renumbered[h.dir] = 0;
+		std::vector<Directory> kept;
+		for (size_t d = 0; d < dirs.size(); ++d)
+			if (renumbered[d] == 0) {
+				renumbered[d] = uint16_t(kept.size());
+				kept.push_back(std::move(dirs[d]));
+			}
+		dirs = std::move(kept);
+		for (auto& h: hits) h.dir = renumbered[h.dir];
 		names.shrink_to_fit();
 		nameAt.shrink_to_fit();
 		first.shrink_to_fit();
@@ -557,30 +570,32 @@ void IconTheme::ensureChain() {
 
 void IconTheme::watch(const std::string& path, bool files, const std::string& dirName) {
 	if (inotify_ < 0) return;
-	int wd;
-	if (auto known = watchedPaths_.find(path); known != watchedPaths_.end()) {
-		wd = known->second;
-	} else {
+	// inotify gives a directory watched already its watch descriptor again: no map of paths is
+	// needed to find it (it cost more than the index itself for hicolor's hundreds of
+	// directories).
+	int wd = ::inotify_add_watch(inotify_, path.c_str(),
+	                             IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF |
+	                                 IN_MOVE_SELF | IN_ONLYDIR);
+	if (wd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR) watchMissing(path);
+		return;
+	}
+	auto it = watches_.find(wd);
+	if (it == watches_.end()) {
 		if (watches_.size() >= kMaxWatches) {
+			::inotify_rm_watch(inotify_, wd);
 			if (!watchesFull_)
 				log::warning("icons", "more than {} directories under the icon themes: icons installed in some of them are found after a restart",
 				             kMaxWatches);
 			watchesFull_ = true;
 			return;
 		}
-		wd = ::inotify_add_watch(inotify_, path.c_str(),
-		                         IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF |
-		                             IN_MOVE_SELF | IN_ONLYDIR);
-		if (wd < 0) {
-			if (errno == ENOENT || errno == ENOTDIR) watchMissing(path);
-			return;
-		}
-		watchedPaths_[path] = wd;
+		it = watches_.emplace(wd, Watch{}).first;
 	}
-	auto& w = watches_[wd];
+	auto& w = it->second;
 	if (files) w.files = true;
 	else if (dirName.empty()) w.anyDir = true;
-	else w.dirNames.insert(dirName);
+	else if (std::find(w.dirNames.begin(), w.dirNames.end(), dirName) == w.dirNames.end()) w.dirNames.push_back(dirName);
 }
 
 void IconTheme::watchMissing(const std::string& path) {
@@ -611,7 +626,7 @@ bool IconTheme::readEvents() {
 			auto w = watches_.find(e->wd);
 			if (w == watches_.end()) continue;
 			if (w->second.files || (e->mask & (IN_DELETE_SELF | IN_MOVE_SELF))) changed = true;
-			else if ((e->mask & IN_ISDIR) && (w->second.anyDir || (e->len && w->second.dirNames.count(e->name)))) changed = true;
+			else if ((e->mask & IN_ISDIR) && (w->second.anyDir || (e->len && std::find(w->second.dirNames.begin(), w->second.dirNames.end(), std::string_view(e->name)) != w->second.dirNames.end()))) changed = true;
 		}
 	}
 	if (changed) dropInstalled();
@@ -624,7 +639,6 @@ void IconTheme::dropInstalled() {
 	chainValid_ = false;
 	for (const auto& [wd, _]: watches_) ::inotify_rm_watch(inotify_, wd);
 	watches_.clear();
-	watchedPaths_.clear();
 	watchesFull_ = false;
 	++generation_;
 }

@@ -26,7 +26,6 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -133,10 +132,9 @@ private:
 	struct Watch {
 		bool files = false;              // any change of an entry counts (a directory of icons)
 		bool anyDir = false;             // a subdirectory created or removed counts
-		std::set<std::string> dirNames;  // ... only these (a missing directory's ancestor)
+		std::vector<std::string> dirNames;   // ... only these (a missing directory's ancestor)
 	};
 	std::map<int, Watch> watches_;
-	std::map<std::string, int> watchedPaths_;
 	bool watchesFull_ = false;
 };
 

@@ -187,6 +187,37 @@ TEST(IconTheme, AnInstalledThemeIsIndexedInLittleMoreThanItsNames) {
 #endif
 }
 
+// hicolor's index lists 649 directories; a system has a few hundred of them and icons in a few
+// dozen. The directories without a file are not kept in the index, and the watches on them
+// cost a few words each, not a map of their paths.
+TEST(IconTheme, DirectoriesWithoutIconsCostLittle) {
+#if defined(__SANITIZE_ADDRESS__)
+	GTEST_SKIP() << "mallinfo2 does not see AddressSanitizer's heap";
+#else
+	Fixture f;
+	std::string index = "[Icon Theme]\nName=Wide\nDirectories=";
+	std::string sections;
+	for (int i = 0; i < 600; ++i) {
+		auto dir = std::to_string(16 + i) + "x" + std::to_string(16 + i) + "/applications-and-more";
+		index += (i ? "," : "") + dir;
+		sections += "\n[" + dir + "]\nSize=" + std::to_string(16 + i) + "\nType=Fixed\n";
+		if (i % 2 == 0) fs::create_directories(f.t.path / "share/icons/Wide" / dir);   // 300 exist, empty
+	}
+	f.t.file("share/icons/Wide/index.theme", index + "\n" + sections);
+	f.t.file("share/icons/Wide/48x48/applications-and-more/one.png");
+	f.options.theme = "Wide";
+	auto before = ::mallinfo2().uordblks;
+	IconTheme theme(f.options);
+	EXPECT_EQ(theme.lookup("one", 48), f.p("share/icons/Wide/48x48/applications-and-more/one.png"));
+	auto used = ::mallinfo2().uordblks - before;
+	EXPECT_GE(theme.stats().watches, 300u);
+	// About 47 KB here (80 bytes per watch, and what the allocator keeps in its per-thread
+	// caches, which mallinfo2 counts as in use); a Directory for each of the 600 listed and a
+	// map of the watched paths cost 200 KB.
+	EXPECT_LT(used, 96u * 1024) << used << " bytes for 600 directories, 300 watched";
+#endif
+}
+
 TEST(IconTheme, ThePlatformDefaultComesAfterTheThemeAndBeforeHicolor) {
 	Fixture f;
 	f.t.file("share/icons/Adwaita/index.theme", "[Icon Theme]\nName=Adwaita\nInherits=hicolor\nDirectories=48x48/status\n\n"
