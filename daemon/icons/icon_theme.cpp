@@ -497,6 +497,12 @@ std::string IconTheme::currentTheme(std::string* source) {
 	return "hicolor";
 }
 
+std::vector<std::pair<std::string, std::string>> IconTheme::settingsFiles() {
+	if (!env("QSD_ICON_THEME").empty()) return {};
+	auto config = configHome();
+	return {{config + "/gtk-3.0", "settings.ini"}, {config + "/gtk-4.0", "settings.ini"}, {config, "kdeglobals"}};
+}
+
 IconTheme::Options IconTheme::fromEnvironment() {
 	Options o;
 	o.theme = currentTheme();
@@ -793,6 +799,11 @@ void IconTheme::forget(const std::string& themePath) {
 			++it;
 		}
 	}
+}
+
+void IconTheme::setTheme(std::string theme) {
+	options_.theme = std::move(theme);
+	dropInstalled();
 }
 
 void IconTheme::forgetAll() {

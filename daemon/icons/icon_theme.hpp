@@ -28,6 +28,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace qsd::icons {
@@ -58,6 +59,10 @@ public:
 	// $XDG_CONFIG_HOME/gtk-3.0/settings.ini (then gtk-4.0), else Theme= in [Icons] of
 	// $XDG_CONFIG_HOME/kdeglobals, else "hicolor". `source` says which, for the log.
 	static std::string currentTheme(std::string* source = nullptr);
+	// The files currentTheme reads, as {directory, file name} (the directory is what to watch:
+	// settings are saved by writing a new file and renaming it over the old one). Empty when
+	// $QSD_ICON_THEME decides.
+	static std::vector<std::pair<std::string, std::string>> settingsFiles();
 	// Options for this environment (the current theme, the XDG base directories).
 	static Options fromEnvironment();
 
@@ -87,6 +92,10 @@ public:
 
 	// Drops the trees indexed for an item's IconThemePath (the item left, or changed path).
 	void forget(const std::string& themePath);
+	// Another current theme (the user chose one): the installed themes are indexed again, with
+	// the chain it makes.
+	void setTheme(std::string theme);
+
 	// Drops every item's trees (the tray stopped).
 	void forgetAll();
 	// Drops every index.

@@ -10,7 +10,8 @@
 // once.
 //
 // Nothing is made until a backend first asks: a daemon whose backends show no icon reads no
-// theme and holds no inotify descriptor. When inotify reports a change under the installed
+// theme and holds no inotify descriptor. The user's choice of theme is followed too: when GTK's
+// settings.ini or KDE's kdeglobals names another one, the lookup searches the new chain. When inotify reports a change under the installed
 // themes, the indexes are dropped (every lookup from then on sees the change) and each
 // subscriber is told, so it can resolve what it shows again.
 
@@ -19,6 +20,7 @@
 #include "../event_loop.hpp"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,10 +55,20 @@ public:
 
 private:
 	void readEvents();
+	// The user's choice of theme (GTK's settings.ini, KDE's kdeglobals) followed with inotify
+	// on their directories: another theme makes another chain, and every subscriber is told.
+	void watchSettings();
+	void watchSettingsDir(const std::string& dir);
+	void readSettingsEvents();
+	void notify();
 
 	EventLoop& loop_;
 	std::unique_ptr<IconTheme> theme_;
 	EventSource watch_;
+	int settingsFd_ = -1;                          // inotify on the settings' directories
+	EventSource settingsWatch_;
+	std::vector<std::pair<std::string, std::string>> settings_;   // {directory, file name}
+	std::map<int, std::string> settingsDirs_;      // watch descriptor -> directory
 	uint64_t drained_ = 0;   // the loop iteration whose inotify events were last read
 	std::vector<std::weak_ptr<std::function<void()>>> subscribers_;
 	uint64_t generation_ = 1;

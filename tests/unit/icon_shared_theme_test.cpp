@@ -1,7 +1,8 @@
 // The daemon's one icon theme lookup (daemon/icons/shared_theme.hpp) on a real event loop: a
 // change under the installed themes reaches every subscriber once, a subscriber that let go of
-// its handle is not called, and a lookup made in a loop iteration sees a file created before it
-// even when inotify's source has not run yet in that iteration.
+// its handle is not called, a lookup made in a loop iteration sees a file created before it
+// even when inotify's source has not run yet in that iteration, and a theme the user chooses
+// while qsd runs (GTK's settings.ini, KDE's kdeglobals) is searched from then on.
 
 #include "event_loop.hpp"
 #include "icons/shared_theme.hpp"
@@ -15,7 +16,9 @@
 #include <functional>
 #include <map>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
+#include <vector>
 #include <string>
 
 using namespace qsd;
@@ -42,6 +45,11 @@ struct ThemeEnvironment {
 			if (value) ::setenv(name.c_str(), value->c_str(), 1);
 			else ::unsetenv(name.c_str());
 		}
+	}
+	void unset(const char* name) {
+		const char* old = std::getenv(name);
+		saved.emplace(name, old ? std::optional<std::string>(old) : std::nullopt);
+		::unsetenv(name);
 	}
 	void set(const char* name, const std::string& value) {
 		const char* old = std::getenv(name);
@@ -111,4 +119,44 @@ TEST(IconSharedTheme, ALookupSeesAFileCreatedBeforeItsIterationWhateverRunsFirst
 	sd_event_source_unref(first);
 	ASSERT_TRUE(ran);
 	EXPECT_EQ(seen, e.url("late.png"));
+}
+
+TEST(IconSharedTheme, AThemeTheUserChoosesWhileQsdRunsIsSearched) {
+	ThemeEnvironment e;
+	e.unset("QSD_ICON_THEME");
+	e.set("XDG_CONFIG_HOME", (e.t.path / "config").string());
+	for (const char* theme: {"One", "Two"}) {
+		e.t.file(std::string("share/icons/") + theme + "/index.theme",
+		         std::string("[Icon Theme]\nName=") + theme + "\nDirectories=32x32/apps\n\n[32x32/apps]\nSize=32\nType=Fixed\n");
+		e.t.file(std::string("share/icons/") + theme + "/32x32/apps/app.png");
+	}
+	auto in = [&](const char* theme) { return "file://" + (e.t.path / "share/icons" / theme / "32x32/apps/app.png").string(); };
+	// A setting saved as GTK and KDE save them: a new file renamed over the old one.
+	auto choose = [&](const char* dir, const char* file, const std::string& text) {
+		auto tmp = e.t.file(std::string("config/") + dir + "/." + file + ".new", text);
+		std::filesystem::rename(tmp, e.t.path / "config" / dir / file);
+	};
+	choose("gtk-3.0", "settings.ini", "[Settings]\ngtk-icon-theme-name=One\n");
+	EventLoop loop;
+	icons::SharedTheme shared(loop);
+	EXPECT_EQ(shared.url("app", 32), in("One"));
+	int told = 0;
+	auto sub = shared.onChange([&] { ++told; });
+	choose("gtk-3.0", "settings.ini", "[Settings]\ngtk-icon-theme-name=Two\n");
+	ASSERT_TRUE(runUntil(loop, [&] { return told > 0; }));
+	EXPECT_EQ(shared.url("app", 32), in("Two"));
+	EXPECT_EQ(shared.theme().chain(), (std::vector<std::string>{"Two", "hicolor"}));
+	// Another file in the directory, the same choice saved again, and KDE's choice while GTK's
+	// decides change nothing; then GTK's setting goes (a reset), and KDE's decides.
+	e.t.file("config/gtk-3.0/bookmarks", "file:///tmp\n");
+	choose("gtk-3.0", "settings.ini", "[Settings]\ngtk-icon-theme-name=Two\n# saved again\n");
+	choose(".", "kdeglobals", "[Icons]\nTheme=One\n");
+	std::filesystem::remove_all(e.t.path / "config/gtk-3.0");
+	// inotify reports in order: the last change seen means the others were read before it.
+	ASSERT_TRUE(runUntil(loop, [&] { return shared.url("app", 32) == in("One"); }));
+	EXPECT_EQ(told, 2);
+	// The directory made again, with a setting in it.
+	choose("gtk-3.0", "settings.ini", "[Settings]\ngtk-icon-theme-name=Two\n");
+	ASSERT_TRUE(runUntil(loop, [&] { return shared.url("app", 32) == in("Two"); }));
+	EXPECT_EQ(told, 3);
 }
