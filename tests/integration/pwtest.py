@@ -85,6 +85,13 @@ class PipeWire:
         self.wp = self.spawn("wireplumber")
 
         def ready():
+            if not saved:
+                # Only the metadata's global is needed, and the registry lists it without a
+                # bind. A bind (pw-metadata) waits for WirePlumber's answer to a ping, and
+                # PipeWire sends the clients bound before (qsd) no change meanwhile: the
+                # defaults WirePlumber writes as it starts could be lost to qsd (PipeWire's
+                # metadata module; docs/backends/pipewire.md).
+                return 'metadata.name = "default"' in self.probe(["pw-cli", "ls", "Metadata"]).stdout
             out = self.probe(["pw-metadata", "-n", "default", "0"]).stdout
             return 'Found "default"' in out and all(f"key:'{key}'" in out for key in saved)
         self.ready(self.wp, "wireplumber", ready,
