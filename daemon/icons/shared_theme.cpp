@@ -5,21 +5,13 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <sys/epoll.h>
-#include <sys/inotify.h>
-#include <unistd.h>
 
 namespace qsd::icons {
 
 SharedTheme::SharedTheme(EventLoop& loop): loop_(loop) {}
 
-SharedTheme::~SharedTheme() {
-	settingsWatch_.reset();
-	if (settingsFd_ >= 0) ::close(settingsFd_);
-}
+SharedTheme::~SharedTheme() = default;
 
 namespace {
 uint64_t iteration(EventLoop& loop) {
@@ -87,56 +79,49 @@ void SharedTheme::notify() {
 // the user's choice of theme
 
 void SharedTheme::watchSettings() {
-	settings_ = IconTheme::settingsFiles();
-	if (settings_.empty()) return;   // $QSD_ICON_THEME decides
-	settingsFd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (settingsFd_ < 0) {
-		log::warning("icons", "cannot watch the icon theme settings ({}): a theme chosen while qsd runs is used after a restart",
-		             std::strerror(errno));
-		return;
-	}
+	settings_ = IconTheme::settingsFiles();   // empty: $QSD_ICON_THEME decides
 	for (const auto& [dir, _]: settings_) watchSettingsDir(dir);
-	settingsWatch_ = loop_.addIo(settingsFd_, EPOLLIN, [this](uint32_t) { readSettingsEvents(); }, "icon-theme-settings");
 }
 
 void SharedTheme::watchSettingsDir(const std::string& dir) {
-	// A directory that does not exist (gtk-4.0, often) is watched for from its parent, which is
-	// $XDG_CONFIG_HOME, watched for kdeglobals.
-	int wd = ::inotify_add_watch(settingsFd_, dir.c_str(),
-	                             IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ONLYDIR);
-	if (wd >= 0) settingsDirs_[wd] = dir;
+	// A directory that does not exist (gtk-4.0, often) is found from its parent, which is
+	// $XDG_CONFIG_HOME, watched for kdeglobals. One made again gets a new watch.
+	settingsDirs_.erase(dir);
+	auto w = std::make_unique<SettingsDir>(SettingsDir{this, dir, {}});
+	sd_event_source* s = nullptr;
+	int r = sd_event_add_inotify(loop_.raw(), &s, dir.c_str(),
+	                             IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ONLYDIR,
+	                             &SharedTheme::onSettingsEvent, w.get());
+	if (r < 0) return;
+	sd_event_source_set_description(s, "icon-theme-settings");
+	w->source = EventSource(s);
+	settingsDirs_.emplace(dir, std::move(w));
 }
 
-void SharedTheme::readSettingsEvents() {
-	bool relevant = false;
-	alignas(inotify_event) char buf[4096];
-	for (;;) {
-		ssize_t n = ::read(settingsFd_, buf, sizeof buf);
-		if (n < 0 && errno == EINTR) continue;
-		if (n <= 0) break;
-		for (ssize_t at = 0; at < n;) {
-			const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
-			at += ssize_t(sizeof(inotify_event) + e->len);
-			if (e->mask & IN_Q_OVERFLOW) {
+int SharedTheme::onSettingsEvent(sd_event_source*, const inotify_event* event, void* userdata) noexcept {
+	auto* w = static_cast<SettingsDir*>(userdata);
+	try {
+		// Copies: the handler may replace this directory's watch.
+		auto* owner = w->owner;
+		std::string dir = w->dir;
+		owner->settingsEvent(dir, *event);
+	} catch (const std::exception& e) {
+		log::error("icons", "icon theme settings: {}", e.what());
+	}
+	return 0;
+}
+
+void SharedTheme::settingsEvent(const std::string& dir, const inotify_event& e) {
+	bool relevant = (e.mask & IN_Q_OVERFLOW) != 0;
+	if (e.len) {
+		std::string path = dir + "/" + e.name;
+		for (const auto& [d, file]: settings_) {
+			if (d == dir && file == e.name) relevant = true;
+			// gtk-3.0 made (or moved) into $XDG_CONFIG_HOME: watched from now on, and its
+			// settings.ini may already be there.
+			if (d == path && (e.mask & (IN_CREATE | IN_MOVED_TO)) && (e.mask & IN_ISDIR)) {
+				watchSettingsDir(d);
 				relevant = true;
-				continue;
-			}
-			auto dir = settingsDirs_.find(e->wd);
-			if (dir == settingsDirs_.end()) continue;
-			if (e->mask & IN_IGNORED) {   // the directory went; its parent sees it come back
-				settingsDirs_.erase(dir);
-				continue;
-			}
-			if (!e->len) continue;
-			std::string path = dir->second + "/" + e->name;
-			for (const auto& [d, file]: settings_) {
-				if (d == dir->second && file == e->name) relevant = true;
-				// gtk-3.0 made (or moved) into $XDG_CONFIG_HOME: watched from now on, and its
-				// settings.ini may already be there.
-				if (d == path && (e->mask & (IN_CREATE | IN_MOVED_TO)) && (e->mask & IN_ISDIR)) {
-					watchSettingsDir(d);
-					relevant = true;
-				}
 			}
 		}
 	}

@@ -19,6 +19,9 @@
 
 #include "../event_loop.hpp"
 
+#include <sys/inotify.h>
+#include <systemd/sd-event.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -59,16 +62,21 @@ private:
 	// on their directories: another theme makes another chain, and every subscriber is told.
 	void watchSettings();
 	void watchSettingsDir(const std::string& dir);
-	void readSettingsEvents();
+	void settingsEvent(const std::string& dir, const inotify_event& event);
 	void notify();
+	static int onSettingsEvent(sd_event_source* source, const inotify_event* event, void* userdata) noexcept;
 
 	EventLoop& loop_;
 	std::unique_ptr<IconTheme> theme_;
 	EventSource watch_;
-	int settingsFd_ = -1;                          // inotify on the settings' directories
-	EventSource settingsWatch_;
 	std::vector<std::pair<std::string, std::string>> settings_;   // {directory, file name}
-	std::map<int, std::string> settingsDirs_;      // watch descriptor -> directory
+	// sd-event's inotify sources on the settings' directories, by directory.
+	struct SettingsDir {
+		SharedTheme* owner;
+		std::string dir;
+		EventSource source;
+	};
+	std::map<std::string, std::unique_ptr<SettingsDir>> settingsDirs_;
 	uint64_t drained_ = 0;   // the loop iteration whose inotify events were last read
 	std::vector<std::weak_ptr<std::function<void()>>> subscribers_;
 	uint64_t generation_ = 1;
