@@ -503,9 +503,9 @@ std::vector<std::pair<std::string, std::string>> IconTheme::settingsFiles() {
 	return {{config + "/gtk-3.0", "settings.ini"}, {config + "/gtk-4.0", "settings.ini"}, {config, "kdeglobals"}};
 }
 
-IconTheme::Options IconTheme::fromEnvironment() {
+IconTheme::Options IconTheme::fromEnvironment(std::string* source) {
 	Options o;
-	o.theme = currentTheme();
+	o.theme = currentTheme(source);
 	auto home = env("HOME");
 	if (!home.empty()) o.baseDirs.push_back(home + "/.icons");
 	auto dataHome = env("XDG_DATA_HOME");

@@ -63,8 +63,9 @@ public:
 	// settings are saved by writing a new file and renaming it over the old one). Empty when
 	// $QSD_ICON_THEME decides.
 	static std::vector<std::pair<std::string, std::string>> settingsFiles();
-	// Options for this environment (the current theme, the XDG base directories).
-	static Options fromEnvironment();
+	// Options for this environment (the current theme, the XDG base directories); `source`
+	// as for currentTheme.
+	static Options fromEnvironment(std::string* source = nullptr);
 
 	explicit IconTheme(Options options);
 	~IconTheme();

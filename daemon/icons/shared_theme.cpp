@@ -32,19 +32,22 @@ IconTheme& SharedTheme::theme() {
 		}
 		return *theme_;
 	}
-	auto options = IconTheme::fromEnvironment();
+	std::string source;
+	auto options = IconTheme::fromEnvironment(&source);
 	// An item's own icon trees are compared with their directories once per loop iteration: a
 	// menu of a thousand entries costs one check, not a thousand.
 	options.pass = [this] { return iteration(loop_); };
 	theme_ = std::make_unique<IconTheme>(options);
-	std::string source;
-	IconTheme::currentTheme(&source);
-	log::info("icons", "icon theme {} (from {}), searched as {}", options.theme, source, fmt::join(theme_->chain(), " > "));
+	logChain(source);
 	if (theme_->watchFd() >= 0)
 		watch_ = loop_.addIo(theme_->watchFd(), EPOLLIN, [this](uint32_t) { readEvents(); }, "icon-themes");
 	watchSettings();
 	drained_ = iteration(loop_);
 	return *theme_;
+}
+
+void SharedTheme::logChain(const std::string& source) {
+	log::info("icons", "icon theme {} (from {}), searched as {}", theme_->options().theme, source, fmt::join(theme_->chain(), " > "));
 }
 
 std::optional<std::string> SharedTheme::url(const std::string& name, int size) {
@@ -130,7 +133,7 @@ void SharedTheme::settingsEvent(const std::string& dir, const inotify_event& e) 
 	auto theme = IconTheme::currentTheme(&source);
 	if (theme == theme_->options().theme) return;
 	theme_->setTheme(theme);
-	log::info("icons", "icon theme {} (from {}), searched as {}", theme, source, fmt::join(theme_->chain(), " > "));
+	logChain(source);
 	notify();
 }
 

@@ -10,10 +10,11 @@
 // once.
 //
 // Nothing is made until a backend first asks: a daemon whose backends show no icon reads no
-// theme and holds no inotify descriptor. The user's choice of theme is followed too: when GTK's
-// settings.ini or KDE's kdeglobals names another one, the lookup searches the new chain. When inotify reports a change under the installed
+// theme and holds no inotify descriptor. When inotify reports a change under the installed
 // themes, the indexes are dropped (every lookup from then on sees the change) and each
-// subscriber is told, so it can resolve what it shows again.
+// subscriber is told, so it can resolve what it shows again. The user's choice of theme is
+// followed the same way: when GTK's settings.ini or KDE's kdeglobals names another one, the
+// lookup searches the new chain.
 
 #include "icon_theme.hpp"
 
@@ -64,6 +65,7 @@ private:
 	void watchSettingsDir(const std::string& dir);
 	void settingsEvent(const std::string& dir, const inotify_event& event);
 	void notify();
+	void logChain(const std::string& source);   // which theme, from where, and its chain
 	static int onSettingsEvent(sd_event_source* source, const inotify_event* event, void* userdata) noexcept;
 
 	EventLoop& loop_;

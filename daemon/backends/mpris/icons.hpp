@@ -7,7 +7,6 @@
 #include "../../icons/shared_theme.hpp"
 
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
