@@ -86,12 +86,12 @@ RpcException Backend::unavailable(const Unavailable& why) const {
 void Backend::registerMethods() {
 	for (const auto& m: methods()) {
 		// A method the API description does not have is a bug caught at the first start: every
-		// method is documented, and its params are checked against that description.
-		const json* description = api::method(m.name);
-		if (!description) throw std::logic_error("method " + std::string(m.name) + " is not in protocol/api");
+		// method is documented, and its params are checked against that description, which is
+		// parsed at the method's first call (api::method): most methods are never called.
+		if (!api::hasMethod(m.name)) throw std::logic_error("method " + std::string(m.name) + " is not in protocol/api");
 		context_.dispatcher.addAsync(std::string(m.name),
-		                             [this, &m, description](const json& params, Responder responder, ClientSession& client) {
-			                             api::checkParams(*description, params);
+		                             [this, &m](const json& params, Responder responder, ClientSession& client) {
+			                             api::checkParams(*api::method(m.name), params);
 			                             dispatch(m, params, std::move(responder), client);
 		                             });
 		registrations_.emplace_back(context_.dispatcher, std::string(m.name));

@@ -4,6 +4,7 @@
 
 #include "qsd/protocol/api.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -70,15 +71,16 @@ json compactSchema(const json& schema, std::vector<std::string>& refs) {
 	return out;
 }
 
-// The methods' names and params, and the component schemas their params refer to (at the same
-// JSON Pointers, so $refs resolve in it as in the whole document), with only what checkParams
-// reads. The whole document is about 1.5 MiB of heap once parsed; a daemon keeps only this
-// (tens of KiB) and builds the whole one while it answers rpc.discover.
-json buildChecking() {
+// One description per method: its name and params, and the component schemas its params refer
+// to, directly or through other schemas (at the same JSON Pointers, so its $refs resolve in it as
+// in the whole document), with only what checkParams reads. The whole document is about 1.5 MiB
+// of heap once parsed; a daemon parses a method's description at the method's first call, and
+// builds the whole document only while it answers rpc.discover.
+std::vector<std::pair<std::string, std::string>> buildChecking() {
 	const json doc = build();
-	json out = {{"methods", json::array()}};
-	std::vector<std::string> refs;
+	std::vector<std::pair<std::string, std::string>> out;
 	for (const auto& m: doc["methods"]) {
+		std::vector<std::string> refs;
 		json method = {{"name", m.value("name", "")}};
 		if (auto params = m.find("params"); params != m.end() && params->is_array()) {
 			auto& list = method["params"] = json::array();
@@ -89,22 +91,23 @@ json buildChecking() {
 				list.push_back(std::move(param));
 			}
 		}
-		out["methods"].push_back(std::move(method));
+		while (!refs.empty()) {
+			auto ref = std::move(refs.back());
+			refs.pop_back();
+			if (ref.rfind("#/", 0) != 0) continue;
+			json::json_pointer at(ref.substr(1));
+			if (method.contains(at) || !doc.contains(at)) continue;
+			method[at] = compactSchema(doc.at(at), refs);
+		}
+		out.emplace_back(method["name"].get<std::string>(), method.dump());
 	}
-	while (!refs.empty()) {
-		auto ref = std::move(refs.back());
-		refs.pop_back();
-		if (ref.rfind("#/", 0) != 0) continue;
-		json::json_pointer at(ref.substr(1));
-		if (out.contains(at) || !doc.contains(at)) continue;
-		out[at] = compactSchema(doc.at(at), refs);
-	}
+	std::sort(out.begin(), out.end());
 	return out;
 }
 
 } // namespace
 
-std::string detail::buildCheckingText() { return buildChecking().dump(); }
+std::vector<std::pair<std::string, std::string>> detail::buildCheckingTexts() { return buildChecking(); }
 
 json document() { return build(); }
 

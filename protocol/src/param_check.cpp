@@ -22,13 +22,14 @@ using rpc::RpcException;
 
 namespace {
 
-const json& resolve(const json& schema) {
+// `root` is the method's description, which holds the schemas its params refer to.
+const json& resolve(const json& schema, const json& root) {
 	const json* s = &schema;
 	// A $ref chain is short; the bound only guards against a cycle in a broken document.
 	for (int i = 0; i < 8 && s->is_object() && s->contains("$ref"); ++i) {
 		const auto& ref = (*s)["$ref"];
 		if (!ref.is_string() || ref.get<std::string>().rfind("#", 0) != 0) break;
-		s = &checking().at(json::json_pointer(ref.get<std::string>().substr(1)));
+		s = &root.at(json::json_pointer(ref.get<std::string>().substr(1)));
 	}
 	return *s;
 }
@@ -79,14 +80,14 @@ struct Failure {
 };
 
 // Returns the first failure, or nothing.
-std::optional<Failure> check(const json& schemaRef, const json& v, const std::string& path);
+std::optional<Failure> check(const json& schemaRef, const json& v, const std::string& path, const json& root);
 
-std::optional<Failure> checkOneOf(const json& alternatives, const json& v, const std::string& path) {
+std::optional<Failure> checkOneOf(const json& alternatives, const json& v, const std::string& path, const json& root) {
 	std::optional<Failure> first;
 	std::string expected;
 	json supported = nullptr;
 	for (const auto& alt: alternatives) {
-		auto f = check(alt, v, path);
+		auto f = check(alt, v, path, root);
 		if (!f) return std::nullopt;
 		if (!first) first = f;
 		expected += (expected.empty() ? "" : " or ") + f->expected;
@@ -96,11 +97,11 @@ std::optional<Failure> checkOneOf(const json& alternatives, const json& v, const
 	return Failure{path, expected, supported};
 }
 
-std::optional<Failure> check(const json& schemaRef, const json& v, const std::string& path) {
-	const json& s = resolve(schemaRef);
+std::optional<Failure> check(const json& schemaRef, const json& v, const std::string& path, const json& root) {
+	const json& s = resolve(schemaRef, root);
 	if (!s.is_object()) return std::nullopt;
 	for (const char* key: {"oneOf", "anyOf"})
-		if (auto it = s.find(key); it != s.end() && it->is_array()) return checkOneOf(*it, v, path);
+		if (auto it = s.find(key); it != s.end() && it->is_array()) return checkOneOf(*it, v, path, root);
 
 	if (auto t = s.find("type"); t != s.end()) {
 		bool ok = false;
@@ -159,7 +160,7 @@ std::optional<Failure> check(const json& schemaRef, const json& v, const std::st
 			return Failure{path, "an array of at most " + std::to_string(hi->get<size_t>()) + " items"};
 		if (auto items = s.find("items"); items != s.end())
 			for (size_t i = 0; i < v.size(); ++i)
-				if (auto f = check(*items, v[i], path + "[" + std::to_string(i) + "]")) return f;
+				if (auto f = check(*items, v[i], path + "[" + std::to_string(i) + "]", root)) return f;
 	}
 	if (v.is_object()) {
 		if (auto req = s.find("required"); req != s.end() && req->is_array())
@@ -168,18 +169,18 @@ std::optional<Failure> check(const json& schemaRef, const json& v, const std::st
 					const json* sub = nullptr;
 					if (auto props = s.find("properties"); props != s.end() && props->contains(name.get<std::string>()))
 						sub = &(*props)[name.get<std::string>()];
-					auto expected = sub && resolve(*sub).contains("type") ? typePhrase(resolve(*sub)["type"]) : std::string("present");
+					auto expected = sub && resolve(*sub, root).contains("type") ? typePhrase(resolve(*sub, root)["type"]) : std::string("present");
 					return Failure{path + "." + name.get<std::string>(), expected};
 				}
 		if (auto props = s.find("properties"); props != s.end() && props->is_object())
 			for (const auto& [name, sub]: props->items())
 				if (auto it = v.find(name); it != v.end())
-					if (auto f = check(sub, *it, path + "." + name)) return f;
+					if (auto f = check(sub, *it, path + "." + name, root)) return f;
 		if (auto extra = s.find("additionalProperties"); extra != s.end() && extra->is_object()) {
 			const json* props = s.contains("properties") ? &s["properties"] : nullptr;
 			for (const auto& [name, value]: v.items())
 				if (!props || !props->contains(name))
-					if (auto f = check(*extra, value, path + "." + name)) return f;
+					if (auto f = check(*extra, value, path + "." + name, root)) return f;
 		}
 	}
 	return std::nullopt;
@@ -202,12 +203,12 @@ void checkParams(const json& method, const json& params) {
 		bool absent = it == params.end() || (it->is_null() && !p.value("required", false));
 		if (absent) {
 			if (!p.value("required", false)) continue;
-			const json& schema = resolve(declared);
+			const json& schema = resolve(declared, method);
 			std::string expected = schema.contains("type") ? typePhrase(schema["type"]) : "present";
 			throw RpcException(ErrorCode::InvalidParams, "Invalid params: '" + name + "' must be " + expected,
 			                   {{"param", name}, {"expected", expected}});
 		}
-		if (auto f = check(declared, *it, name)) {
+		if (auto f = check(declared, *it, name, method)) {
 			// `param` names the member, dotted inside objects ("mode.height", as the handlers'
 			// own checks name nested params); `at` adds the array index when there is one.
 			std::string member;

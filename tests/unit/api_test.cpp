@@ -161,6 +161,47 @@ TEST(TheApiDescription, ResolvesEveryReference) {
 	for (const auto& [at, ref]: refs) EXPECT_NE(resolve(ref), nullptr) << at << ": " << ref << " does not resolve";
 }
 
+// What params are checked against: one description per method, each holding the schemas its
+// params refer to, so that a method's description can be parsed alone at its first call.
+TEST(TheMethodsCheckingDescriptions, AreOnePerMethodSortedAndResolveEveryReferenceInThemselves) {
+	auto texts = api::detail::checkingTexts();
+	std::set<std::string> described;
+	size_t refCount = 0;
+	for (size_t i = 0; i < texts.size(); ++i) {
+		if (i) {
+			EXPECT_LT(texts[i - 1].name, texts[i].name) << "not sorted, or twice";
+		}
+		described.insert(std::string(texts[i].name));
+		json method = json::parse(texts[i].text);
+		EXPECT_EQ(method["name"], texts[i].name);
+		std::vector<std::pair<std::string, std::string>> refs;
+		collectRefs(method, "", refs);
+		refCount += refs.size();
+		for (const auto& [at, ref]: refs) {
+			ASSERT_EQ(ref.rfind("#/", 0), 0u) << texts[i].name << at;
+			EXPECT_TRUE(method.contains(json::json_pointer(ref.substr(1))))
+			    << texts[i].name << at << ": " << ref << " is not in the method's own description";
+		}
+	}
+	EXPECT_EQ(described, names(doc()["methods"]));
+	EXPECT_GT(refCount, 5u) << "params refer to shared schemas (JsonPointer, MediaLoopStatus, ...)";
+}
+
+TEST(TheMethodsCheckingDescriptions, AreParsedAtTheirFirstUseOnly) {
+	size_t before = api::detail::parsedMethods();
+	for (const auto& t: api::detail::checkingTexts()) EXPECT_TRUE(api::hasMethod(t.name));
+	EXPECT_FALSE(api::hasMethod("no.suchMethod"));
+	EXPECT_EQ(api::method("no.suchMethod"), nullptr);
+	EXPECT_EQ(api::detail::parsedMethods(), before) << "hasMethod parses nothing";
+	const json* first = api::method("audio.setVolume");
+	ASSERT_NE(first, nullptr);
+	size_t after = api::detail::parsedMethods();
+	EXPECT_LE(after, before + 1);
+	EXPECT_EQ(api::method("audio.setVolume"), first) << "kept, not parsed again";
+	EXPECT_EQ(api::detail::parsedMethods(), after);
+	EXPECT_LT(after, api::detail::checkingTexts().size()) << "one method, not all of them";
+}
+
 TEST(TheApiDescription, DocumentsEveryErrorCodeWithItsDefaultMessage) {
 	const auto& errors = doc()["components"]["errors"];
 	for (auto code: {rpc::ErrorCode::ParseError, rpc::ErrorCode::InvalidRequest, rpc::ErrorCode::MethodNotFound,
