@@ -118,6 +118,7 @@ Graph::~Graph() {
 	devices_.clear();
 	links_.clear();
 	clients_.clear();
+	rereading_.reset();
 	metadata_.reset();
 	if (registry_) {
 		spa_hook_remove(&registryListener_);
@@ -178,6 +179,14 @@ void Graph::onCoreError(void* data, uint32_t id, int seq, int res, const char* m
 			else if (res == -ENOENT && msg.rfind("unknown resource ", 0) == 0)
 				log::debug(kLog, "PipeWire error (seq {}): {}: {}", seq, spa_strerror(res), msg);
 			else log::warning(kLog, "PipeWire error (seq {}): {}: {}", seq, spa_strerror(res), msg);
+			return;
+		}
+		// A reading of the metadata again that PipeWire refused (the metadata left meanwhile):
+		// dropped; the metadata held stays, and no write waits on this binding.
+		if (g->rereading_ && g->rereading_->proxy && pw_proxy_get_id(g->rereading_->proxy) == id) {
+			log::debug(kLog, "reading the default metadata again failed: {}: {}", spa_strerror(res), msg);
+			g->rereading_->retire();
+			g->rereading_.reset();
 			return;
 		}
 		Object* o = g->byProxyId(id);
@@ -248,6 +257,20 @@ void Graph::completed(uint64_t gen) {
 		metadata_->waitGen = 0;
 		metadata_->complete = true;
 		changes_.defaults = true;
+	}
+	if (rereading_ && rereading_->waitGen && rereading_->waitGen <= completedGen_) {
+		// Every property came before this done: PipeWire holds a client's requests (the sync)
+		// until the metadata's owner answered the bind's ping, and then sends the new binding
+		// all of them.
+		rereading_->waitGen = 0;
+		rereading_->complete = true;
+		bool differ = !metadata_ || metadata_->defaults != rereading_->defaults;
+		// Both bindings are of a global that is there: the first one is destroyed now (retire()
+		// is for proxies whose global left).
+		if (metadata_) metadata_->release();
+		metadata_ = std::move(rereading_);
+		if (differ) changes_.defaults = true;
+		log::info(kLog, "read the default metadata again: {}", differ ? "it had changed" : "nothing had changed");
 	}
 	if (!ready_ && initialGen_ && completedGen_ >= initialGen_) {
 		// Everything the first listing held, complete (a device whose params came after its
@@ -357,21 +380,33 @@ void Graph::global(uint32_t id, const char* type, uint32_t version, const spa_di
 	} else if (std::strcmp(type, PW_TYPE_INTERFACE_Metadata) == 0) {
 		const char* name = props ? spa_dict_lookup(props, PW_KEY_METADATA_NAME) : nullptr;
 		if (!name || std::strcmp(name, "default") != 0 || metadata_) return;
-		auto* proxy = bindProxy(registry_, id, type, std::min<uint32_t>(version, PW_VERSION_METADATA));
-		if (!proxy) return;
-		metadata_ = std::make_unique<Metadata>();
-		metadata_->graph = this;
-		metadata_->id = id;
-		metadata_->proxy = proxy;
-		metadata_->props = toProps(props, kOtherKeys);
-		metadata_->key = "metadata";
-		static const pw_metadata_events events = {
-		    .version = PW_VERSION_METADATA_EVENTS,
-		    .property = &Graph::onMetadataProperty,
-		};
-		pw_proxy_add_object_listener(proxy, &metadata_->objectListener, &events, metadata_.get());
-		bound(*metadata_);
+		metadata_ = bindMetadata(id, std::min<uint32_t>(version, PW_VERSION_METADATA), toProps(props, kOtherKeys));
 	}
+}
+
+std::unique_ptr<Metadata> Graph::bindMetadata(uint32_t id, uint32_t version, Props props) {
+	auto* proxy = bindProxy(registry_, id, PW_TYPE_INTERFACE_Metadata, version);
+	if (!proxy) return nullptr;
+	auto m = std::make_unique<Metadata>();
+	m->graph = this;
+	m->id = id;
+	m->proxy = proxy;
+	m->props = std::move(props);
+	m->key = "metadata";
+	m->version = version;
+	static const pw_metadata_events events = {
+	    .version = PW_VERSION_METADATA_EVENTS,
+	    .property = &Graph::onMetadataProperty,
+	};
+	pw_proxy_add_object_listener(proxy, &m->objectListener, &events, m.get());
+	bound(*m);
+	return m;
+}
+
+bool Graph::rereadMetadata() {
+	if (!metadata_ || !metadata_->complete || rereading_ || !registry_ || lost_) return false;
+	rereading_ = bindMetadata(metadata_->id, metadata_->version, metadata_->props);
+	return rereading_ != nullptr;
 }
 
 void Graph::globalRemove(uint32_t id) {
@@ -391,6 +426,10 @@ void Graph::globalRemove(uint32_t id) {
 		drop(clients_, nullptr, nullptr);
 		changes_.clients.insert(id);   // its streams lose their application fallback
 		return;
+	}
+	if (rereading_ && rereading_->id == id) {
+		rereading_->retire();
+		rereading_.reset();
 	}
 	if (metadata_ && metadata_->id == id) {
 		metadata_->retire();

@@ -91,6 +91,7 @@ struct Client: Object {};
 
 struct Metadata: Object {
 	std::map<std::string, std::string, std::less<>> defaults;   // subject 0, "default.*" keys
+	uint32_t version = 0;                                        // the version bound
 };
 
 // What changed since the backend last looked (global ids; removals carry the published key).
@@ -155,6 +156,12 @@ public:
 	[[nodiscard]] bool readBack(uint32_t device, uint64_t gen) const;
 	int setProfile(uint32_t device, int32_t index);
 	int setMetadata(uint32_t subject, const char* key, const char* type, const char* value);
+	// Reads the "default" metadata again: binds it a second time (PipeWire sends a new binding
+	// every property), and at the done of the sync sent after that bind, which PipeWire holds
+	// until the bind is answered, the new binding's properties replace the ones held (a change
+	// to publish only if they differ). False when there is no complete metadata to read again or
+	// a reading is under way. A reading that fails is dropped, and the metadata held stays.
+	bool rereadMetadata();
 
 	// PipeWire refused a request on an object (core error with the object's proxy id).
 	struct Error {
@@ -193,6 +200,7 @@ private:
 	void commitDevice(Device& d);
 	void lose(std::string reason);
 	Object* byProxyId(uint32_t proxyId);
+	std::unique_ptr<Metadata> bindMetadata(uint32_t id, uint32_t version, Props props);
 
 	pw_context* context_;
 	pw_core* core_ = nullptr;
@@ -205,6 +213,7 @@ private:
 	std::map<uint32_t, std::unique_ptr<Link>> links_;
 	std::map<uint32_t, std::unique_ptr<Client>> clients_;
 	std::unique_ptr<Metadata> metadata_;
+	std::unique_ptr<Metadata> rereading_;   // rereadMetadata's binding, until its sync's done
 
 	// Syncs in flight, oldest first: the server's seq and our generation.
 	std::vector<std::pair<int, uint64_t>> syncs_;

@@ -33,6 +33,7 @@ constexpr const char* kRoot = "/audio";
 constexpr const char* kNodes = "/audio/nodes";
 constexpr const char* kDevices = "/audio/devices";
 constexpr const char* kLinks = "/audio/links";
+constexpr uint64_t kRereadDelayUs = 1'000'000;   // how long the defaults may look inconsistent
 
 std::string socketList(const std::vector<SocketLocation>& locations) {
 	std::string out;
@@ -114,6 +115,8 @@ void PipewireBackend::onStop() {
 	failWaiters(rpc::ErrorCode::BackendUnavailable, "the pipewire backend stopped");
 	waitTimer_.reset();
 	peakTimer_.reset();
+	rereadTimer_.reset();
+	rereadArmed_ = false;
 	retry_.reset();
 	watch_.reset();
 	graph_.reset();
@@ -194,6 +197,9 @@ void PipewireBackend::teardown(const std::string& why, bool reconnect) {
 	playingTo_.clear();
 	capturedFrom_.clear();
 	defaults_ = json::object();
+	rereadFor_.clear();
+	if (rereadArmed_) rereadTimer_.setEnabled(SD_EVENT_OFF);
+	rereadArmed_ = false;
 	publishUnavailable(why);
 	if (reconnect) {
 		// At once: with socket activation the socket never goes away, and a quick restart may
@@ -364,6 +370,64 @@ void PipewireBackend::publishDefaults() {
 	}
 }
 
+// Two states of the defaults that WirePlumber does not leave for long, but that qsd keeps when
+// PipeWire's metadata module dropped a change on its way to qsd (it sends the clients bound to
+// the metadata none while another client's bind waits for WirePlumber's answer to a ping:
+// docs/backends/pipewire.md): a preferred default that names a present node other than the
+// default, and audio sinks (or sources) with no default for them. WirePlumber writes the default
+// right after it changes the preferred one, and one as soon as a device appears.
+bool PipewireBackend::defaultsSuspect() const {
+	const Metadata* m = graph_ ? graph_->defaults() : nullptr;
+	if (!m || !m->complete) return false;
+	auto field = [&](const char* name) { return defaults_.value(name, json()); };
+	for (const auto& [preferred, effective]: {std::pair{"preferredDefaultAudioSink", "defaultAudioSink"},
+	                                          std::pair{"preferredDefaultAudioSource", "defaultAudioSource"}}) {
+		json p = field(preferred), e = field(effective);
+		if (!p.is_null() && !e.is_null() && p != e) return true;
+	}
+	bool noSink = field("defaultAudioSink").is_null(), noSource = field("defaultAudioSource").is_null();
+	if (!noSink && !noSource) return false;
+	for (const auto& [id, _]: nodeKeys_) {
+		const Node* n = graph_->node(id);
+		if (!n) continue;
+		auto cls = n->props.find("media.class");
+		auto type = nodeType(cls == n->props.end() ? std::string_view() : std::string_view(cls->second));
+		if (noSink && (type == NodeType::AudioSink || type == NodeType::AudioDuplex)) return true;
+		if (noSource && (type == NodeType::AudioSource || type == NodeType::AudioDuplex)) return true;
+	}
+	return false;
+}
+
+// Such a state that lasts a second makes qsd read the metadata again, once for each such state
+// (until the defaults look consistent again): a bind of its own opens the same gap for the other
+// clients for as long as WirePlumber takes to answer, so it is not made on every change, and a
+// state WirePlumber keeps on purpose (a preferred sink it does not take, a sink it never makes
+// the default) costs one reading.
+void PipewireBackend::checkDefaults() {
+	bool suspect = defaultsSuspect();
+	if (!suspect) rereadFor_.clear();
+	if (!suspect || defaults_.dump() == rereadFor_) {
+		if (rereadArmed_) rereadTimer_.setEnabled(SD_EVENT_OFF);
+		rereadArmed_ = false;
+		return;
+	}
+	if (rereadArmed_) return;
+	if (!rereadTimer_) rereadTimer_ = context_.loop.addIdleTimer([this] { rereadDefaults(); }, "pipewire-defaults");
+	rereadTimer_.setTime(context_.loop.now() + kRereadDelayUs);
+	rereadArmed_ = true;
+}
+
+void PipewireBackend::rereadDefaults() {
+	rereadArmed_ = false;
+	if (!graph_ || !defaultsSuspect()) return;
+	std::string state = defaults_.dump();
+	if (state == rereadFor_ || !graph_->rereadMetadata()) return;
+	rereadFor_ = std::move(state);
+	log::info(kLog, "the defaults have looked inconsistent for a second ({}): reading the default metadata again, "
+	                "in case PipeWire did not send qsd a change",
+	          rereadFor_);
+}
+
 void PipewireBackend::publishNode(const Node& n) {
 	if (!n.complete) return;
 	std::string path = pointer::join(kNodes, n.key);
@@ -464,6 +528,7 @@ void PipewireBackend::publishAll() {
 	for (const auto& [id, _]: nodeKeys_) publishNode(*graph_->node(id));
 	publishDefaults();
 	publishViews();
+	checkDefaults();
 	setState(BackendState::Running);
 	log::info(kLog, "/audio is complete: {} nodes, {} devices, {} links{}", nodeKeys_.size(), deviceKeys_.size(),
 	          linkKeys_.size(), graph_->defaults() ? "" : " (no session manager: defaults are null)");
@@ -528,6 +593,7 @@ void PipewireBackend::flush() {
 		if (const Node* n = graph_->node(id)) publishNode(*n);
 	publishDefaults();
 	publishViews();
+	checkDefaults();
 	checkWaiters();
 }
 

@@ -80,6 +80,10 @@ private:
 	void publishDevice(const Device& d);
 	void publishLinks(std::set<uint32_t>& dirtyNodes);
 	void publishDefaults();
+	// PipeWire's gap (docs/backends/pipewire.md): the defaults qsd holds may have missed a change.
+	[[nodiscard]] bool defaultsSuspect() const;
+	void checkDefaults();
+	void rereadDefaults();
 	[[nodiscard]] json nodeJson(const Node& n) const;
 	[[nodiscard]] json deviceJson(const Device& d) const;
 	[[nodiscard]] VolumeSource volumeSource(const Node& n) const;
@@ -143,6 +147,9 @@ private:
 	std::map<uint32_t, std::set<uint32_t>> playingTo_, capturedFrom_;
 	std::set<uint32_t> sinkCaptures_;   // audio recording streams linked from a sink (its monitor)
 	json defaults_ = json::object();
+	EventSource rereadTimer_;      // a suspect state of the defaults, a second after it was seen
+	bool rereadArmed_ = false;
+	std::string rereadFor_;        // the defaults (as published) the metadata was last read again for
 	std::set<std::string> noVolumeLogged_;
 
 	std::list<Waiter> waiters_;
