@@ -70,7 +70,11 @@ TestCase {
 
         drive("nm-thaw")
         tryVerify(function() { return Qsd.daemon.backends.nm.state === QsdCore.backendState.running }, 20000, "running")
-        compare(JSON.stringify(Qsd.value("/network")), JSON.stringify(daemonValue("/network")), "then the daemon's state")
+        // Then the daemon's state. Not at once: the backend is running before all of /network is
+        // written (secretAgentRegistered comes when NetworkManager answers the agent's
+        // registration), and the client gets those writes after the state.
+        tryVerify(function() { return JSON.stringify(Qsd.value("/network")) === JSON.stringify(daemonValue("/network")) },
+                  10000, "then the daemon's state")
         compare(devicesRemoved.count, 0)
         compare(networksRemoved.count, 0)
         compare(networksInserted.count, 0)
