@@ -47,11 +47,6 @@ constexpr double kMaxVolume = 10.0;
 	                   {{"param", param}, {param, value}});
 }
 
-NodeType typeOf(const Node& n) {
-	auto it = n.props.find("media.class");
-	return nodeType(it == n.props.end() ? std::string_view() : std::string_view(it->second));
-}
-
 double checkVolume(const json& v, const char* param) {
 	if (!v.is_number()) bad(param, "a number from 0 to 10 (cubic scale, 1.0 = 100 %)", v);
 	double d = v.get<double>();
@@ -94,7 +89,7 @@ const Node& PipewireBackend::audioNode(const json& params, const char* param) co
 	auto key = keyParam(params, param, expected);
 	const Node* n = nodeByKey(key);
 	if (!n) notFound(param, "node in /audio/nodes", params.at(param));
-	if (!isAudio(typeOf(*n))) bad(param, expected, params.at(param));
+	if (!isAudio(nodeType(n->props))) bad(param, expected, params.at(param));
 	return *n;
 }
 
@@ -167,7 +162,7 @@ void PipewireBackend::setPreferredDefault(Call& c) {
 	if (nodeKey) {
 		const Node* n = nodeByKey(*nodeKey);
 		if (!n) notFound("node", "node in /audio/nodes", node);
-		auto type = typeOf(*n);
+		auto type = nodeType(n->props);
 		if (!n || (type != NodeType::AudioSink && type != NodeType::AudioSource && type != NodeType::AudioDuplex))
 			bad("node", "the key of a sink or source node (not a stream) in /audio/nodes, or null", node);
 		std::string own = type == NodeType::AudioSink ? "sink" : type == NodeType::AudioSource ? "source" : "";
@@ -214,13 +209,13 @@ void PipewireBackend::moveStream(Call& c) {
 	if (!target.is_null() && !targetKey) bad("target", "the key of a sink or source node, or null", target);
 	const Node* s = nodeByKey(streamKey);
 	if (!s) notFound("stream", "node in /audio/nodes", params.at("stream"));
-	if (!isStream(typeOf(*s))) bad("stream", "the key of a stream (isStream) in /audio/nodes", params.at("stream"));
-	bool output = typeOf(*s) == NodeType::AudioOutStream;
+	if (!isStream(nodeType(s->props))) bad("stream", "the key of a stream (isStream) in /audio/nodes", params.at("stream"));
+	bool output = nodeType(s->props) == NodeType::AudioOutStream;
 	const Node* t = nullptr;
 	if (targetKey) {
 		t = nodeByKey(*targetKey);
 		if (!t) notFound("target", "node in /audio/nodes", target);
-		auto type = typeOf(*t);
+		auto type = nodeType(t->props);
 		bool fits = isAudio(type) && !isStream(type) &&
 		            (!output || type == NodeType::AudioSink || type == NodeType::AudioDuplex);
 		if (!fits)
@@ -466,7 +461,7 @@ void PipewireBackend::monitorPeaks(const Node& n, std::shared_ptr<Answer> answer
 	}
 	auto& m = monitors_[n.key];
 	if (!m.stream) {
-		auto type = typeOf(n);
+		auto type = nodeType(n.props);
 		std::vector<uint32_t> positions;
 		if (auto src = volumeSource(n); src.state) positions = src.state->channelMap;
 		m.stream = std::make_unique<PeakStream>(graph_->core(), std::to_string(n.serial),

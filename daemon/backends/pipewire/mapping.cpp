@@ -107,6 +107,11 @@ NodeType nodeType(std::string_view mediaClass) {
 	return NodeType::Other;
 }
 
+NodeType nodeType(const Props& props) {
+	auto it = props.find("media.class");
+	return nodeType(it == props.end() ? std::string_view() : std::string_view(it->second));
+}
+
 const char* toString(NodeType type) {
 	switch (type) {
 	case NodeType::AudioSink: return "audioSink";

@@ -65,6 +65,8 @@ struct VolumeState {
 // Quickshell's composite PwNodeType, from media.class.
 enum class NodeType { AudioSink, AudioSource, AudioDuplex, AudioOutStream, AudioInStream, VideoSource, VideoSink, Other };
 [[nodiscard]] NodeType nodeType(std::string_view mediaClass);
+// The same, from an object's props (its media.class; Other without one).
+[[nodiscard]] NodeType nodeType(const Props& props);
 [[nodiscard]] const char* toString(NodeType type);
 // Quickshell's flags: a playback stream (audioOutStream) carries the Sink flag, as do sinks,
 // duplex nodes and video sinks.

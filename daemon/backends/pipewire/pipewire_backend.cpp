@@ -215,9 +215,7 @@ void PipewireBackend::teardown(const std::string& why, bool reconnect) {
 bool PipewireBackend::published(const Node& n) const { return nodeKeys_.count(n.id) > 0; }
 
 bool PipewireBackend::isMonitor(const Node& n) const {
-	auto cls = n.props.find("media.class");
-	return isMonitorNode(nodeType(cls == n.props.end() ? std::string_view() : std::string_view(cls->second)), n.props,
-	                     sinkCaptures_.count(n.id) > 0);
+	return isMonitorNode(nodeType(n.props), n.props, sinkCaptures_.count(n.id) > 0);
 }
 
 const Node* PipewireBackend::nodeByKey(const std::string& key) const {
@@ -253,7 +251,7 @@ PipewireBackend::VolumeSource PipewireBackend::volumeSource(const Node& n) const
 }
 
 json PipewireBackend::nodeJson(const Node& n) const {
-	auto type = nodeType(n.props.count("media.class") ? n.props.at("media.class") : std::string());
+	auto type = nodeType(n.props);
 	json device = nullptr;
 	if (auto id = propInt(n.props, "device.id")) {
 		auto it = deviceKeys_.find(uint32_t(*id));
@@ -342,7 +340,7 @@ std::optional<std::string> PipewireBackend::defaultKey(const char* metadataKey, 
 		if (!n) continue;
 		auto nm = n->props.find("node.name");
 		if (nm == n->props.end() || nm->second != *name) continue;
-		auto type = nodeType(n->props.count("media.class") ? n->props.at("media.class") : std::string());
+		auto type = nodeType(n->props);
 		if (isStream(type)) continue;
 		bool match = type == NodeType::AudioDuplex || (sink ? type == NodeType::AudioSink : type == NodeType::AudioSource);
 		int rank = match ? 0 : isAudio(type) ? 1 : 2;
@@ -390,8 +388,7 @@ bool PipewireBackend::defaultsSuspect() const {
 	for (const auto& [id, _]: nodeKeys_) {
 		const Node* n = graph_->node(id);
 		if (!n) continue;
-		auto cls = n->props.find("media.class");
-		auto type = nodeType(cls == n->props.end() ? std::string_view() : std::string_view(cls->second));
+		auto type = nodeType(n->props);
 		if (noSink && (type == NodeType::AudioSink || type == NodeType::AudioDuplex)) return true;
 		if (noSource && (type == NodeType::AudioSource || type == NodeType::AudioDuplex)) return true;
 	}
@@ -481,8 +478,7 @@ void PipewireBackend::publishLinks(std::set<uint32_t>& dirtyNodes) {
 			playing[out->id].insert(in->id);
 			captured[in->id].insert(out->id);
 		}
-		auto outClass = out->props.find("media.class");
-		if (outClass != out->props.end() && nodeType(outClass->second) == NodeType::AudioSink) sinkCaptures.insert(in->id);
+		if (nodeType(out->props) == NodeType::AudioSink) sinkCaptures.insert(in->id);
 	}
 	for (auto it = linkKeys_.begin(); it != linkKeys_.end();) {
 		if (keep.count(it->first)) {

@@ -17,11 +17,6 @@ namespace {
 
 constexpr const char* kRoot = "/audio";
 
-NodeType typeOf(const Node& n) {
-	auto it = n.props.find("media.class");
-	return nodeType(it == n.props.end() ? std::string_view() : std::string_view(it->second));
-}
-
 } // namespace
 
 void PipewireBackend::publishViews() {
@@ -36,7 +31,7 @@ void PipewireBackend::publishDefaultNode(const char* field, const char* defaultF
 	const Node* n = key != defaults_.end() && key->is_string() ? nodeByKey(key->get<std::string>()) : nullptr;
 	if (n) {
 		json audio = nullptr;
-		if (isAudio(typeOf(*n)))
+		if (isAudio(nodeType(n->props)))
 			if (auto src = volumeSource(*n); src.state) audio = audioJson(*src.state);
 		value = {{"node", n->key},
 		         {"id", n->id},
@@ -62,7 +57,7 @@ void PipewireBackend::publishPrivacy() {
 		if (auto it = source->props.find("device.api"); it != source->props.end()) api = it->second;
 		else if (const Device* d = deviceId ? graph_->device(uint32_t(*deviceId)) : nullptr)
 			if (auto da = d->props.find("device.api"); da != d->props.end()) api = da->second;
-		Capture capture = captureOf(typeOf(*source), api, deviceId.has_value(), typeOf(*consumer));
+		Capture capture = captureOf(nodeType(source->props), api, deviceId.has_value(), nodeType(consumer->props));
 		if (capture != Capture::None) users[size_t(capture)].emplace(consumer->serial, consumer->id);
 	}
 	json privacy = json::object();
