@@ -94,6 +94,10 @@ void EventSource::setEnabled(int mode) {
 	if (source_) sd_event_source_set_enabled(source_, mode);
 }
 
+bool EventSource::enabled() const {
+	return source_ && sd_event_source_get_enabled(source_, nullptr) > 0;
+}
+
 void EventSource::setIoEvents(uint32_t events) {
 	if (source_) sd_event_source_set_io_events(source_, events);
 }

@@ -28,6 +28,9 @@ public:
 	void setIoEvents(uint32_t events);
 	void setTime(uint64_t usecMonotonic);      // absolute CLOCK_MONOTONIC; arms ONESHOT
 	void reset();
+	// Whether the source will dispatch (ON or ONESHOT). A ONESHOT source is turned off before its
+	// handler runs, so a timer's own handler sees it disarmed. False for an empty source.
+	[[nodiscard]] bool enabled() const;
 	[[nodiscard]] sd_event_source* get() const { return source_; }
 	explicit operator bool() const { return source_ != nullptr; }
 

@@ -217,10 +217,7 @@ void Tree::flushSoon() {
 		return;
 	}
 	// Changes are frequent: these writes wait for the end of the window, with any that follow.
-	if (!windowArmed_) {
-		windowArmed_ = true;
-		window_.setTime(holdUntilUs_);
-	}
+	if (!window_.enabled()) window_.setTime(holdUntilUs_);
 }
 
 void Tree::flush() {
@@ -248,10 +245,7 @@ void Tree::flush() {
 	dirty_.clear();
 	fresh_ = false;
 	defer_.setEnabled(SD_EVENT_OFF);
-	if (windowArmed_) {
-		windowArmed_ = false;
-		window_.setEnabled(SD_EVENT_OFF);
-	}
+	window_.setEnabled(SD_EVENT_OFF);
 	if (!patch.empty()) deliver(patch);
 	std::vector<uint64_t> hooks;
 	hooks.reserve(flushObservers_.size());

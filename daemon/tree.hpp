@@ -116,7 +116,6 @@ private:
 	EventSource window_;
 	Coalescing coalescing_;
 	uint64_t holdUntilUs_ = 0;   // automatic flushes wait until then (CLOCK_MONOTONIC, µs)
-	bool windowArmed_ = false;
 	bool fresh_ = false;    // written since the after-dispatch flush last ran
 	uint64_t writeCount_ = 0;
 	bool urgent_ = false;   // see flushAfterDispatch()

@@ -48,8 +48,7 @@ Server::Server(EventLoop& loop, Tree& tree, Dispatcher& dispatcher, ServerOption
 	reaper_.setEnabled(SD_EVENT_OFF);
 	flushed_ = tree_.observeFlush([this] { releaseHeld(); });
 	trim_ = loop_.addIdleTimer(
-	    [this] {
-		    trimArmed_ = false;
+	    [] {
 		    // mallinfo2 only sums the free lists; trimming walks them and madvises pages.
 		    auto free = ::mallinfo2().fordblks;
 		    if (free < (1u << 20)) return;
@@ -176,8 +175,7 @@ void Server::deliverEvent(const std::string& topic, const nlohmann::json& data) 
 }
 
 void Server::heapFreed() {
-	if (trimArmed_) return;
-	trimArmed_ = true;
+	if (trim_.enabled()) return;
 	trim_.setTime(loop_.now() + 1'000'000);
 }
 

@@ -92,7 +92,6 @@ private:
 	EventSource accept_;
 	EventSource reaper_;
 	EventSource trim_;
-	bool trimArmed_ = false;
 	uint64_t nextClient_ = 1;
 	FilterGroups filterGroups_;   // outlives the sessions, whose subscriptions are its members
 	std::map<uint64_t, std::shared_ptr<ClientSession>> clients_;

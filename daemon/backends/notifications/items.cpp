@@ -387,8 +387,7 @@ void NotificationsBackend::removeStrayHistoryFiles() {
 }
 
 void NotificationsBackend::markDirty() {
-	if (statePath_.empty() || saveArmed_ || !saveTimer_) return;
-	saveArmed_ = true;
+	if (statePath_.empty() || !saveTimer_ || saveTimer_.enabled()) return;
 	saveTimer_.setTime(std::max(context_.loop.now(), lastSave_ + kSaveIntervalUs));
 }
 

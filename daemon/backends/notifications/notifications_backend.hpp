@@ -149,7 +149,6 @@ private:
 
 	std::string statePath_;
 	EventSource saveTimer_;
-	bool saveArmed_ = false;
 	uint64_t lastSave_ = 0;     // CLOCK_MONOTONIC µs
 	bool stateWarned_ = false;
 

@@ -45,10 +45,7 @@ json NotificationsBackend::initialRoot() const {
 void NotificationsBackend::onBusStart() {
 	if (auto dir = Images::defaultDir(); !dir.empty()) historyDir_ = dir + "/history";
 	expiry_ = context_.loop.addIdleTimer([this] { expire(); }, "notifications-expiry");
-	saveTimer_ = context_.loop.addIdleTimer([this] {
-		saveArmed_ = false;
-		save(false);
-	}, "notifications-save");
+	saveTimer_ = context_.loop.addIdleTimer([this] { save(false); }, "notifications-save");
 	loadState();
 	context_.tree.update(kRoot, {{"available", true}});
 

@@ -478,10 +478,7 @@ void PipewireBackend::monitorPeaks(const Node& n, std::shared_ptr<Answer> answer
 		grantLease(client, peaksKey(n.key), [this, node = n.key, id = client.id()] { monitorReleased(node, id); });
 	}
 	if (!peakTimer_) peakTimer_ = context_.loop.addIdleTimer([this] { publishPeaks(); }, "pipewire-peaks");
-	if (!peakTimerArmed_) {
-		peakTimerArmed_ = true;
-		peakTimer_.setTime(context_.loop.now() + kPeakIntervalUs);
-	}
+	if (!peakTimer_.enabled()) peakTimer_.setTime(context_.loop.now() + kPeakIntervalUs);
 	Waiter w;
 	w.answer = std::move(answer);
 	w.object = n.id;
@@ -523,8 +520,7 @@ void PipewireBackend::publishPeaks() {
 		context_.tree.set(path + "/peaks", std::move(list));
 		context_.tree.set(path + "/peak", peak);
 	}
-	peakTimerArmed_ = !monitors_.empty();
-	if (peakTimerArmed_) peakTimer_.setTime(context_.loop.now() + kPeakIntervalUs);
+	if (!monitors_.empty()) peakTimer_.setTime(context_.loop.now() + kPeakIntervalUs);
 }
 
 void PipewireBackend::monitorReleased(const std::string& node, uint64_t client) {
@@ -548,10 +544,7 @@ void PipewireBackend::dropMonitor(std::string node) {
 	// The remaining clients' leases: their release finds no monitor any more.
 	for (auto& [_, weak]: clients)
 		if (auto c = weak.lock()) revokeLease(*c, peaksKey(node));
-	if (monitors_.empty() && peakTimer_) {
-		peakTimer_.setEnabled(SD_EVENT_OFF);
-		peakTimerArmed_ = false;
-	}
+	if (monitors_.empty()) peakTimer_.setEnabled(SD_EVENT_OFF);
 }
 
 void PipewireBackend::dropAllMonitors() {

@@ -116,7 +116,6 @@ void PipewireBackend::onStop() {
 	waitTimer_.reset();
 	peakTimer_.reset();
 	rereadTimer_.reset();
-	rereadArmed_ = false;
 	retry_.reset();
 	watch_.reset();
 	graph_.reset();
@@ -198,8 +197,7 @@ void PipewireBackend::teardown(const std::string& why, bool reconnect) {
 	capturedFrom_.clear();
 	defaults_ = json::object();
 	rereadFor_.clear();
-	if (rereadArmed_) rereadTimer_.setEnabled(SD_EVENT_OFF);
-	rereadArmed_ = false;
+	rereadTimer_.setEnabled(SD_EVENT_OFF);
 	publishUnavailable(why);
 	if (reconnect) {
 		// At once: with socket activation the socket never goes away, and a quick restart may
@@ -404,18 +402,15 @@ void PipewireBackend::checkDefaults() {
 	bool suspect = defaultsSuspect();
 	if (!suspect) rereadFor_.clear();
 	if (!suspect || defaults_.dump() == rereadFor_) {
-		if (rereadArmed_) rereadTimer_.setEnabled(SD_EVENT_OFF);
-		rereadArmed_ = false;
+		rereadTimer_.setEnabled(SD_EVENT_OFF);
 		return;
 	}
-	if (rereadArmed_) return;
+	if (rereadTimer_.enabled()) return;
 	if (!rereadTimer_) rereadTimer_ = context_.loop.addIdleTimer([this] { rereadDefaults(); }, "pipewire-defaults");
 	rereadTimer_.setTime(context_.loop.now() + kRereadDelayUs);
-	rereadArmed_ = true;
 }
 
 void PipewireBackend::rereadDefaults() {
-	rereadArmed_ = false;
 	if (!graph_ || !defaultsSuspect()) return;
 	std::string state = defaults_.dump();
 	if (state == rereadFor_ || !graph_->rereadMetadata()) return;

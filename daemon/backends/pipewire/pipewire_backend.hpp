@@ -148,7 +148,6 @@ private:
 	std::set<uint32_t> sinkCaptures_;   // audio recording streams linked from a sink (its monitor)
 	json defaults_ = json::object();
 	EventSource rereadTimer_;      // a suspect state of the defaults, a second after it was seen
-	bool rereadArmed_ = false;
 	std::string rereadFor_;        // the defaults (as published) the metadata was last read again for
 	std::set<std::string> noVolumeLogged_;
 
@@ -157,7 +156,6 @@ private:
 
 	std::map<std::string, Monitor> monitors_;   // by node key
 	EventSource peakTimer_;
-	bool peakTimerArmed_ = false;
 };
 
 } // namespace qsd::pipewire
