@@ -14,9 +14,10 @@
 namespace qsd {
 
 Daemon::Daemon(DaemonOptions options): options_(std::move(options)), tree_(loop_, EventLoop::clock) {
-	// While changes are frequent, flushing may take at most 1/20 of the time, and a change
-	// waits at most 10 ms (docs/architecture.md, "Coalescing under load").
-	tree_.setCoalescing({19, 10'000});
+	// While changes are frequent, flushing may take at most 1/30 of the time, and a change
+	// waits at most 10 ms (docs/architecture.md, "Coalescing under load": the held flushes'
+	// timer wake-ups, which the flush's own CPU time does not count, take about as much again).
+	tree_.setCoalescing({29, 10'000});
 	server_ = std::make_unique<Server>(loop_, tree_, dispatcher_, options_.server);
 	server_->onClientCountChanged = [this](size_t n) { tree_.set("/daemon/clients", n); };
 	tree_.set("/daemon", {{"version", QSD_VERSION},

@@ -268,6 +268,11 @@ void Tree::flush() {
 
 void Tree::deliver(const json& patch) {
 	++revision_;
+	++delivering_;
+	struct Done {
+		int& count;
+		~Done() { --count; }
+	} done{delivering_};
 
 	// An observer may unsubscribe others (a client closing); iterate over a snapshot of ids.
 	std::vector<uint64_t> ids;

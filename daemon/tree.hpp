@@ -82,6 +82,8 @@ public:
 	// set and set back). With pending(), what happens after the writes made so far have been
 	// delivered can wait for them (events, which must not overtake the state they follow).
 	[[nodiscard]] Subscription observeFlush(std::function<void()> observer);
+	// Whether a batch is being handed to the observers; the flush observers run after it.
+	[[nodiscard]] bool delivering() const { return delivering_ > 0; }
 	[[nodiscard]] bool pending() const { return !dirty_.empty(); }
 	// Whether some pending write was made since the after-dispatch flush last ran, i.e. by the event
 	// being handled now (its batch is not complete yet). Pending writes that are not fresh are
@@ -105,6 +107,7 @@ private:
 	Clock clock_;
 	json root_ = json::object();
 	uint64_t revision_ = 0;
+	int delivering_ = 0;
 	std::string epoch_;
 	std::map<std::string, Dirty, std::less<>> dirty_;
 	uint64_t order_ = 0;

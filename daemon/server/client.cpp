@@ -166,9 +166,20 @@ void ClientSession::enqueue(Outgoing message) {
 	if (closing_) return;
 	bool wasEmpty = queue_.empty();
 	push(std::move(message));
-	// Write at once: most messages leave in this call, without waiting for EPOLLOUT.
-	if (wasEmpty) writeSome();
-	else updateIoEvents();
+	// Taken by the server already: written at the end of the flush (EPOLLOUT is of no use before).
+	if (writeDeferred_) return;
+	if (!wasEmpty) {
+		updateIoEvents();
+		return;
+	}
+	// Written at once: most messages leave in this call, without waiting for EPOLLOUT. A batch
+	// of changes handed to many subscribers is written at the end of the flush, every
+	// subscriber's first write in one system call.
+	if (server_.writeLater(*this)) {
+		writeDeferred_ = true;
+		return;
+	}
+	writeSome();
 }
 
 void ClientSession::sendResponse(const json& message) {
@@ -224,36 +235,61 @@ void ClientSession::sendEvent(const std::string& topic, const json& data, uint64
 	enqueue(std::move(line), 0, true);
 }
 
-void ClientSession::writeSome() {
-	while (!queue_.empty()) {
-		auto& head = queue_.front();
-		// The shared part and this session's own bytes, in one system call.
-		iovec iov[2];
-		msghdr msg{};
-		msg.msg_iov = iov;
-		size_t skip = headOffset_;
-		for (std::string_view part: {head.shared ? std::string_view(*head.shared) : std::string_view(), std::string_view(head.data)}) {
-			if (skip >= part.size()) {
-				skip -= part.size();
-				continue;
-			}
-			iov[msg.msg_iovlen++] = {const_cast<char*>(part.data() + skip), part.size() - skip};
-			skip = 0;
+bool ClientSession::headWrite(SendBatch::Write& w) {
+	if (closing_ || queue_.empty()) return false;
+	const auto& head = queue_.front();
+	// The shared part and this session's own bytes, in one system call.
+	w.fd = fd_;
+	w.iovCount = 0;
+	size_t skip = headOffset_;
+	for (std::string_view part: {head.shared ? std::string_view(*head.shared) : std::string_view(), std::string_view(head.data)}) {
+		if (skip >= part.size()) {
+			skip -= part.size();
+			continue;
 		}
-		ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR) continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-			// The peer went away while we wrote: an ordinary disconnect.
-			if (errno == EPIPE || errno == ECONNRESET) close("disconnected");
-			else close(fmt::format("write failed: {}", std::strerror(errno)));
-			return;
-		}
-		headOffset_ += size_t(n);
-		if (headOffset_ < head.size()) break;
-		headOffset_ = 0;
-		drop(queue_.begin());
+		w.iov[w.iovCount++] = {const_cast<char*>(part.data() + skip), part.size() - skip};
+		skip = 0;
 	}
+	return true;
+}
+
+bool ClientSession::advance(ssize_t result) {
+	if (result == -EINTR) return true;
+	if (result < 0) {
+		if (result == -EAGAIN || result == -EWOULDBLOCK) return false;
+		// The peer went away while we wrote: an ordinary disconnect.
+		if (result == -EPIPE || result == -ECONNRESET) close("disconnected");
+		else close(fmt::format("write failed: {}", std::strerror(int(-result))));
+		return false;
+	}
+	headOffset_ += size_t(result);
+	if (headOffset_ < queue_.front().size()) return false;
+	headOffset_ = 0;
+	drop(queue_.begin());
+	return true;
+}
+
+void ClientSession::continueWriting(bool more) {
+	if (closing_) return;
+	if (more) writeSome();
+	else afterWrites();
+}
+
+void ClientSession::writeSome() {
+	while (!closing_ && !queue_.empty()) {
+		SendBatch::Write w;
+		headWrite(w);
+		msghdr msg{};
+		msg.msg_iov = w.iov;
+		msg.msg_iovlen = w.iovCount;
+		ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (!advance(n < 0 ? -errno : n)) break;
+	}
+	if (closing_) return;
+	afterWrites();
+}
+
+void ClientSession::afterWrites() {
 	if (queue_.empty()) {
 		noteQueueFreed();
 		onDrained();

@@ -4,6 +4,7 @@
 
 #include "../event_loop.hpp"
 #include "../tree.hpp"
+#include "send_batch.hpp"
 #include "subscription.hpp"
 
 #include <qsd/protocol/framing.hpp>
@@ -133,6 +134,14 @@ private:
 	void onIo(uint32_t revents);
 	void readSome();
 	void writeSome();
+	// Writing in steps, for the server's batch of first writes (Server::writeDeferred): the head
+	// of the queue as one write (false: nothing to write); what a write of it did (bytes, or
+	// -errno; false when writing stops there: blocked, partial or closed); then the rest.
+	friend class Server;
+	bool headWrite(SendBatch::Write& w);
+	bool advance(ssize_t result);
+	void continueWriting(bool more);
+	void afterWrites();
 	void updateIoEvents();
 	bool overBudget(size_t extraBytes) const;
 	void enqueue(std::string data, uint64_t subscription, bool droppable);
@@ -176,6 +185,7 @@ private:
 	size_t queuedBytes_ = 0;
 	size_t droppableBytes_ = 0;
 	bool closing_ = false;
+	bool writeDeferred_ = false;   // the server writes this queue's head at the end of the flush
 	bool readPaused_ = false;
 	bool eof_ = false;
 	uint64_t nextSubscription_ = 1;

@@ -43,10 +43,16 @@ bool someoneListens(const std::string& path) {
 } // namespace
 
 Server::Server(EventLoop& loop, Tree& tree, Dispatcher& dispatcher, ServerOptions options)
-    : loop_(loop), tree_(tree), dispatcher_(dispatcher), options_(std::move(options)), filterGroups_(tree) {
+    : loop_(loop), tree_(tree), dispatcher_(dispatcher), options_(std::move(options)), filterGroups_(tree),
+      sender_(SendBatch::allowedByEnvironment()) {
 	reaper_ = loop_.addDefer([this] { reap(); }, "client-reaper");
 	reaper_.setEnabled(SD_EVENT_OFF);
-	flushed_ = tree_.observeFlush([this] { releaseHeld(); });
+	flushed_ = tree_.observeFlush([this] {
+		releasing_ = true;
+		releaseHeld();
+		releasing_ = false;
+		writeDeferred();
+	});
 	trim_ = loop_.addIdleTimer(
 	    [] {
 		    // mallinfo2 only sums the free lists; trimming walks them and madvises pages.
@@ -169,6 +175,37 @@ void Server::releaseHeld() {
 	}
 }
 
+bool Server::writeLater(ClientSession& session) {
+	if (!tree_.delivering() && !releasing_) return false;
+	deferred_.push_back(&session);
+	return true;
+}
+
+void Server::writeDeferred() {
+	if (deferred_.empty()) return;
+	// A session goes only in reap(), on a later iteration: none of these is destroyed meanwhile.
+	auto sessions = std::exchange(deferred_, {});
+	std::vector<SendBatch::Write> writes;
+	std::vector<size_t> writeOf(sessions.size(), SIZE_MAX);
+	writes.reserve(sessions.size());
+	for (size_t i = 0; i < sessions.size(); ++i) {
+		// Taken once (ClientSession::enqueue): only here is it given back.
+		sessions[i]->writeDeferred_ = false;
+		SendBatch::Write w;
+		if (!sessions[i]->headWrite(w)) continue;
+		writeOf[i] = writes.size();
+		writes.push_back(w);
+	}
+	sender_.send(writes);
+	// Every head first moves past what was written; only then does each session go on, which
+	// can run code that touches other queues (a resync after a drain flushes the tree, which may
+	// shed), and a queue's head must not be dropped once bytes of it are in the socket.
+	std::vector<char> more(sessions.size(), 1);
+	for (size_t i = 0; i < sessions.size(); ++i)
+		if (writeOf[i] != SIZE_MAX) more[i] = sessions[i]->advance(writes[writeOf[i]].result);
+	for (size_t i = 0; i < sessions.size(); ++i) sessions[i]->continueWriting(more[i] != 0);
+}
+
 void Server::deliverEvent(const std::string& topic, const nlohmann::json& data) {
 	for (auto& [id, c]: clients_)
 		if (!c->closing() && c->wantsEvent(topic)) c->sendEvent(topic, data, tree_.revision());
@@ -183,6 +220,7 @@ void Server::track(ClientSession* session) { sessions_.push_back(session); }
 
 void Server::untrack(ClientSession* session) {
 	sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), session), sessions_.end());
+	deferred_.erase(std::remove(deferred_.begin(), deferred_.end(), session), deferred_.end());
 }
 
 void Server::queueGrew(size_t bytes, bool droppable) {

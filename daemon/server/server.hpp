@@ -5,6 +5,7 @@
 #include "../tree.hpp"
 #include "client.hpp"
 #include "dispatcher.hpp"
+#include "send_batch.hpp"
 
 #include <functional>
 #include <map>
@@ -72,6 +73,11 @@ public:
 	[[nodiscard]] bool droppableFull(size_t extra) const { return droppable_ + extra > options_.maxQueuedBytesTotal; }
 	[[nodiscard]] size_t queuedBytes() const { return queued_; }
 
+	// A session's first write while a batch of changes (or what waited for it: held answers
+	// and events) is handed out: true when it is taken, to leave with the other sessions'
+	// writes in one system call at the end of the flush (SendBatch); false: write now.
+	bool writeLater(ClientSession& session);
+
 	std::function<void(size_t clients)> onClientCountChanged;
 
 	[[nodiscard]] std::shared_ptr<ClientSession> client(uint64_t id) const;
@@ -81,6 +87,7 @@ private:
 	void reap();
 	void deliverEvent(const std::string& topic, const nlohmann::json& data);
 	void releaseHeld();
+	void writeDeferred();
 	void shed();
 
 	EventLoop& loop_;
@@ -104,6 +111,9 @@ private:
 	};
 	std::vector<Held> held_;
 	Tree::Subscription flushed_;
+	SendBatch sender_;
+	std::vector<ClientSession*> deferred_;   // sessions whose first write waits for the end of the flush
+	bool releasing_ = false;                 // releaseHeld is running
 	std::vector<ClientSession*> sessions_;   // every session, for shedding (unit tests make their own)
 	size_t queued_ = 0;
 	size_t droppable_ = 0;
