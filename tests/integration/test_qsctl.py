@@ -571,10 +571,12 @@ def orphans():
 
 def watch_under_a_shell(env, orphans, *args):
     """qsctl watch started by `sh -c` (as bars start modules), the shell staying its parent;
-    returns (shell, qsctl's pid)."""
-    pidfile = os.path.join(env.dir, f"qsctl-{len(os.listdir(env.dir))}.pid")
-    script = '"$0" "$@" > /dev/null 2>&1 & echo $! > "$PIDFILE"; wait'
-    e = qsctl_env(env, PIDFILE=pidfile)
+    returns (shell, qsctl's pid, the file its standard error goes to)."""
+    n = len(os.listdir(env.dir))
+    pidfile = os.path.join(env.dir, f"qsctl-{n}.pid")
+    errfile = os.path.join(env.dir, f"qsctl-{n}.err")
+    script = '"$0" "$@" > /dev/null 2> "$ERRFILE" & echo $! > "$PIDFILE"; wait'
+    e = qsctl_env(env, PIDFILE=pidfile, ERRFILE=errfile)
     shell = subprocess.Popen(["sh", "-c", script, QSCTL, *args], env=e, stdin=subprocess.DEVNULL)
 
     def pid():
@@ -585,7 +587,15 @@ def watch_under_a_shell(env, orphans, *args):
             return None
     qsctl = wait_until(pid, what="qsctl's pid")
     orphans.append(qsctl)
-    return shell, qsctl
+    return shell, qsctl, errfile
+
+
+def says(path, text):
+    try:
+        with open(path) as f:
+            return text in f.read()
+    except FileNotFoundError:
+        return False
 
 
 @pytest.mark.parametrize("daemon", [True, False], ids=["connected", "waiting"])
@@ -594,12 +604,18 @@ def test_watch_ends_when_its_parent_dies(bare_env, orphans, daemon):
     whether it is connected or waiting for the daemon to come back."""
     if daemon:
         bare_env.start_qsd(backends=[], debug_api=True)
-    shell, pid = watch_under_a_shell(bare_env, orphans, "watch", "--reconnect", "/debug/x")
-    kept, kept_pid = watch_under_a_shell(bare_env, orphans, "watch", "--reconnect", "--outlive-parent", "/debug/x")
+    shell, pid, err = watch_under_a_shell(bare_env, orphans, "watch", "--reconnect", "/debug/x")
+    kept, kept_pid, kept_err = watch_under_a_shell(bare_env, orphans, "watch", "--reconnect", "--outlive-parent", "/debug/x")
+    # The shell writes qsctl's pid as soon as it forked. Ended before qsctl armed its
+    # parent-death signal (at start-up, before it connects), it would leave qsctl nothing to
+    # notice: wait until both are connected, or say that they wait for the daemon.
     if daemon:
         c = bare_env.client()
         sub = c.subscribe(["/daemon/clients"])
         c.wait_value(sub, "/daemon/clients", predicate=lambda n: n >= 3)   # both watches are in
+    else:
+        for f in (err, kept_err):
+            wait_until(lambda: says(f, "waiting for qsd"), what="qsctl to wait for the daemon")
     for s, p in ((shell, pid), (kept, kept_pid)):
         assert process_state(p) not in (None, "Z")
         s.kill()
