@@ -203,7 +203,14 @@ void Server::writeDeferred() {
 	std::vector<char> more(sessions.size(), 1);
 	for (size_t i = 0; i < sessions.size(); ++i)
 		if (writeOf[i] != SIZE_MAX) more[i] = sessions[i]->advance(writes[writeOf[i]].result);
-	for (size_t i = 0; i < sessions.size(); ++i) sessions[i]->continueWriting(more[i] != 0);
+	for (size_t i = 0; i < sessions.size(); ++i) {
+		// One session's failure (it can only be memory) must not leave the others' queues unwritten.
+		try {
+			sessions[i]->continueWriting(more[i] != 0);
+		} catch (const std::exception& e) {
+			log::error("server", "writing to client {} failed: {}", sessions[i]->id(), e.what());
+		}
+	}
 }
 
 void Server::deliverEvent(const std::string& topic, const nlohmann::json& data) {
