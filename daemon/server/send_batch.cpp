@@ -38,6 +38,7 @@ constexpr unsigned kRingEntries = 64;
 struct SendBatch::Ring {
 	io_uring ring{};
 	std::vector<msghdr> messages = std::vector<msghdr>(kRingEntries);
+	std::vector<char> completed = std::vector<char>(kRingEntries);   // per submission, by index
 	~Ring() { io_uring_queue_exit(&ring); }
 };
 #else
@@ -91,7 +92,8 @@ void SendBatch::sendThroughRing(std::span<Write> writes) {
 	auto& r = ring_->ring;
 	for (size_t done = 0; done < writes.size();) {
 		size_t count = std::min<size_t>(writes.size() - done, kRingEntries);
-		std::vector<bool> completed(count, false);
+		auto& completed = ring_->completed;
+		std::fill(completed.begin(), completed.end(), 0);
 		for (size_t i = 0; i < count; ++i) {
 			auto& w = writes[done + i];
 			auto& m = ring_->messages[i];
@@ -112,7 +114,7 @@ void SendBatch::sendThroughRing(std::span<Write> writes) {
 			io_uring_for_each_cqe(&r, head, cqe) {
 				size_t i = size_t(io_uring_cqe_get_data64(cqe));
 				if (i < count && !completed[i]) {
-					completed[i] = true;
+					completed[i] = 1;
 					writes[done + i].result = cqe->res;
 					++seen;
 				}

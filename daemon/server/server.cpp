@@ -183,8 +183,18 @@ bool Server::writeLater(ClientSession& session) {
 
 void Server::writeDeferred() {
 	if (deferred_.empty()) return;
+	if (deferred_.size() == 1) {
+		// One subscriber (a desktop's usual case): its write as it was before batching, with
+		// nothing allocated.
+		ClientSession* only = deferred_.front();
+		deferred_.clear();
+		only->writeDeferred_ = false;
+		only->writeSome();
+		return;
+	}
 	// A session goes only in reap(), on a later iteration: none of these is destroyed meanwhile.
-	auto sessions = std::exchange(deferred_, {});
+	std::vector<ClientSession*> sessions;
+	sessions.swap(deferred_);
 	std::vector<SendBatch::Write> writes;
 	std::vector<size_t> writeOf(sessions.size(), SIZE_MAX);
 	writes.reserve(sessions.size());
@@ -210,6 +220,11 @@ void Server::writeDeferred() {
 		} catch (const std::exception& e) {
 			log::error("server", "writing to client {} failed: {}", sessions[i]->id(), e.what());
 		}
+	}
+	// The list's room is kept for the next batch (unless a nested flush took it meanwhile).
+	if (deferred_.empty()) {
+		sessions.clear();
+		deferred_.swap(sessions);
 	}
 }
 
