@@ -18,6 +18,7 @@ using namespace qsd;
 using namespace qsd::bluetooth;
 using json = nlohmann::json;
 
+using qsd::testing::keys;
 using qsd::testing::props;
 using qsd::testing::schemaEnum;
 
@@ -26,12 +27,6 @@ namespace {
 std::set<std::string> schemaRequired(const char* name) {
 	const auto& r = api::openrpc()["components"]["schemas"][name]["required"];
 	return std::set<std::string>(r.begin(), r.end());
-}
-
-std::set<std::string> keys(const json& o) {
-	std::set<std::string> out;
-	for (const auto& [k, _]: o.items()) out.insert(k);
-	return out;
 }
 
 } // namespace
@@ -240,8 +235,8 @@ TEST(BluetoothMapping, DeviceObjects) {
 	                      {"RSSI", sdbus::Variant(std::string("loud"))}});
 	auto over = props({{"Percentage", sdbus::Variant(uint8_t(200))}});
 	auto h = mapDevice(hostile, &over, {"hci0", "11:22:33:44:55:66", Intent::None, false, nullptr});
-	EXPECT_EQ(h.value["name"].get<std::string>().size(), kMaxNameBytes);
-	EXPECT_EQ(h.value["alias"].get<std::string>().size(), kMaxNameBytes);
+	EXPECT_EQ(h.value["name"].get<std::string>().size(), bluetooth::kMaxNameBytes);
+	EXPECT_EQ(h.value["alias"].get<std::string>().size(), bluetooth::kMaxNameBytes);
 	EXPECT_EQ(h.value["icon"].get<std::string>().size(), kMaxIconBytes);
 	EXPECT_EQ(h.value["battery"], nullptr);
 	EXPECT_EQ(h.value["rssi"], nullptr);

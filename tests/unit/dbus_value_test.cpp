@@ -15,8 +15,8 @@ using sdbus::Variant;
 
 namespace {
 
-using Pixmap = sdbus::Struct<int32_t, int32_t, std::vector<uint8_t>>;
-using ToolTip = sdbus::Struct<std::string, std::vector<Pixmap>, std::string, std::string>;
+using PixmapStruct = sdbus::Struct<int32_t, int32_t, std::vector<uint8_t>>;
+using ToolTipStruct = sdbus::Struct<std::string, std::vector<PixmapStruct>, std::string, std::string>;
 
 // A sealed message holding `write`'s values, positioned at its start.
 template <typename F>
@@ -115,7 +115,7 @@ TEST(DbusValue, KeepsCompoundValuesWhole) {
 	std::map<std::string, Variant> meta{{"xesam:title", Variant(std::string("Song"))},
 	                                    {"xesam:artist", Variant(std::vector<std::string>{"A", "B"})},
 	                                    {"mpris:length", Variant(int64_t(1000))}};
-	ToolTip tip(std::string("icon"), std::vector<Pixmap>{Pixmap(1, 1, std::vector<uint8_t>{1, 2, 3, 4})}, std::string("Title"),
+	ToolTipStruct tip(std::string("icon"), std::vector<PixmapStruct>{PixmapStruct(1, 1, std::vector<uint8_t>{1, 2, 3, 4})}, std::string("Title"),
 	            std::string("Text"));
 	auto msg = message([&](sdbus::Message& m) {
 		std::vector<std::map<std::string, Variant>> addresses{
@@ -141,7 +141,7 @@ TEST(DbusValue, KeepsCompoundValuesWhole) {
 	EXPECT_EQ(dbus::asString(m), std::nullopt);
 
 	EXPECT_EQ(t.signature(), "(sa(iiay)ss)");
-	auto back = dbus::as<ToolTip>(t);
+	auto back = dbus::as<ToolTipStruct>(t);
 	ASSERT_TRUE(back);
 	EXPECT_EQ(std::get<2>(*back), "Title");
 	EXPECT_EQ(std::get<1>(*back).at(0).get<2>(), (std::vector<uint8_t>{1, 2, 3, 4}));
@@ -157,7 +157,7 @@ TEST(DbusValue, KeepsCompoundValuesWhole) {
 	EXPECT_EQ(copy.variant(), t.variant());
 	dbus::Value fromVariant{Variant(tip)};
 	EXPECT_EQ(fromVariant.signature(), "(sa(iiay)ss)");
-	EXPECT_EQ(std::get<3>(*dbus::as<ToolTip>(fromVariant)), "Text");
+	EXPECT_EQ(std::get<3>(*dbus::as<ToolTipStruct>(fromVariant)), "Text");
 }
 
 TEST(DbusValue, ReadsPropertyMapsAndSkipsWhatIsNotKept) {

@@ -1,15 +1,20 @@
 #pragma once
-// Small things several unit tests need: a guard against a regression that blocks, property maps
-// as a D-Bus peer would send them, and the enum values the API description lists.
+// Small things several unit tests need: a guard against a regression that blocks, running the loop
+// until a state holds, property maps as a D-Bus peer would send them, the keys of an object, and
+// the enum values the API description lists.
 
 #include "dbus/variant.hpp"
+#include "event_loop.hpp"
 
 #include <qsd/protocol/api.hpp>
 
+#include <cstdint>
 #include <initializer_list>
 #include <set>
 #include <string>
 #include <utility>
+
+#include <systemd/sd-event.h>
 
 #include <csignal>
 #include <sys/wait.h>
@@ -31,6 +36,22 @@ bool finishes(F check) {
 	::kill(pid, SIGKILL);
 	::waitpid(pid, nullptr, 0);
 	return false;
+}
+
+// Runs the loop until `done` holds or `timeoutUs` has passed (a bound, not a wait: it returns as
+// soon as `done` holds). Returns done().
+template <class F>
+bool runUntil(EventLoop& loop, F done, uint64_t timeoutUs = 10'000'000) {
+	auto deadline = EventLoop::clock() + timeoutUs;
+	while (!done() && EventLoop::clock() < deadline) sd_event_run(loop.raw(), 10'000);
+	return done();
+}
+
+// The keys of a JSON object.
+inline std::set<std::string> keys(const nlohmann::json& object) {
+	std::set<std::string> out;
+	for (const auto& [k, _]: object.items()) out.insert(k);
+	return out;
 }
 
 // A property map as the cache holds it, from the sdbus::Variants a peer would send.

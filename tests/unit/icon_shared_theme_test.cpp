@@ -5,6 +5,7 @@
 // while qsd runs (GTK's settings.ini, KDE's kdeglobals) is searched from then on.
 
 #include "event_loop.hpp"
+#include "helpers.hpp"
 #include "icons/shared_theme.hpp"
 #include "temp_dir.hpp"
 
@@ -22,6 +23,7 @@
 #include <string>
 
 using namespace qsd;
+using qsd::testing::runUntil;
 using qsd::testing::TempDir;
 
 namespace {
@@ -58,14 +60,6 @@ struct ThemeEnvironment {
 	}
 	std::string url(const char* file) { return "file://" + (t.path / "share/icons/hicolor/32x32/apps" / file).string(); }
 };
-
-// Runs the loop until `done` or 5 s.
-template <typename F>
-bool runUntil(EventLoop& loop, F done) {
-	auto deadline = EventLoop::clock() + 5'000'000;
-	while (!done() && EventLoop::clock() < deadline) sd_event_run(loop.raw(), 100'000);
-	return done();
-}
 
 } // namespace
 

@@ -98,7 +98,7 @@ TEST(NotificationsMapping, ActionsArePairsInOrder) {
 	EXPECT_EQ(a.size(), kMaxActions);
 	EXPECT_EQ(dropped, 80 - 2 * kMaxActions);
 	a = parseActions({std::string(1000, 'k'), std::string(1000, 'l')});
-	EXPECT_EQ(a[0].key.size(), kMaxNameBytes + kEllipsis.size());
+	EXPECT_EQ(a[0].key.size(), qsd::notifications::kMaxNameBytes + kEllipsis.size());
 }
 
 TEST(NotificationsMapping, Timeouts) {

@@ -67,7 +67,7 @@ SendBatch::Write writeOf(const Pair& p, std::string& shared, std::string& own) {
 	return w;
 }
 
-class ASendBatch: public testing::TestWithParam<bool> {
+class ASendBatch: public ::testing::TestWithParam<bool> {
 protected:
 	SendBatch batch{GetParam()};
 	// With io_uring allowed, a batch that did not use it means the kernel refused it: the
@@ -140,5 +140,5 @@ TEST_P(ASendBatch, WritesASingleWriteWithoutTheRing) {
 	EXPECT_EQ(p.readAll(), "ab\n");
 }
 
-INSTANTIATE_TEST_SUITE_P(IoUringOrNot, ASendBatch, testing::Values(true, false),
-                         [](const testing::TestParamInfo<bool>& info) { return info.param ? "IoUring" : "Sendmsg"; });
+INSTANTIATE_TEST_SUITE_P(IoUringOrNot, ASendBatch, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "IoUring" : "Sendmsg"; });

@@ -33,7 +33,7 @@ void writePng(const fs::path& path, const Image& image) {
 	std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes->data()), std::streamsize(bytes->size()));
 }
 
-struct Fixture {
+struct IconsFixture {
 	TempDir tmp;
 	IconTheme theme{[] {
 		IconTheme::Options o;
@@ -42,7 +42,7 @@ struct Fixture {
 	}()};
 	std::unique_ptr<IconStore> store;
 	std::unique_ptr<IconResolver> resolver;
-	Fixture() {
+	IconsFixture() {
 		fs::create_directories(tmp.path / "run" / "icons");
 		store = std::make_unique<IconStore>((tmp.path / "run" / "icons").string());
 		resolver = std::make_unique<IconResolver>(theme, *store);
@@ -60,7 +60,7 @@ struct Fixture {
 } // namespace
 
 TEST(TrayIcons, AnOverlayIsComposedOncePerIconAndOverlay) {
-	Fixture f;
+	IconsFixture f;
 	auto base = f.tmp.path / "base.png";
 	writePng(base, solid(32, 32, 0, 0, 255));
 	auto first = f.resolver->resolve(f.withOverlay(base));
@@ -89,7 +89,7 @@ TEST(TrayIcons, AnOverlayIsComposedOncePerIconAndOverlay) {
 }
 
 TEST(TrayIcons, AnIconFileLargerThanThePixmapLimitIsNotDecoded) {
-	Fixture f;
+	IconsFixture f;
 	auto big = f.tmp.path / "big.png";
 	writePng(big, solid(kMaxPixmapSide + 1, 8, 9, 9, 9));
 	auto r = f.resolver->resolve(f.withOverlay(big));

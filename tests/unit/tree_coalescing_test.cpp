@@ -3,6 +3,7 @@
 // after a quiet moment, and every explicit flush(), go out at once. Off by default.
 
 #include "event_loop.hpp"
+#include "helpers.hpp"
 #include "server/subscription.hpp"
 #include "tree.hpp"
 
@@ -12,6 +13,7 @@
 #include <time.h>
 
 using namespace qsd;
+using qsd::testing::runUntil;
 using json = nlohmann::json;
 
 namespace {
@@ -46,12 +48,6 @@ struct SlowRecorder {
 void runDue(EventLoop& loop) {
 	for (int i = 0; i < 1000; ++i)
 		if (sd_event_run(loop.raw(), 0) <= 0) return;
-}
-
-// Runs the loop until `done` holds (generous bound; no timing is asserted).
-template <typename F>
-void runUntil(EventLoop& loop, F done) {
-	for (int i = 0; i < 10000 && !done(); ++i) sd_event_run(loop.raw(), 10'000);
 }
 
 } // namespace

@@ -9,10 +9,10 @@ using json = nlohmann::json;
 
 namespace {
 
-struct Recorder {
+struct BatchRecorder {
 	std::vector<std::pair<uint64_t, json>> batches;
 	Tree::Subscription sub;
-	explicit Recorder(Tree& t) {
+	explicit BatchRecorder(Tree& t) {
 		sub = t.observe([this](uint64_t rev, const json& patch) { batches.emplace_back(rev, patch); });
 	}
 };
@@ -22,7 +22,7 @@ struct Recorder {
 TEST(ATree, CoalescesWritesOfOneIterationIntoOneBatchWithOneRevision) {
 	EventLoop loop;
 	Tree tree(loop);
-	Recorder rec(tree);
+	BatchRecorder rec(tree);
 	tree.set("/a/b", 1);
 	tree.set("/a/c", 2);
 	tree.set("/a/b", 3);
@@ -37,7 +37,7 @@ TEST(ATree, IgnoresWritesOfEqualValues) {
 	Tree tree(loop);
 	tree.set("/x", {{"k", 1}});
 	tree.flush();
-	Recorder rec(tree);
+	BatchRecorder rec(tree);
 	tree.set("/x", {{"k", 1}});
 	tree.update("/x", {{"k", 1}});
 	tree.flush();
@@ -51,7 +51,7 @@ TEST(ATree, ReportsReplaceForExistingAndRemoveForDeletedPaths) {
 	tree.set("/a", 1);
 	tree.set("/b", 2);
 	tree.flush();
-	Recorder rec(tree);
+	BatchRecorder rec(tree);
 	tree.set("/a", 5);
 	tree.remove("/b");
 	tree.remove("/missing");
@@ -66,7 +66,7 @@ TEST(ATree, SyncWritesOnlyTheFieldsThatChangedAndKeepsWhatItIsTold) {
 	Tree tree(loop);
 	tree.set("/d/n1", json::parse(R"({"name":"a","audio":{"volume":0.5,"muted":false},"old":1,"peak":0.3})"));
 	tree.flush();
-	Recorder rec(tree);
+	BatchRecorder rec(tree);
 	// A whole object republished: one replace for the changed leaf, a remove for the key that
 	// went, nothing for equal fields, and the kept key stays.
 	tree.sync("/d/n1", json::parse(R"({"name":"a","audio":{"volume":0.7,"muted":false},"new":[1,2]})"), {"peak"});
@@ -91,7 +91,7 @@ TEST(ATree, SyncWritesOnlyTheFieldsThatChangedAndKeepsWhatItIsTold) {
 TEST(ATree, AnAddThenRemoveInOneBatchIsNoChangeAtAll) {
 	EventLoop loop;
 	Tree tree(loop);
-	Recorder rec(tree);
+	BatchRecorder rec(tree);
 	tree.set("/tmp/x", 1);
 	tree.remove("/tmp");
 	tree.flush();
@@ -105,7 +105,7 @@ TEST(ATree, ShortLivedObjectsLeaveNothingPending) {
 	Tree tree(loop);
 	tree.set("/items/keep", 1);
 	tree.flush();
-	Recorder rec(tree);
+	BatchRecorder rec(tree);
 	for (int i = 0; i < 1000; ++i) {
 		tree.set("/items/" + std::to_string(i), {{"n", i}});
 		tree.remove("/items/" + std::to_string(i));
@@ -175,7 +175,7 @@ TEST(ATree, PatchesReproduceTheTreeForRandomWriteSequences) {
 		tree.flush();
 		json mirror = tree.root();
 		uint64_t rev = tree.revision();
-		Recorder rec(tree);
+		BatchRecorder rec(tree);
 		for (int batch = 0; batch < 10; ++batch) {
 			int writes = 1 + int(rng() % 8);
 			for (int w = 0; w < writes; ++w) {

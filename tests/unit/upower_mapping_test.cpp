@@ -39,11 +39,11 @@ TEST(UpowerMapping, DeviceStates) {
 	const char* expected[] = {"unknown", "charging", "discharging", "empty", "fullyCharged", "pendingCharge", "pendingDischarge"};
 	auto documented = schemaEnum("PowerDeviceState");
 	for (uint64_t i = 0; i < std::size(expected); ++i) {
-		EXPECT_EQ(deviceStateName(i), expected[i]);
+		EXPECT_EQ(upower::deviceStateName(i), expected[i]);
 		EXPECT_TRUE(documented.count(expected[i])) << expected[i];
 	}
 	EXPECT_EQ(documented.size(), std::size(expected));
-	EXPECT_EQ(deviceStateName(7), "unknown");
+	EXPECT_EQ(upower::deviceStateName(7), "unknown");
 }
 
 TEST(UpowerMapping, Technologies) {
@@ -105,12 +105,12 @@ TEST(UpowerMapping, DegradationReasons) {
 }
 
 TEST(UpowerMapping, FractionIsZeroToOne) {
-	EXPECT_DOUBLE_EQ(fraction(73.5).get<double>(), 0.735);
-	EXPECT_DOUBLE_EQ(fraction(100).get<double>(), 1.0);
-	EXPECT_DOUBLE_EQ(fraction(0).get<double>(), 0.0);
-	EXPECT_DOUBLE_EQ(fraction(140).get<double>(), 1.0);    // clamped
-	EXPECT_DOUBLE_EQ(fraction(-3).get<double>(), 0.0);
-	EXPECT_TRUE(fraction(std::nan("")).is_null());
+	EXPECT_DOUBLE_EQ(upower::fraction(73.5).get<double>(), 0.735);
+	EXPECT_DOUBLE_EQ(upower::fraction(100).get<double>(), 1.0);
+	EXPECT_DOUBLE_EQ(upower::fraction(0).get<double>(), 0.0);
+	EXPECT_DOUBLE_EQ(upower::fraction(140).get<double>(), 1.0);    // clamped
+	EXPECT_DOUBLE_EQ(upower::fraction(-3).get<double>(), 0.0);
+	EXPECT_TRUE(upower::fraction(std::nan("")).is_null());
 }
 
 TEST(UpowerMapping, UpdateTime) {
@@ -120,9 +120,9 @@ TEST(UpowerMapping, UpdateTime) {
 }
 
 TEST(UpowerMapping, DeviceIds) {
-	EXPECT_EQ(deviceId("/org/freedesktop/UPower/devices/battery_BAT0"), "battery_BAT0");
-	EXPECT_EQ(deviceId("/org/freedesktop/UPower/devices/mouse_dev_AA_BB"), "mouse_dev_AA_BB");
-	EXPECT_EQ(deviceId("plain"), "plain");
+	EXPECT_EQ(upower::deviceId("/org/freedesktop/UPower/devices/battery_BAT0"), "battery_BAT0");
+	EXPECT_EQ(upower::deviceId("/org/freedesktop/UPower/devices/mouse_dev_AA_BB"), "mouse_dev_AA_BB");
+	EXPECT_EQ(upower::deviceId("plain"), "plain");
 }
 
 TEST(UpowerMapping, FullDevice) {

@@ -3,6 +3,7 @@
 // and wayland.configureOutput's params, held against the schemas of protocol/api/wayland.json.
 
 #include "backends/wayland/mapping.hpp"
+#include "helpers.hpp"
 
 #include <qsd/protocol/api.hpp>
 #include <qsd/protocol/jsonrpc.hpp>
@@ -14,16 +15,11 @@
 using namespace qsd;
 using namespace qsd::wayland;
 using json = nlohmann::json;
+using qsd::testing::keys;
 
 namespace {
 
 const json& schema(const char* name) { return api::openrpc()["components"]["schemas"][name]; }
-
-std::set<std::string> keys(const json& object) {
-	std::set<std::string> out;
-	for (const auto& [k, _]: object.items()) out.insert(k);
-	return out;
-}
 
 std::set<std::string> strings(const json& array) { return std::set<std::string>(array.begin(), array.end()); }
 

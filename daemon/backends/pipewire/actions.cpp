@@ -26,7 +26,6 @@ using rpc::ErrorCode;
 using rpc::Params;
 using rpc::RpcException;
 
-constexpr const char* kNodes = "/audio/nodes";
 constexpr uint64_t kTimeoutUs = 5'000'000;
 constexpr uint64_t kPeakIntervalUs = 40'000;   // 25 Hz
 constexpr uint64_t kPeakSilenceUs = 250'000;   // no buffers for this long: the meter drops to 0
@@ -110,7 +109,7 @@ std::span<const Backend::Method> PipewireBackend::methods() const {
 
 std::optional<Unavailable> PipewireBackend::availability() const {
 	if (graph_ && ready_) return std::nullopt;
-	return Unavailable{"/audio", unavailableWhy_.empty() ? "PipeWire is not connected" : unavailableWhy_};
+	return Unavailable{kRoot, unavailableWhy_.empty() ? "PipeWire is not connected" : unavailableWhy_};
 }
 
 void PipewireBackend::setVolume(Call& c) {

@@ -29,10 +29,6 @@ namespace pipewire {
 namespace {
 
 constexpr const char* kLog = "pipewire";
-constexpr const char* kRoot = "/audio";
-constexpr const char* kNodes = "/audio/nodes";
-constexpr const char* kDevices = "/audio/devices";
-constexpr const char* kLinks = "/audio/links";
 constexpr uint64_t kRereadDelayUs = 1'000'000;   // how long the defaults may look inconsistent
 
 std::string socketList(const std::vector<SocketLocation>& locations) {

@@ -23,13 +23,19 @@ struct pw_context;
 
 namespace qsd::pipewire {
 
+// Where the backend publishes (docs/backends/pipewire.md).
+inline constexpr const char* kRoot = "/audio";
+inline constexpr const char* kNodes = "/audio/nodes";
+inline constexpr const char* kDevices = "/audio/devices";
+inline constexpr const char* kLinks = "/audio/links";
+
 class PipewireBackend final: public Backend {
 public:
 	explicit PipewireBackend(BackendContext& context);
 	~PipewireBackend() override;
 
 	[[nodiscard]] std::string_view id() const override { return "pipewire"; }
-	[[nodiscard]] std::string_view root() const override { return "/audio"; }
+	[[nodiscard]] std::string_view root() const override { return kRoot; }
 
 private:
 	void onStart() override;

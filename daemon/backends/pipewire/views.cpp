@@ -13,12 +13,6 @@
 
 namespace qsd::pipewire {
 
-namespace {
-
-constexpr const char* kRoot = "/audio";
-
-} // namespace
-
 void PipewireBackend::publishViews() {
 	publishDefaultNode("sink", "defaultAudioSink");
 	publishDefaultNode("source", "defaultAudioSource");

@@ -187,8 +187,10 @@ private:
 	std::map<std::string, Item> items_;          // by key
 	std::vector<std::string> order_;             // keys in registration order (as the watcher lists them)
 	std::map<std::string, std::set<std::string>> services_;   // bus name -> keys
-	std::map<std::string, std::string> itemSignals_;          // owner '\n' item path -> key
-	std::map<std::string, std::string> menuSignals_;          // owner '\n' menu path -> key
+	std::map<std::string, std::string> itemSignals_;          // signalIndex(owner, item path) -> key
+	std::map<std::string, std::string> menuSignals_;          // signalIndex(owner, menu path) -> key
+	// The index of a signal's sender and object path in itemSignals_ and menuSignals_.
+	static std::string signalIndex(const std::string& owner, const std::string& path) { return owner + '\n' + path; }
 	uint64_t nextSerial_ = 1;
 
 	std::set<std::string> refreshQueue_;         // keys with properties to re-read

@@ -29,7 +29,6 @@ bool affectsIcon(const std::string& prop) {
 	       prop == "OverlayIconName" || prop == "OverlayIconPixmap" || prop == "IconThemePath" || prop == "Status";
 }
 
-std::string index(const std::string& owner, const std::string& path) { return owner + '\n' + path; }
 
 bool timedOut(const sdbus::Error& e) {
 	return e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout";
@@ -54,8 +53,8 @@ bool TrayBackend::addItem(const ItemAddress& address, std::string owner) {
 	if (address.service[0] == ':') owner = address.service;
 	if (!owner.empty() && overItemLimit(owner, key)) return false;
 	// The same object under a second key (an app registering by name and by path): one icon.
-	if (!owner.empty() && itemSignals_.count(index(owner, address.path))) {
-		log::info("tray", "{} is the item {} again; not added twice", key, itemSignals_[index(owner, address.path)]);
+	if (!owner.empty() && itemSignals_.count(signalIndex(owner, address.path))) {
+		log::info("tray", "{} is the item {} again; not added twice", key, itemSignals_[signalIndex(owner, address.path)]);
 		return false;
 	}
 	auto& item = items_[key];
@@ -79,7 +78,7 @@ bool TrayBackend::addItem(const ItemAddress& address, std::string owner) {
 				             removeItem(key, "its bus name has no owner");
 				             return;
 			             }
-			             if (itemSignals_.count(index(found, it->address.path))) {
+			             if (itemSignals_.count(signalIndex(found, it->address.path))) {
 				             removeItem(key, "a second key for an item already listed");
 				             return;
 			             }
@@ -107,7 +106,7 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 		if (auto n = itemsPerOwner_.find(item.owner); n != itemsPerOwner_.end() && --n->second == 0) itemsPerOwner_.erase(n);
 	calls_.cancelPrefix(group(key));
 	if (!item.owner.empty()) {
-		auto s = itemSignals_.find(index(item.owner, item.address.path));
+		auto s = itemSignals_.find(signalIndex(item.owner, item.address.path));
 		if (s != itemSignals_.end() && s->second == key) itemSignals_.erase(s);
 	}
 	dropMenu(item);
@@ -132,7 +131,7 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 
 void TrayBackend::ownerKnown(Item& item) {
 	++itemsPerOwner_[item.owner];
-	itemSignals_[index(item.owner, item.address.path)] = item.key;
+	itemSignals_[signalIndex(item.owner, item.address.path)] = item.key;
 	// Calls go to the owner's unique name: the process this item belongs to, whatever happens
 	// to a well-known name later (a new owner is a new item and must register).
 	item.proxy = sdbus::createProxy(conn(), item.owner, item.address.path);
@@ -234,7 +233,7 @@ void TrayBackend::propertiesRead(Item& item, bool iconsChanged) {
 
 void TrayBackend::onItemSignal(sdbus::Message& msg) {
 	try {
-		auto found = itemSignals_.find(index(msg.getSender(), msg.getPath()));
+		auto found = itemSignals_.find(signalIndex(msg.getSender(), msg.getPath()));
 		if (found == itemSignals_.end()) return;
 		Item* item = findItem(found->second);
 		if (!item) return;

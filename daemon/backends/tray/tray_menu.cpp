@@ -13,7 +13,6 @@ namespace qsd::tray {
 using json = nlohmann::json;
 
 namespace {
-std::string index(const std::string& owner, const std::string& path) { return owner + '\n' + path; }
 // More submenus than this changed at once: one fetch of the whole menu is cheaper.
 constexpr size_t kMaxPartialFetches = 8;
 } // namespace
@@ -24,7 +23,7 @@ void TrayBackend::setupMenu(Item& item, const std::string& menuPath) {
 	menu->serial = nextSerial_++;
 	menu->path = menuPath;
 	menu->proxy = sdbus::createProxy(conn(), item.owner, menuPath);
-	menuSignals_[index(item.owner, menuPath)] = item.key;
+	menuSignals_[signalIndex(item.owner, menuPath)] = item.key;
 	item.menu = std::move(menu);
 	item.menuDirty = true;
 	// Apps that fill their menu lazily do it on AboutToShow of the root; sent first, so the
@@ -38,7 +37,7 @@ void TrayBackend::setupMenu(Item& item, const std::string& menuPath) {
 
 void TrayBackend::dropMenu(Item& item) {
 	if (!item.menu) return;
-	auto s = menuSignals_.find(index(item.owner, item.menu->path));
+	auto s = menuSignals_.find(signalIndex(item.owner, item.menu->path));
 	if (s != menuSignals_.end() && s->second == item.key) menuSignals_.erase(s);
 	bury(std::move(item.menu->proxy));
 	item.menu.reset();
@@ -132,7 +131,7 @@ void TrayBackend::refreshMenu(Item& item) {
 
 void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 	try {
-		auto found = menuSignals_.find(index(msg.getSender(), msg.getPath()));
+		auto found = menuSignals_.find(signalIndex(msg.getSender(), msg.getPath()));
 		if (found == menuSignals_.end()) return;
 		Item* item = findItem(found->second);
 		if (!item || !item->menu) return;

@@ -8,6 +8,7 @@
 // so the owner may destroy the Display (after its own proxies) right there.
 
 #include "../../event_loop.hpp"
+#include "../../log.hpp"
 
 #include <wayland-client.h>
 
@@ -18,6 +19,16 @@
 #include <string>
 
 namespace qsd::wayland {
+
+// A listener trampoline's body: nothing may escape into libwayland's dispatch.
+template <typename F>
+void guarded(const char* what, F&& f) noexcept {
+	try {
+		f();
+	} catch (const std::exception& e) {
+		log::error("wayland", "{} handler failed: {}", what, e.what());
+	}
+}
 
 struct LostReason {
 	bool protocolError = false;   // the compositor sent wl_display.error: it is still there

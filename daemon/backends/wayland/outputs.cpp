@@ -13,16 +13,6 @@ namespace {
 
 constexpr const char* kOutputs = "/wayland/outputs";
 
-// A trampoline's body: nothing may escape into libwayland's dispatch.
-template <typename F>
-void guarded(const char* what, F&& f) noexcept {
-	try {
-		f();
-	} catch (const std::exception& e) {
-		log::error("wayland", "{} handler failed: {}", what, e.what());
-	}
-}
-
 } // namespace
 
 struct Outputs::Output {

@@ -16,15 +16,6 @@ using rpc::RpcException;
 
 constexpr const char* kToplevels = "/wayland/toplevels";
 
-template <typename F>
-void guarded(const char* what, F&& f) noexcept {
-	try {
-		f();
-	} catch (const std::exception& e) {
-		log::error("wayland", "{} handler failed: {}", what, e.what());
-	}
-}
-
 // Answers a request exactly once: with the result, or BackendUnavailable when the connection
 // is lost first (the pending wl_display.sync is then dropped with this inside it).
 class Answer {
