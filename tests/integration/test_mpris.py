@@ -117,10 +117,16 @@ def test_actions_reach_mpv(media):
         here = max(0.0, here)
         wait_player(c, sub, key, lambda p: abs(p["position"] - here) < 0.05, what=f"position {here}")
 
-    c.call("media.seek", {"player": key, "offset": 12})
-    settled_at(12)
-    c.call("media.seek", {"player": key, "offset": -4.5})
-    settled_at(7.5)
+    # A seek is relative to where mpv is: the short plays above moved it on by as long as they
+    # lasted, and each seek lands within mpv's precision of its target, so the next target is
+    # counted from where mpv stands, not from the round figure the last one aimed at.
+    def seek_by(offset):
+        start = mpv.get("time-pos")
+        c.call("media.seek", {"player": key, "offset": offset})
+        settled_at(start + offset)
+
+    seek_by(12)
+    seek_by(-4.5)
     c.call("media.setPosition", {"player": key, "position": 20})
     settled_at(20)
 
