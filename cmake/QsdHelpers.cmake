@@ -22,6 +22,19 @@ endif()
 # start, and the tests start qsd, qsctl and the unit tests well over a thousand times. The
 # objects stay position-independent; only the link differs. Qt programs are left as they are
 # (Qt asks for position-independent code).
+# qsd_optimise_when_sanitized(<target>...): compiles the code of the programs (the daemon, the
+# protocol library, qsctl) with -O1 in an unoptimised sanitizer build, as ASan's documentation
+# advises. The integration tests spend most of their time in a sanitized qsd: at -O0 it takes
+# 3-5 times the CPU (test_slow_client 79 s, at -O1 17 s). The tests' own code stays at -O0,
+# which compiles in half the time; sanitizer reports still name every frame.
+function(qsd_optimise_when_sanitized)
+  if(SANITIZE AND NOT CMAKE_BUILD_TYPE MATCHES "^(Release|RelWithDebInfo|MinSizeRel)$")
+    foreach(target ${ARGN})
+      target_compile_options(${target} PRIVATE -O1)
+    endforeach()
+  endif()
+endfunction()
+
 function(qsd_no_pie_when_sanitized)
   if(SANITIZE)
     foreach(target ${ARGN})
