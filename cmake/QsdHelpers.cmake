@@ -15,13 +15,6 @@ if(SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# qsd_no_pie_when_sanitized(<target>...): links these programs at a fixed address in a sanitizer
-# build. A sanitized position-independent program gives the dynamic loader about a million
-# pointers to relocate at every start (ASan's descriptor of every global and string literal, and
-# with WITH_FUZZ the coverage table of every branch in qsd-core): a tenth of a second or more per
-# start, and the tests start qsd, qsctl and the unit tests well over a thousand times. The
-# objects stay position-independent; only the link differs. Qt programs are left as they are
-# (Qt asks for position-independent code).
 # qsd_optimise_when_sanitized(<target>...): compiles the code of the programs (the daemon, the
 # protocol library, qsctl) with -O1 in an unoptimised sanitizer build, as ASan's documentation
 # advises. The integration tests spend most of their time in a sanitized qsd: at -O0 it takes
@@ -35,6 +28,13 @@ function(qsd_optimise_when_sanitized)
   endif()
 endfunction()
 
+# qsd_no_pie_when_sanitized(<target>...): links these programs at a fixed address in a sanitizer
+# build. A sanitized position-independent program gives the dynamic loader about a million
+# pointers to relocate at every start (ASan's descriptor of every global and string literal, and
+# with WITH_FUZZ the coverage table of every branch in qsd-core): about a tenth of a second of
+# CPU per start, and the tests start qsd, qsctl and the unit tests well over a thousand times.
+# The objects stay position-independent; only the link differs. Qt programs are left as they
+# are (Qt asks for position-independent code).
 function(qsd_no_pie_when_sanitized)
   if(SANITIZE)
     foreach(target ${ARGN})
