@@ -167,15 +167,31 @@ class Monitor:
         return out
 
 
-def client_position(player):
-    """What a client computes from the tree: position + (now - positionAt) x rate while playing."""
+def wall_now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def client_position(player, now=None):
+    """What a client computes from the tree: position + (now - positionAt) x rate while playing,
+    `now` the wall clock (a datetime; the present when None)."""
     if player["position"] is None:
         return None
     if player["playbackStatus"] != "playing":
         return player["position"]
     at = datetime.datetime.fromisoformat(player["positionAt"].replace("Z", "+00:00"))
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return player["position"] + (now - at).total_seconds() * player["rate"]
+    return player["position"] + ((now or wall_now()) - at).total_seconds() * player["rate"]
+
+
+def position_brackets(env, c, sub, key):
+    """playerctl's position of player `key` and the positions a client computes from the tree just
+    before and just after playerctl ran: what playerctl read lies between those two. The mirror is
+    brought up to date first, so a pair qsd stamped again since it was last read counts."""
+    c.pump()
+    p = c.mirror(sub)["media"]["players"][key]
+    before = wall_now()
+    told = float(playerctl(env, "-p", key, "position").stdout)
+    after = wall_now()
+    return client_position(p, before), told, client_position(p, after)
 
 
 def now_mono():
