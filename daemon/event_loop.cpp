@@ -2,9 +2,14 @@
 
 #include "log.hpp"
 
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <system_error>
 
 namespace qsd {
@@ -197,6 +202,32 @@ EventSource EventLoop::addDefer(Handler handler, const char* description) {
 EventSource EventLoop::addPost(Handler handler, const char* description) {
 	return EventSource(addPlain(this, [&](sd_event_source** s, void* d) { return sd_event_add_post(event_, s, onSimple, d); },
 	                            std::move(handler), description));
+}
+
+// A CLOCK_REALTIME timerfd armed for the end of time with TFD_TIMER_CANCEL_ON_SET never expires;
+// whenever the offset between CLOCK_REALTIME and CLOCK_MONOTONIC changes, the kernel cancels it:
+// it polls readable and read() fails with ECANCELED, once per change, and it stays cancelable for
+// the next one. sd-event has the same source (sd_event_add_time_change), but not in the
+// libsystemd Debian 12 ships.
+EventSource EventLoop::addClockChange(Handler onChange, const char* description) {
+	int fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (fd < 0) throw std::system_error(errno, std::generic_category(), "timerfd_create");
+	EventSource source;
+	try {
+		itimerspec never{};
+		never.it_value.tv_sec = std::numeric_limits<time_t>::max();
+		if (timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &never, nullptr) < 0)
+			throw std::system_error(errno, std::generic_category(), "timerfd_settime");
+		source = addIo(fd, EPOLLIN, [fd, onChange = std::move(onChange)](uint32_t) {
+			uint64_t expirations = 0;
+			if (read(fd, &expirations, sizeof expirations) < 0 && errno == ECANCELED) onChange();
+		}, description);
+	} catch (...) {
+		close(fd);
+		throw;
+	}
+	sd_event_source_set_io_fd_own(source.get(), 1);
+	return source;
 }
 
 void EventLoop::onSignal(int signo, Handler handler) {

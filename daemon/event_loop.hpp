@@ -65,6 +65,11 @@ public:
 	[[nodiscard]] EventSource addDefer(Handler handler, const char* description);
 	// Runs after every iteration that dispatched another source (the "dirty flush" idiom).
 	[[nodiscard]] EventSource addPost(Handler handler, const char* description);
+	// Runs each time the wall clock (CLOCK_REALTIME) is set relative to CLOCK_MONOTONIC: by
+	// settimeofday or an NTP step, and on resume from suspend, during which CLOCK_MONOTONIC stood
+	// still. What qsd publishes as a wall-clock time computed from a monotonic one (a position's
+	// positionAt, a notification's expiresAt) is stamped again here. Throws std::system_error.
+	[[nodiscard]] EventSource addClockChange(Handler onChange, const char* description);
 	// Runs `hook` right after each handler of a source added here returns (the same idiom
 	// without sd-event's post sources, which cost one more loop iteration: a prepare pass over
 	// every source and another epoll_wait between an event and its effect), until the returned

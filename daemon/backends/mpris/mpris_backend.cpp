@@ -115,6 +115,7 @@ void MprisBackend::onBusStart() {
 	icons_ = std::make_unique<IconLookup>(*context_.icons);
 	positionDefer_ = context_.loop.addDefer([this] { sendPositionReads(); }, "mpris-position-reads");
 	positionDefer_.setEnabled(SD_EVENT_OFF);
+	clockChange_ = context_.loop.addClockChange([this] { onClockChange(); }, "mpris-clock-change");
 	// Signals first, one match each for every player: the sender is checked against the players'
 	// owners when a signal arrives (a match cannot name a namespace of senders).
 	match(fmt::format("type='signal',interface='{}',member='PropertiesChanged',path='{}',arg0namespace='{}'",
@@ -133,6 +134,7 @@ void MprisBackend::onBusStop() {
 	names_.reset();
 	relistTimer_.reset();
 	positionDefer_.reset();
+	clockChange_.reset();
 	positionQueue_.clear();
 	players_.clear();
 	waiting_.clear();
@@ -529,6 +531,19 @@ std::optional<int64_t> MprisBackend::estimate(const Player& p) const {
 	uint64_t now = context_.loop.now();
 	if (p.status != "playing" || now <= p.positionMono) return p.positionUs;
 	return *p.positionUs + int64_t(std::llround(double(now - p.positionMono) * p.rate));
+}
+
+// positionAt is a wall-clock time and qsd's estimate a monotonic one: once the wall clock is set
+// (an NTP step; a resume from suspend, over which players stay "playing" and CLOCK_MONOTONIC stood
+// still), a client's position + (now − positionAt) × rate is off by the step, by a night after a
+// resume, until the player next changes. So each playing player's pair is stamped again at once,
+// from the estimate: no player is asked. A paused player's position does not depend on the clock.
+void MprisBackend::onClockChange() {
+	for (auto& [key, p]: players_) {
+		if (!p->published || !p->positionUs || p->status != "playing") continue;
+		advance(*p);
+		publish(*p, kPositionFields);
+	}
 }
 
 void MprisBackend::readPosition(Player& p) {

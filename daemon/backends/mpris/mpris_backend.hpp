@@ -137,6 +137,8 @@ private:
 	void sendPositionRead(Player& p);
 	// The position now under the current status and rate.
 	[[nodiscard]] std::optional<int64_t> estimate(const Player& p) const;
+	// The wall clock was set: every playing player's pair is stamped again.
+	void onClockChange();
 
 	// --- actions.cpp
 	void play(Call& c);
@@ -178,6 +180,7 @@ private:
 	std::unique_ptr<IconLookup> icons_;
 	std::set<std::string> positionQueue_;   // players whose Get(Position) is to be sent
 	EventSource positionDefer_;
+	EventSource clockChange_;
 };
 
 } // namespace qsd::mpris

@@ -231,6 +231,20 @@ std::string NotificationsBackend::historyCopy(uint32_t id, const char* what, con
 	return {};
 }
 
+// expiresAt is a wall-clock time, the expiry a monotonic deadline. Once the wall clock is set (an
+// NTP step; a resume from suspend, over which the deadline stood still while the wall clock ran
+// on), each expiresAt is computed again from its deadline, as when it was sent: a timeout bar that
+// runs down to it would show the notification gone, or staying, by the size of the step otherwise.
+void NotificationsBackend::onClockChange() {
+	using std::chrono::system_clock;
+	auto wall = system_clock::now();
+	uint64_t mono = context_.loop.now();
+	for (const auto& [deadline, id]: deadlines_) {
+		auto left = std::chrono::microseconds(deadline > mono ? deadline - mono : 0);
+		context_.tree.set(itemPath(id) + "/expiresAt", rfc3339(wall + std::chrono::duration_cast<system_clock::duration>(left)));
+	}
+}
+
 void NotificationsBackend::armExpiry() {
 	if (!expiry_) return;
 	if (deadlines_.empty()) expiry_.setEnabled(SD_EVENT_OFF);

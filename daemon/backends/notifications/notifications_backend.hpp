@@ -92,6 +92,8 @@ private:
 	void close(uint32_t id, CloseReason reason);
 	void armExpiry();
 	void expire();
+	// The wall clock was set: every expiresAt is computed again from its deadline.
+	void onClockChange();
 	// Closes the oldest (not critical, when it can) of `ids` as expired while there are more than `max`.
 	void evictOverflow(const std::set<uint32_t>& ids, size_t max, const char* what);
 	void addHistory(uint32_t id, nlohmann::json entry, std::vector<std::string> files);
@@ -134,6 +136,7 @@ private:
 	std::map<std::string, std::set<uint32_t>> bySender_;   // unique name -> ids it has shown
 	std::set<std::pair<uint64_t, uint32_t>> deadlines_;   // (deadline, id): the expiry timer's queue
 	EventSource expiry_;                                   // one timer, at the earliest deadline
+	EventSource clockChange_;
 	std::map<uint32_t, Closed> history_;
 	std::map<uint64_t, uint32_t> historyOrder_;            // closing order -> id
 	uint64_t nextOrder_ = 1;

@@ -45,6 +45,7 @@ json NotificationsBackend::initialRoot() const {
 void NotificationsBackend::onBusStart() {
 	if (auto dir = Images::defaultDir(); !dir.empty()) historyDir_ = dir + "/history";
 	expiry_ = context_.loop.addIdleTimer([this] { expire(); }, "notifications-expiry");
+	clockChange_ = context_.loop.addClockChange([this] { onClockChange(); }, "notifications-clock-change");
 	saveTimer_ = context_.loop.addIdleTimer([this] { save(false); }, "notifications-save");
 	loadState();
 	context_.tree.update(kRoot, {{"available", true}});
@@ -67,6 +68,7 @@ void NotificationsBackend::onBusStop() {
 	name_.reset();
 	wasOwner_ = waited_ = false;
 	expiry_.reset();
+	clockChange_.reset();
 	saveTimer_.reset();
 	deadlines_.clear();
 	live_.clear();
