@@ -79,6 +79,11 @@ class Mpv:
     def get(self, prop):
         return self.command("get_property", prop)
 
+    def events(self):
+        """A connection that receives the events mpv sends from now on (mpv sends each to every
+        IPC client); a context manager."""
+        return MpvEvents(self.ipc)
+
     def loaded(self):
         try:
             return self.get("time-pos") is not None and self.get("seeking") is False
@@ -91,6 +96,49 @@ class Mpv:
             if pid_of(self.env, PREFIX + key) == self.proc.pid:
                 return key
         return None
+
+
+class MpvEvents:
+    def __init__(self, ipc):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(ipc)
+        self.buf = b""
+        self.seen = []
+        # Answered, the connection is one of mpv's clients: every later event reaches it.
+        self.sock.sendall(b'{"command": ["get_property", "pid"], "request_id": 1}\n')
+        self._read_until(lambda msg: msg.get("request_id") == 1, 10)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+    def _read_until(self, done, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self.buf:
+                line, self.buf = self.buf.split(b"\n", 1)
+                msg = json.loads(line)
+                if "event" in msg:
+                    self.seen.append(msg["event"])
+                if done(msg):
+                    return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"mpv's events so far: {self.seen}")
+            self.sock.settimeout(remaining)
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("mpv closed its IPC socket")
+            self.buf += chunk
+
+    def wait(self, name, after, timeout=10):
+        """Until event `name` came after event `after`."""
+        def done(_):
+            return after in self.seen and name in self.seen[self.seen.index(after) + 1:]
+        if not done(None):
+            self._read_until(done, timeout)
 
 
 def pid_of(env, name):

@@ -107,10 +107,16 @@ def test_actions_reach_mpv(media):
     c.call("media.playPause", {"player": key})
     wait_player(c, sub, key, lambda p: p["playbackStatus"] == "paused")
 
-    # Paused, so the position stands still: once mpv is done seeking, qsd, mpv and playerctl agree.
-    def settled_at(target):
-        wait_until(lambda: not mpv.get("seeking") and abs(mpv.get("time-pos") - target) < 0.25, 10, what=f"mpv at {target}")
+    # Paused, so the position stands still once mpv has landed: then qsd, mpv and playerctl agree.
+    # While a seek is asked for or under way mpv gives its target as its position, and then the
+    # frame it landed on, up to 0.15 s before the target: its playback-restart event after the
+    # seek (or after the start of a file) says it landed.
+    def lands_at(target, action, after="seek"):
+        with mpv.events() as events:
+            action()
+            events.wait("playback-restart", after=after)
         here = mpv.get("time-pos")
+        assert here == pytest.approx(target, abs=0.25)
         assert float(m.playerctl(env, "-p", key, "position").stdout) == pytest.approx(here, abs=0.05)
         # A freshly loaded Vorbis file starts a little before 0 in mpv; the tree has no negative positions.
         here = max(0.0, here)
@@ -121,23 +127,20 @@ def test_actions_reach_mpv(media):
     # counted from where mpv stands, not from the round figure the last one aimed at.
     def seek_by(offset):
         start = mpv.get("time-pos")
-        c.call("media.seek", {"player": key, "offset": offset})
-        settled_at(start + offset)
+        lands_at(start + offset, lambda: c.call("media.seek", {"player": key, "offset": offset}))
 
     seek_by(12)
     seek_by(-4.5)
-    c.call("media.setPosition", {"player": key, "position": 20})
-    settled_at(20)
+    lands_at(20, lambda: c.call("media.setPosition", {"player": key, "position": 20}))
 
     c.call("media.next", {"player": key})
     wait_player(c, sub, key, lambda p: p["metadata"]["title"] == "Track B")
     assert mpv.get("playlist-pos") == 1
     assert m.playerctl(env, "-p", key, "metadata", "title").stdout.strip() == "Track B"
-    c.call("media.previous", {"player": key})
+    # Back at the start of the track, not where the last one was (quickshell#853).
+    lands_at(0, lambda: c.call("media.previous", {"player": key}), after="start-file")
     wait_player(c, sub, key, lambda p: p["metadata"]["title"] == "Track A")
     assert mpv.get("playlist-pos") == 0
-    # Back at the start of the track, not where the last one was (quickshell#853).
-    settled_at(0)
 
     c.call("media.setVolume", {"player": key, "volume": 0.5})
     wait_player(c, sub, key, lambda p: p["volume"] == pytest.approx(0.5))
