@@ -9,7 +9,7 @@ import socket
 import subprocess
 import time
 
-from qsdtest import PY, wait_until
+from qsdtest import PY, ts, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MPV_MPRIS = "/usr/lib/mpv-mpris/mpris.so"
@@ -45,7 +45,6 @@ class Mpv:
             args.append("--pause")
         self.proc = env.spawn(args + list(files), f"mpv-{len(env.procs)}")
         wait_until(lambda: self._alive() and os.path.exists(self.ipc), 20, what="mpv's IPC socket")
-        self.next_id = 1
 
     def _alive(self):
         if self.proc.poll() is not None:
@@ -53,36 +52,19 @@ class Mpv:
         return True
 
     def command(self, *cmd):
-        rid = self.next_id
-        self.next_id += 1
-        s = socket.socket(socket.AF_UNIX)
-        s.settimeout(10)
-        s.connect(self.ipc)
-        try:
-            s.sendall((json.dumps({"command": list(cmd), "request_id": rid}) + "\n").encode())
-            buf = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    raise ConnectionError("mpv closed its IPC socket")
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    msg = json.loads(line)
-                    if msg.get("request_id") == rid:
-                        if msg.get("error") != "success":
-                            raise RuntimeError(f"mpv {cmd}: {msg}")
-                        return msg.get("data")
-        finally:
-            s.close()
+        with MpvIpc(self.ipc) as ipc:
+            return ipc.command(*cmd)
 
     def get(self, prop):
         return self.command("get_property", prop)
 
     def events(self):
         """A connection that receives the events mpv sends from now on (mpv sends each to every
-        IPC client); a context manager."""
-        return MpvEvents(self.ipc)
+        IPC client): MpvIpc.wait; a context manager."""
+        ipc = MpvIpc(self.ipc)
+        # Answered, the connection is one of mpv's clients: every later event reaches it.
+        ipc.command("get_property", "pid")
+        return ipc
 
     def loaded(self):
         try:
@@ -98,15 +80,15 @@ class Mpv:
         return None
 
 
-class MpvEvents:
-    def __init__(self, ipc):
+class MpvIpc:
+    """One connection to mpv's JSON IPC: commands, and the events seen meanwhile."""
+
+    def __init__(self, path):
         self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(ipc)
+        self.sock.connect(path)
         self.buf = b""
         self.seen = []
-        # Answered, the connection is one of mpv's clients: every later event reaches it.
-        self.sock.sendall(b'{"command": ["get_property", "pid"], "request_id": 1}\n')
-        self._read_until(lambda msg: msg.get("request_id") == 1, 10)
+        self.next_id = 1
 
     def __enter__(self):
         return self
@@ -115,6 +97,7 @@ class MpvEvents:
         self.sock.close()
 
     def _read_until(self, done, timeout):
+        """Reads messages (recording events) until done(message) is true."""
         deadline = time.monotonic() + timeout
         while True:
             while b"\n" in self.buf:
@@ -123,7 +106,7 @@ class MpvEvents:
                 if "event" in msg:
                     self.seen.append(msg["event"])
                 if done(msg):
-                    return
+                    return msg
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError(f"mpv's events so far: {self.seen}")
@@ -132,6 +115,15 @@ class MpvEvents:
             if not chunk:
                 raise ConnectionError("mpv closed its IPC socket")
             self.buf += chunk
+
+    def command(self, *cmd, timeout=10):
+        rid = self.next_id
+        self.next_id += 1
+        self.sock.sendall((json.dumps({"command": list(cmd), "request_id": rid}) + "\n").encode())
+        msg = self._read_until(lambda msg: msg.get("request_id") == rid, timeout)
+        if msg.get("error") != "success":
+            raise RuntimeError(f"mpv {cmd}: {msg}")
+        return msg.get("data")
 
     def wait(self, name, after, timeout=10):
         """Until event `name` came after event `after`."""
@@ -226,20 +218,24 @@ def client_position(player, now=None):
         return None
     if player["playbackStatus"] != "playing":
         return player["position"]
-    at = datetime.datetime.fromisoformat(player["positionAt"].replace("Z", "+00:00"))
-    return player["position"] + ((now or wall_now()) - at).total_seconds() * player["rate"]
+    return player["position"] + ((now or wall_now()) - ts(player["positionAt"])).total_seconds() * player["rate"]
+
+
+def bracket(player, read):
+    """read() (the player's own position) and the positions a client computes from the tree's
+    `player` just before and just after it ran: what read() returned lies between those two."""
+    before = wall_now()
+    told = read()
+    after = wall_now()
+    return client_position(player, before), told, client_position(player, after)
 
 
 def position_brackets(env, c, sub, key):
-    """playerctl's position of player `key` and the positions a client computes from the tree just
-    before and just after playerctl ran: what playerctl read lies between those two. The mirror is
-    brought up to date first, so a pair qsd stamped again since it was last read counts."""
+    """bracket() of player `key` with playerctl's position. The mirror is brought up to date
+    first, so a pair qsd stamped again since it was last read counts."""
     c.pump()
-    p = c.mirror(sub)["media"]["players"][key]
-    before = wall_now()
-    told = float(playerctl(env, "-p", key, "position").stdout)
-    after = wall_now()
-    return client_position(p, before), told, client_position(p, after)
+    return bracket(c.mirror(sub)["media"]["players"][key],
+                   lambda: float(playerctl(env, "-p", key, "position").stdout))
 
 
 def now_mono():

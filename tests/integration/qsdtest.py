@@ -3,6 +3,7 @@ client that keeps a mirror of its subscriptions. Every integration test goes thr
 assertions are made the way users see the daemon: through its socket."""
 
 import copy
+import datetime
 import json
 import os
 import select
@@ -95,6 +96,11 @@ def listening(path):
             if len(fields) >= 8 and fields[7] == path and int(fields[3], 16) & 0x10000:
                 return True
     return False
+
+
+def ts(text):
+    """A time of the tree (RFC 3339 UTC, \"...Z\") as an aware datetime."""
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def wait_until(predicate, timeout=10.0, interval=0.02, what="condition"):

@@ -8,7 +8,6 @@ within microseconds. That needs CAP_SYS_TIME (root, as CI runs); without it the 
 ctest runs it alone (RUN_SERIAL in tests/CMakeLists.txt): a daemon of a test beside it would
 stamp its own times again."""
 
-import datetime
 import os
 import shutil
 import time
@@ -17,7 +16,7 @@ import pytest
 
 import mprisutil as m
 import notifyutil as n
-from qsdtest import skip_unless_built, wait_until
+from qsdtest import skip_unless_built, ts, wait_until
 
 STEP = 3.0
 
@@ -53,10 +52,6 @@ def wall_clock():
         set_realtime_offset_ns(start)
 
 
-def ts(text):
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def test_a_set_wall_clock_restamps_positions_and_expiries(env, wall_clock):
     skip_unless_built(["mpris", "notifications"])
     env.start_qsd(backends=["mpris", "notifications"])
@@ -75,12 +70,9 @@ def test_a_set_wall_clock_restamps_positions_and_expiries(env, wall_clock):
         return ts(next(iter(items().values()))["expiresAt"])
 
     def position_matches(p):
-        """What a client computes from the pair is what mpv says, read between two wall-clock
-        readings."""
-        before = m.wall_now()
-        told = mpv.get("time-pos")
-        after = m.wall_now()
-        return m.client_position(p, before) - 0.25 <= told <= m.client_position(p, after) + 0.25
+        """What a client computes from the pair is what mpv says."""
+        lo, told, hi = m.bracket(p, lambda: mpv.get("time-pos"))
+        return lo - 0.25 <= told <= hi + 0.25
 
     # A notification that expires in a minute, and mpv playing a two-minute track.
     n.notify_send(env, "-t", "60000", "Later")

@@ -14,13 +14,9 @@ import pytest
 
 import notifyutil as n
 from notifyutil import history, items, notify_send
-from qsdtest import QSCTL, RpcError, wait_until
+from qsdtest import QSCTL, RpcError, ts, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def ts(text):
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def schema_validator(c, name):
