@@ -128,7 +128,7 @@ def memory_and_idle(per_adapter, window):
         key = last.split("/")[-1][4:]
         c.wait_value(sub, f"/bluetooth/devices/hci1_{key}/rssi", -42)
         after = memory(pid)
-        print(f"# Memory, qsd with the bluetooth backend alone (KiB)")
+        print("# Memory, qsd with the bluetooth backend alone (KiB)")
         print(f"  2 adapters, no devices    : RSS {before['rss']:6d}   Pss {before['pss']:6d}")
         print(f"  2 adapters x {per_adapter} devices : RSS {after['rss']:6d}   Pss {after['pss']:6d}"
               f"   (+{(after['rss'] - before['rss']) / total:.2f} KiB RSS per device)")

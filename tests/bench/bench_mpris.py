@@ -29,7 +29,7 @@ import callgrind  # noqa: E402
 import listener  # noqa: E402
 import mprisutil  # noqa: E402
 import qsdtest  # noqa: E402
-from qsdtest import Env, wait_until  # noqa: E402
+from qsdtest import Env  # noqa: E402
 
 qsdtest.QSD = os.environ["QSD_BIN"]
 

@@ -30,7 +30,7 @@ import callgrind  # noqa: E402
 import listener  # noqa: E402
 import qsdtest  # noqa: E402
 from benchstat import percentile  # noqa: E402
-from nmmock import AP, NmMock  # noqa: E402
+from nmmock import NmMock  # noqa: E402
 from qsdtest import Env  # noqa: E402
 
 # The floor under any relaying daemon on this machine: a C program that does nothing but turn

@@ -145,7 +145,6 @@ def pid_of(env, name):
 
 def unique_name_of_pid(env, pid):
     """The session bus connection of process `pid` (qsd's, to tell its calls apart)."""
-    import dbus
     bus = session(env)
     for name in bus.list_names():
         if name.startswith(":") and pid_of(env, name) == pid:

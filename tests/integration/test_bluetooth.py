@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from bluezmock import ADAPTER, BATTERY, DEVICE, Bluez, dbus_mod
-from qsdtest import RpcError, wait_until
+from qsdtest import RpcError
 
 DEV = Bluez.device_key()
 DEV_PATH = Bluez.device_path()

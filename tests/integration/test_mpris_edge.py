@@ -154,7 +154,7 @@ def test_a_player_appears_once_it_can_be_read_never_half(media):
 def test_an_unresponsive_player_holds_up_only_itself(media):
     env, c, sub = media
     # Answers its property reads, then nothing: every action waits for the call timeout.
-    mute = m.start_player(env, {"name": P + "mute"})
+    m.start_player(env, {"name": P + "mute"})
     wait_player(c, sub, "mute")
     start(env, c, sub, "fine")
     m.control(env, P + "mute").Change(ROOT, "Identity", '"going silent"')

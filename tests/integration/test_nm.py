@@ -6,7 +6,7 @@ property."""
 import dbus
 import pytest
 
-from nmmock import AP, CONN, DEV, NM, P, SEC_NONE, SEC_PSK, WIFI, NmMock
+from nmmock import AP, CONN, DEV, NM, P, SEC_NONE, NmMock
 from qsdtest import RpcError, pointer_get, wait_until
 
 

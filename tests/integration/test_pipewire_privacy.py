@@ -124,7 +124,9 @@ def test_camera_and_screencast_consumers(env):
     env.start_qsd(backends=["pipewire"])
     c, sub = watch(env)
     kc, ks = node_key(c, sub, "qsd_cam"), node_key(c, sub, "qsd_screen")
-    assert audio_nodes(c, sub)[kc]["type"] == "videoSource" and audio_nodes(c, sub)[kc]["isMonitor"] is False
+    nodes = audio_nodes(c, sub)
+    assert nodes[kc]["type"] == "videoSource" and nodes[kc]["isMonitor"] is False
+    assert nodes[ks]["type"] == "videoSource" and nodes[ks]["isMonitor"] is False
     # Nothing consumes them yet.
     assert c.mirror(sub)["audio"]["privacy"] == {"microphone": [], "camera": [], "screencast": []}
     cam = view(env, pw, "qsd_cam", "qsd-cam-viewer")

@@ -6,7 +6,6 @@ again it receives a tree.resync and ends with exactly the daemon's tree. The fig
 other subscriber's latency) are printed, not asserted against a clock."""
 
 import json
-import os
 import select
 import socket
 import statistics
@@ -230,7 +229,7 @@ def test_many_clients_that_never_read_cost_at_most_the_budget_of_all_queues(env)
     driver = env.client()
     rss0 = env.rss_kib()
     send(driver, "flood", "debug.flood", {"path": "/debug/flood", "count": 60000, "batch": 1, "keys": 1000})
-    peak, result, probe = rss0, None, 0
+    peak, result = rss0, None
     deadline = time.monotonic() + 300
     while result is None:
         assert time.monotonic() < deadline, "the flood did not finish"

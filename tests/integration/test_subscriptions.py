@@ -213,7 +213,7 @@ def test_an_event_follows_the_state_written_before_it(env):
     # carries its revision; an event with nothing pending goes out at once.
     a = env.client()
     a.call("events.subscribe", {"topics": ["network.*"]})
-    sub = a.subscribe(["/debug"])
+    a.subscribe(["/debug"])
     d = env.client()
     for i in range(20):
         batch = [{"jsonrpc": "2.0", "id": 1, "method": "debug.set", "params": {"path": "/debug/state", "value": i}},

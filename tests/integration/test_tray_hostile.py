@@ -8,8 +8,6 @@ an icon installed while qsd runs."""
 
 import os
 
-import pytest
-
 import trayutil as t
 
 HICOLOR_INDEX = """[Icon Theme]

@@ -79,7 +79,6 @@ def test_registration_by_name_unique_name_and_path(env):
     assert got[unique + "/StatusNotifierItem"]["title"] == "by unique name"
     assert got[path_owner + "/org/ayatana/NotificationItem/by_path"]["objectPath"] == "/org/ayatana/NotificationItem/by_path"
     # Registering again is harmless: still three.
-    import dbus
     t.session(env).get_object(t.WATCHER, "/StatusNotifierWatcher").RegisterStatusNotifierItem(
         "org.qsdtest.ByName", dbus_interface=t.WATCHER)
     assert len(t.registered(env)) == 3

@@ -84,10 +84,10 @@ def main():
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     bus = dbus.SessionBus()
     watcher = Watcher(bus)
-    name = dbus.service.BusName(NAME, bus, do_not_queue=True)  # noqa: F841 (kept for the process' life)
+    name = dbus.service.BusName(NAME, bus, do_not_queue=True)
     print("ready", flush=True)
     GLib.MainLoop().run()
-    del watcher
+    del watcher, name  # both kept for the process' life
 
 
 if __name__ == "__main__":

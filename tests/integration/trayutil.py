@@ -69,7 +69,6 @@ def set_prop(env, service, prop, value, signal, path="/StatusNotifierItem"):
 
 def registered(env):
     """RegisteredStatusNotifierItems of whoever owns the watcher name."""
-    import dbus
     obj = session(env).get_object(WATCHER, "/StatusNotifierWatcher")
     return [str(s) for s in obj.Get(WATCHER, "RegisteredStatusNotifierItems", dbus_interface="org.freedesktop.DBus.Properties")]
 
