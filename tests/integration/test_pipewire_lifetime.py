@@ -216,6 +216,29 @@ def test_a_default_change_pipewire_kept_from_qsd_is_read_again(env):
         raise AssertionError("PipeWire never kept qsd's change from it in 5 attempts: the gap was not made")
 
 
+def _delete_default_sink(pw, c, sub, attempts=4):
+    """Deletes default.audio.sink and waits until qsd shows no default sink. The deletion can
+    miss qsd: PipeWire's metadata module sends bound clients no change while another client's
+    bind of the metadata waits for WirePlumber's answer (docs/backends/pipewire.md); the
+    likeliest binder here is a part of WirePlumber still loading, which under load can come after
+    the first default (seen once in 8 runs at ctest -j4 beside a build). qsd then shows the
+    default it was last told, a state that looks consistent, until the next change: the
+    documented gap. So the key is written back (a change qsd may or may not see; it already
+    shows that default) and deleted again, until the deletion reaches qsd."""
+    for attempt in range(attempts):
+        if attempt:
+            pw.run(["pw-metadata", "-n", "default", "0", "default.audio.sink",
+                    json.dumps({"name": "qsd_sink_a"}), "Spa:String:JSON"])
+        pw.run(["pw-metadata", "-n", "default", "-d", "0", "default.audio.sink"])
+        try:
+            c.wait_value(sub, "/audio/defaultAudioSink", None, timeout=5 if attempt < attempts - 1 else 20)
+            return
+        except TimeoutError:
+            if attempt == attempts - 1:
+                raise
+            print(f"the deletion of default.audio.sink missed qsd (attempt {attempt + 1}); again")
+
+
 def test_a_missing_default_is_read_again_once_and_changes_still_arrive(env):
     """Sinks listed and no default sink: what a default kept from qsd by PipeWire's gap looks
     like. Made here without the gap (the key deleted; WirePlumber does not write it again), so
@@ -228,8 +251,7 @@ def test_a_missing_default_is_read_again_once_and_changes_still_arrive(env):
     c.wait_value(sub, "/audio/available", True, timeout=30)
     ka = node_key(c, sub, "qsd_sink_a")
     c.wait_value(sub, "/audio/defaultAudioSink", ka, timeout=20)
-    pw.run(["pw-metadata", "-n", "default", "-d", "0", "default.audio.sink"])
-    c.wait_value(sub, "/audio/defaultAudioSink", None, timeout=20)
+    _delete_default_sink(pw, c, sub)
     wait_until(lambda: "read the default metadata again: nothing had changed" in env.qsd_log(), 20,
                what="the metadata read again")
     # The state stays while other changes come (each one a new look at the defaults); a second
