@@ -6,8 +6,12 @@ that reports no volumeStep (Quickshell's issues #807/#857: such writes were drop
 stores volumes as ALSA cards do (ACP's 16-bit cubic steps, or a mixer's hardware steps), so what
 reads back is not exactly what was written, and actions answer all the same."""
 
+import json
 import math
+import os
+import signal
 import struct
+import subprocess
 
 import pytest
 
@@ -205,3 +209,95 @@ def test_card_port_and_profile_changes(env):
     c.wait_for(lambda: dev not in c.mirror(sub)["audio"]["devices"], what="the card gone")
     c.wait_for(lambda: ks not in audio_nodes(c, sub) and km2 not in audio_nodes(c, sub), what="its nodes gone")
     wait_until(lambda: c.call("tree.get", {"path": "/audio/available"})["value"] is True, 5)
+
+
+def queued_to(pid):
+    """Bytes waiting in the receive queues of the unix sockets of process `pid` (ss -x)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    out = subprocess.run(["ss", "-xHn"], capture_output=True, text=True, check=True).stdout
+    # Netid State Recv-Q Send-Q Local-Address Inode Peer-Address Inode
+    return sum(int(f[2]) for f in (line.split() for line in out.splitlines()) if len(f) >= 8 and f[5] in inodes)
+
+
+def cached_routes(pw, device_id):
+    """The card's Route list as pw-dump reads it within 2 s, or None when it could not (the
+    server asked the card, which is stopped)."""
+    try:
+        out = subprocess.run(["pw-dump", str(device_id)], env=pw.penv, capture_output=True, text=True, timeout=2)
+    except subprocess.TimeoutExpired:
+        return None
+    o = next(o for o in json.loads(out.stdout) if o["id"] == device_id)
+    return [r["props"]["channelVolumes"] for r in o["info"]["params"]["Route"]]
+
+
+def test_card_route_read_again_when_pipewire_answers_from_a_stale_cache(env):
+    """PipeWire's server answers a device's enumerations from its cache, which the device's
+    announcement of a change marks stale; a client that goes away while the device has not yet
+    answered its enumeration marks the cache fresh again with what it held before the change
+    (impl-device.c, remove_busy_resource), and every client then reads the old list. This makes
+    that order happen, with the card and qsd stopped where it takes: qsd reads the announced
+    change unchanged, reads it again, and shows the card's volume once an enumeration started
+    before the client left is answered, which makes the cache right again."""
+    # Without WirePlumber, whose own enumeration after each announcement refreshes the cache.
+    pw = PipeWire(env, wireplumber=False)
+    card = pw.card(options=["--no-volume-step"])
+    env.start_qsd("--verbose", backends=["pipewire"])   # the first re-reading is logged at debug level
+    c = env.client()
+    sub = c.subscribe(["/audio"])
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    ks = node_key(c, sub, SPEAKER)
+    c.wait_value(sub, f"/audio/nodes/{ks}/audio/volumes", [1.0, 1.0])
+    device_id = card_device(pw)["id"]
+    stopped = [env.daemon.pid]
+    os.kill(env.daemon.pid, signal.SIGSTOP)
+    try:
+        # The card stores 0.1 and announces it; nobody has enumerated it since.
+        pw.run(["pw-cli", "set-param", str(device_id), "Route",
+                "{ index: 0, device: 0, props: { channelVolumes: [ 0.1, 0.1 ] }, save: true }"])
+        assert "route 0 on device 0: mute 0 volumes 30419 30419 save 1" in pw.card_log()
+        os.kill(card.pid, signal.SIGSTOP)
+        stopped.append(card.pid)
+        # Two clients enumerate the Route, which the server forwards to the stopped card; the
+        # second goes away before the card answered.
+        enumerate_route = ["pw-cli", "enum-params", str(device_id), "Route"]
+        before = queued_to(card.pid)
+        staying = subprocess.Popen(enumerate_route, env=pw.penv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env.procs.append(("popen", staying))
+        wait_until(lambda: queued_to(card.pid) > before, 10, what="the first enumeration forwarded to the card")
+        before = queued_to(card.pid)
+        leaving = subprocess.Popen(enumerate_route, env=pw.penv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: queued_to(card.pid) > before, 10, what="the second enumeration forwarded to the card")
+        leaving.kill()
+        leaving.wait()
+        # The server answers from its cache now, the card still stopped: the Route before the change.
+        routes = None
+        for _ in range(5):
+            routes = cached_routes(pw, device_id)
+            if routes is not None:
+                break
+        if routes is None:
+            pytest.skip("this PipeWire no longer marks a device's param cache fresh when a client leaves")
+        assert routes == [[1.0, 1.0]]
+        # qsd sees the announcement, reads the old list from the cache, and will read it again.
+        os.kill(env.daemon.pid, signal.SIGCONT)
+        stopped.remove(env.daemon.pid)
+        wait_until(lambda: "Route announced as changed and read unchanged" in env.qsd_log(), 10,
+                   what="qsd reading the Route again")
+        c.pump()
+        assert audio_nodes(c, sub)[ks]["audio"]["volumes"] == [1.0, 1.0]
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    # The card answers the first client's enumeration, which refreshes the cache; qsd's next
+    # reading shows what the card stored.
+    c.wait_for(lambda: audio_nodes(c, sub)[ks]["audio"]["volumes"] == [pytest.approx(0.464157, abs=1e-6)] * 2,
+               timeout=15, what="the card's volume in the tree")
+    assert "Route read again after an announced change: it had changed" in env.qsd_log()
+    assert cached_routes(pw, device_id) == [[pytest.approx(0.1, abs=1e-5)] * 2]

@@ -51,6 +51,16 @@ const std::set<std::string_view>& keysOf() {
 	else return kOtherKeys;
 }
 
+const char* paramName(uint32_t id) {
+	switch (id) {
+	case SPA_PARAM_EnumProfile: return "EnumProfile";
+	case SPA_PARAM_Profile: return "Profile";
+	case SPA_PARAM_EnumRoute: return "EnumRoute";
+	case SPA_PARAM_Route: return "Route";
+	default: return "a param";
+	}
+}
+
 // Catches what a handler throws: nothing may unwind into libpipewire.
 template <typename F>
 void guarded(const char* what, F&& f) noexcept {
@@ -516,6 +526,11 @@ void Graph::deviceInfo(Device& d, const pw_device_info* info) {
 			continue;
 		auto it = d.paramFlags.find(p.id);
 		if (it != d.paramFlags.end() && it->second == p.flags) continue;
+		if (it != d.paramFlags.end()) {
+			// A change after the first listing: a new one, whatever re-reading the last one had.
+			d.announced.insert(p.id);
+			d.rereads.erase(p.id);
+		}
 		d.paramFlags[p.id] = p.flags;
 		enumerate(d, p.id);
 	}
@@ -530,6 +545,7 @@ void Graph::enumerate(Device& d, uint32_t paramId) {
 	case SPA_PARAM_Route: d.newActiveRoutes.clear(); break;
 	default: break;
 	}
+	d.newRawParams[paramId].clear();
 	// The answers carry the request's async seq (as pw-dump matches them).
 	int seq = ++paramSeq_;
 	int res = pw_device_enum_params(reinterpret_cast<pw_device*>(d.proxy), seq, paramId, 0, UINT32_MAX, nullptr);
@@ -550,6 +566,7 @@ void Graph::deviceParam(Device& d, int seq, uint32_t id, const spa_pod* param) {
 	// Only the answers of the enumeration in flight: an older one's are stale.
 	auto it = d.enumSeq.find(id);
 	if (it == d.enumSeq.end() || it->second != seq || !d.refreshing.count(id)) return;
+	if (param) d.newRawParams[id].append(reinterpret_cast<const char*>(param), SPA_POD_SIZE(param));
 	switch (id) {
 	case SPA_PARAM_EnumProfile:
 		if (auto p = parseProfile(param)) d.newProfiles.push_back(std::move(*p));
@@ -587,7 +604,35 @@ void Graph::commitDevice(Device& d) {
 		case SPA_PARAM_Route: d.activeRoutes = std::move(d.newActiveRoutes); break;
 		default: break;
 		}
+		std::string& raw = d.newRawParams[id];
+		bool same = raw == d.rawParams[id];
+		bool announced = d.announced.erase(id) > 0;
+		auto again = d.rereads.find(id);
+		if (!same) {
+			if (again != d.rereads.end())
+				log::info(kLog, "device {}: {} read again after an announced change: it had changed (PipeWire had "
+				                "answered from a stale cache)",
+				          d.id, paramName(id));
+			d.rereads.erase(id);
+		} else if (announced || again != d.rereads.end()) {
+			int attempt = again == d.rereads.end() ? 1 : again->second + 1;
+			if (attempt > kMaxParamRereads) {
+				log::debug(kLog, "device {}: {} read again {} times, unchanged: kept as it is", d.id, paramName(id),
+				           kMaxParamRereads);
+				d.rereads.erase(id);
+			} else {
+				// Debug only: a device may also announce a list whose bytes did not change.
+				if (attempt == 1)
+					log::debug(kLog, "device {}: {} announced as changed and read unchanged: reading it again, "
+					                 "in case PipeWire answered from a stale cache",
+					           d.id, paramName(id));
+				d.rereads[id] = attempt;
+				paramRereads_.emplace(d.id, id);
+			}
+		}
+		d.rawParams[id] = std::move(raw);
 	}
+	d.newRawParams.clear();
 	d.refreshing.clear();
 	d.newProfiles.clear();
 	d.newProfile.reset();
@@ -662,6 +707,29 @@ int Graph::setRoute(uint32_t id, int32_t index, int32_t cardDevice, const std::o
 	const spa_pod* pod = buildRoute(b, index, cardDevice, volumes, mute, true);
 	if (!pod) return -ENOSPC;
 	return pw_device_set_param(reinterpret_cast<pw_device*>(it->second->proxy), SPA_PARAM_Route, 0, pod);
+}
+
+int Graph::paramRereadAttempt() const {
+	int first = 0;
+	for (const auto& [device, param]: paramRereads_) {
+		const Device* d = this->device(device);
+		auto it = d ? d->rereads.find(param) : decltype(d->rereads)::const_iterator();
+		if (d && it != d->rereads.end() && (first == 0 || it->second < first)) first = it->second;
+	}
+	return first;
+}
+
+void Graph::rereadParams() {
+	auto pending = std::move(paramRereads_);
+	paramRereads_.clear();
+	for (const auto& [device, param]: pending) {
+		auto it = devices_.find(device);
+		if (it == devices_.end() || !it->second->proxy || !it->second->complete || !it->second->rereads.count(param))
+			continue;
+		enumerate(*it->second, param);
+	}
+	// Outside PipeWire's dispatch: afterIterate may not run before the loop sleeps.
+	if (syncWanted_ && !lost_) requestSync();
 }
 
 uint64_t Graph::readBackRoutes(uint32_t id) {

@@ -79,6 +79,14 @@ struct Device: Object {
 	std::optional<ProfileParam> newProfile;
 	std::vector<RouteParam> newRoutes;
 	std::vector<RouteParam> newActiveRoutes;
+	// Each list's last answer byte for byte, and the one being collected; the lists whose
+	// enumeration in flight a change announced by the device started; and the lists announced as
+	// changed but answered unchanged, with how many times they were read again since (see
+	// Graph::rereadParams).
+	std::map<uint32_t, std::string> rawParams;
+	std::map<uint32_t, std::string> newRawParams;
+	std::set<uint32_t> announced;
+	std::map<uint32_t, int> rereads;
 };
 
 struct Link: Object {
@@ -163,6 +171,21 @@ public:
 	// a reading is under way. A reading that fails is dropped, and the metadata held stays.
 	bool rereadMetadata();
 
+	// A device's param list that it announced as changed (its info's flags) and that the
+	// enumeration then answered unchanged, byte for byte, is read again later, up to
+	// kMaxParamRereads times, until it differs. PipeWire's server answers enumerations of a
+	// device from its cache, which a change the device announces marks stale; but a client that
+	// goes away with an enumeration of the device in flight marks the cache fresh again, holding
+	// what it held before the change (impl-device.c's remove_busy_resource, on the resource's
+	// destroy; pipewire 0.3.65, and its source in 2026). A client that exits right after it
+	// changed a card (wpctl set-volume) can do that, and every client then reads the old list
+	// until an enumeration started before that is answered (WirePlumber's, as a rule) or the
+	// device changes again. The attempt of the earliest re-reading waiting, 0 when none is.
+	static constexpr int kMaxParamRereads = 3;
+	[[nodiscard]] int paramRereadAttempt() const;
+	// Enumerates again every list waiting for it.
+	void rereadParams();
+
 	// PipeWire refused a request on an object (core error with the object's proxy id).
 	struct Error {
 		uint32_t global;
@@ -230,6 +253,7 @@ private:
 	std::string lostReason_;
 	Changes changes_;
 	std::vector<Error> errors_;
+	std::set<std::pair<uint32_t, uint32_t>> paramRereads_;   // (device global id, param id) to read again
 };
 
 } // namespace qsd::pipewire

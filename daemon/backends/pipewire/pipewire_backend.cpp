@@ -30,6 +30,11 @@ namespace {
 
 constexpr const char* kLog = "pipewire";
 constexpr uint64_t kRereadDelayUs = 1'000'000;   // how long the defaults may look inconsistent
+// When a device's param list announced as changed and read unchanged is read again, by attempt:
+// soon, then later, as a stale answer from PipeWire's cache lasts until an enumeration started
+// before it was answered is answered (one of WirePlumber's, as a rule: milliseconds, longer
+// under load). See Graph::paramRereadAttempt.
+constexpr uint64_t kParamRereadDelayUs[Graph::kMaxParamRereads] = {200'000, 1'000'000, 5'000'000};
 
 std::string socketList(const std::vector<SocketLocation>& locations) {
 	std::string out;
@@ -112,6 +117,7 @@ void PipewireBackend::onStop() {
 	waitTimer_.reset();
 	peakTimer_.reset();
 	rereadTimer_.reset();
+	paramRereadTimer_.reset();
 	retry_.reset();
 	watch_.reset();
 	graph_.reset();
@@ -176,6 +182,15 @@ void PipewireBackend::afterIterate() {
 	}
 	graph_->afterIterate();
 	flush();
+	if (int attempt = graph_->paramRereadAttempt(); attempt > 0 && !paramRereadTimer_.enabled()) {
+		if (!paramRereadTimer_)
+			paramRereadTimer_ = context_.loop.addIdleTimer(
+			    [this] {
+				    if (graph_) graph_->rereadParams();
+			    },
+			    "pipewire-params");
+		paramRereadTimer_.setTime(context_.loop.now() + kParamRereadDelayUs[attempt - 1]);
+	}
 }
 
 void PipewireBackend::teardown(const std::string& why, bool reconnect) {
@@ -194,6 +209,7 @@ void PipewireBackend::teardown(const std::string& why, bool reconnect) {
 	defaults_ = json::object();
 	rereadFor_.clear();
 	rereadTimer_.setEnabled(SD_EVENT_OFF);
+	paramRereadTimer_.setEnabled(SD_EVENT_OFF);
 	publishUnavailable(why);
 	if (reconnect) {
 		// At once: with socket activation the socket never goes away, and a quick restart may

@@ -155,6 +155,7 @@ private:
 	json defaults_ = json::object();
 	EventSource rereadTimer_;      // a suspect state of the defaults, a second after it was seen
 	std::string rereadFor_;        // the defaults (as published) the metadata was last read again for
+	EventSource paramRereadTimer_; // a device's param list announced as changed and read unchanged
 	std::set<std::string> noVolumeLogged_;
 
 	std::list<Waiter> waiters_;
