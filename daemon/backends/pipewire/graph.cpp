@@ -51,6 +51,13 @@ const std::set<std::string_view>& keysOf() {
 	else return kOtherKeys;
 }
 
+constexpr uint64_t kFnvOffset = 14695981039346656037ull;
+
+void fnv1a(uint64_t& hash, const void* data, size_t size) {
+	const auto* p = static_cast<const unsigned char*>(data);
+	for (size_t i = 0; i < size; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
+}
+
 const char* paramName(uint32_t id) {
 	switch (id) {
 	case SPA_PARAM_EnumProfile: return "EnumProfile";
@@ -545,7 +552,7 @@ void Graph::enumerate(Device& d, uint32_t paramId) {
 	case SPA_PARAM_Route: d.newActiveRoutes.clear(); break;
 	default: break;
 	}
-	d.newRawParams[paramId].clear();
+	d.newParamHashes[paramId] = kFnvOffset;
 	// The answers carry the request's async seq (as pw-dump matches them).
 	int seq = ++paramSeq_;
 	int res = pw_device_enum_params(reinterpret_cast<pw_device*>(d.proxy), seq, paramId, 0, UINT32_MAX, nullptr);
@@ -566,7 +573,7 @@ void Graph::deviceParam(Device& d, int seq, uint32_t id, const spa_pod* param) {
 	// Only the answers of the enumeration in flight: an older one's are stale.
 	auto it = d.enumSeq.find(id);
 	if (it == d.enumSeq.end() || it->second != seq || !d.refreshing.count(id)) return;
-	if (param) d.newRawParams[id].append(reinterpret_cast<const char*>(param), SPA_POD_SIZE(param));
+	if (param) fnv1a(d.newParamHashes[id], param, SPA_POD_SIZE(param));
 	switch (id) {
 	case SPA_PARAM_EnumProfile:
 		if (auto p = parseProfile(param)) d.newProfiles.push_back(std::move(*p));
@@ -604,8 +611,9 @@ void Graph::commitDevice(Device& d) {
 		case SPA_PARAM_Route: d.activeRoutes = std::move(d.newActiveRoutes); break;
 		default: break;
 		}
-		std::string& raw = d.newRawParams[id];
-		bool same = raw == d.rawParams[id];
+		uint64_t hash = d.newParamHashes.count(id) ? d.newParamHashes[id] : kFnvOffset;
+		auto last = d.paramHashes.find(id);
+		bool same = last != d.paramHashes.end() && last->second == hash;
 		bool announced = d.announced.erase(id) > 0;
 		auto again = d.rereads.find(id);
 		if (!same) {
@@ -630,9 +638,9 @@ void Graph::commitDevice(Device& d) {
 				paramRereads_.emplace(d.id, id);
 			}
 		}
-		d.rawParams[id] = std::move(raw);
+		d.paramHashes[id] = hash;
 	}
-	d.newRawParams.clear();
+	d.newParamHashes.clear();
 	d.refreshing.clear();
 	d.newProfiles.clear();
 	d.newProfile.reset();

@@ -79,12 +79,12 @@ struct Device: Object {
 	std::optional<ProfileParam> newProfile;
 	std::vector<RouteParam> newRoutes;
 	std::vector<RouteParam> newActiveRoutes;
-	// Each list's last answer byte for byte, and the one being collected; the lists whose
-	// enumeration in flight a change announced by the device started; and the lists announced as
-	// changed but answered unchanged, with how many times they were read again since (see
-	// Graph::rereadParams).
-	std::map<uint32_t, std::string> rawParams;
-	std::map<uint32_t, std::string> newRawParams;
+	// A hash of each list's last answer, byte for byte (FNV-1a: an ALSA card's EnumProfile is
+	// kilobytes), and of the one being collected; the lists whose enumeration in flight a change
+	// announced by the device started; and the lists announced as changed but answered unchanged,
+	// with how many times they were read again since (see Graph::rereadParams).
+	std::map<uint32_t, uint64_t> paramHashes;
+	std::map<uint32_t, uint64_t> newParamHashes;
 	std::set<uint32_t> announced;
 	std::map<uint32_t, int> rereads;
 };
