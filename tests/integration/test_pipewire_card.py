@@ -285,6 +285,8 @@ def test_card_route_read_again_when_pipewire_answers_from_a_stale_cache(env):
         if routes is None:
             pytest.skip("this PipeWire no longer marks a device's param cache fresh when a client leaves")
         assert routes == [[1.0, 1.0]]
+        # The first client still waits for the card: its answer is what will refresh the cache.
+        assert staying.poll() is None
         # qsd sees the announcement, reads the old list from the cache, and will read it again.
         os.kill(env.daemon.pid, signal.SIGCONT)
         stopped.remove(env.daemon.pid)
