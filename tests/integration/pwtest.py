@@ -284,6 +284,13 @@ class PipeWire:
                        if f.startswith(f"card-{name}-") and f.endswith(".log"))
 
 
+def receive_queue(pid):
+    """Bytes waiting in the receive queues of a process's Unix sockets (ss): what PipeWire sent a
+    stopped process (WirePlumber, the test card) that it has not read yet."""
+    out = subprocess.run(["ss", "-x", "-p", "-n"], capture_output=True, text=True, check=True).stdout
+    return sum(int(line.split()[2]) for line in out.splitlines()[1:] if f"pid={pid}," in line)
+
+
 def exits_cleanly(env):
     """Stops qsd and checks it exited with 0 and left no crash marker in its log (Env.close
     checks that too): under the sanitizer build a leak or a sanitizer report at exit shows up

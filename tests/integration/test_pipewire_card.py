@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key
+from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key, receive_queue
 from qsdtest import pointer_get, wait_until
 
 SPEAKER = "qsd_test_card.speaker"
@@ -211,21 +211,6 @@ def test_card_port_and_profile_changes(env):
     wait_until(lambda: c.call("tree.get", {"path": "/audio/available"})["value"] is True, 5)
 
 
-def queued_to(pid):
-    """Bytes waiting in the receive queues of the unix sockets of process `pid` (ss -x)."""
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    out = subprocess.run(["ss", "-xHn"], capture_output=True, text=True, check=True).stdout
-    # Netid State Recv-Q Send-Q Local-Address Inode Peer-Address Inode
-    return sum(int(f[2]) for f in (line.split() for line in out.splitlines()) if len(f) >= 8 and f[5] in inodes)
-
-
 def cached_routes(pw, device_id):
     """The card's Route list as pw-dump reads it within 2 s, or None when it could not (the
     server asked the card, which is stopped)."""
@@ -267,13 +252,13 @@ def test_card_route_read_again_when_pipewire_answers_from_a_stale_cache(env):
         # Two clients enumerate the Route, which the server forwards to the stopped card; the
         # second goes away before the card answered.
         enumerate_route = ["pw-cli", "enum-params", str(device_id), "Route"]
-        before = queued_to(card.pid)
+        before = receive_queue(card.pid)
         staying = subprocess.Popen(enumerate_route, env=pw.penv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         env.procs.append(("popen", staying))
-        wait_until(lambda: queued_to(card.pid) > before, 10, what="the first enumeration forwarded to the card")
-        before = queued_to(card.pid)
+        wait_until(lambda: receive_queue(card.pid) > before, 10, what="the first enumeration forwarded to the card")
+        before = receive_queue(card.pid)
         leaving = subprocess.Popen(enumerate_route, env=pw.penv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(lambda: queued_to(card.pid) > before, 10, what="the second enumeration forwarded to the card")
+        wait_until(lambda: receive_queue(card.pid) > before, 10, what="the second enumeration forwarded to the card")
         leaving.kill()
         leaving.wait()
         # The server answers from its cache now, the card still stopped: the Route before the change.

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key, require
+from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key, receive_queue, require
 from qsdtest import wait_until
 
 
@@ -140,13 +140,6 @@ def test_runtime_dir_and_remote_name_are_honoured(env):
     node_key(c, sub, "qsd_sink_b")
 
 
-def _receive_queue(pid):
-    """Bytes waiting in the receive queues of a process's Unix sockets (ss): what PipeWire sent
-    a stopped WirePlumber and it has not read yet."""
-    out = subprocess.run(["ss", "-x", "-p", "-n"], capture_output=True, text=True, check=True).stdout
-    return sum(int(line.split()[2]) for line in out.splitlines()[1:] if f"pid={pid}," in line)
-
-
 def _read_line_of(proc, timeout):
     """The next line proc writes on its stdout (a pipe), or None after timeout."""
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
@@ -184,12 +177,12 @@ def test_a_default_change_pipewire_kept_from_qsd_is_read_again(env):
         os.kill(wp, signal.SIGSTOP)
         binder = None
         try:
-            queued = _receive_queue(wp)
+            queued = receive_queue(wp)
             w = env.client()
             w.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "audio.setPreferredDefault",
                                    "params": {"node": target}}) + "\n")
-            wait_until(lambda: _receive_queue(wp) > queued, 10, what="qsd's write queued for WirePlumber")
-            queued = _receive_queue(wp)
+            wait_until(lambda: receive_queue(wp) > queued, 10, what="qsd's write queued for WirePlumber")
+            queued = receive_queue(wp)
             binder = subprocess.Popen(["pw-metadata", "-m", "-n", "default"], env=pw.penv, text=True,
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             # pw-metadata prints this just before it binds; then its bind's ping is queued too.
@@ -197,7 +190,7 @@ def test_a_default_change_pipewire_kept_from_qsd_is_read_again(env):
             while line is not None and "Found" not in line:
                 line = _read_line_of(binder, 10)
             assert line is not None, "pw-metadata did not find the default metadata"
-            wait_until(lambda: _receive_queue(wp) > queued, 10, what="pw-metadata's bind waiting for WirePlumber")
+            wait_until(lambda: receive_queue(wp) > queued, 10, what="pw-metadata's bind waiting for WirePlumber")
         finally:
             os.kill(wp, signal.SIGCONT)
         # What qsd shows ends as chosen: told at once, or read again a second after it showed
