@@ -7,6 +7,7 @@
 set -euo pipefail
 : "${XDG_RUNTIME_DIR:?run from scripts/demo (needs the private runtime directory)}"
 : "${DBUS_SESSION_BUS_ADDRESS:?run from scripts/demo (WirePlumber needs the private session bus)}"
+. "$(dirname "$0")/every.bash"
 for b in pipewire wireplumber pw-cli pw-cat wpctl pw-metadata; do
   command -v "$b" >/dev/null || { echo "pipewire stand-in: $b is missing" >&2; exit 0; }
 done
@@ -56,11 +57,9 @@ pw-cat --playback --target demo_speakers -P "{ node.name=demo-player application
 echo $!
 
 # Move the speakers' volume so /audio changes while the demo watches.
-(
-  v=60
-  while sleep 4; do
-    v=$(( v >= 90 ? 30 : v + 10 ))
-    wpctl set-volume "$speakers" "0.$v" >/dev/null 2>&1 || true
-  done
-) >/dev/null 2>&1 &
-echo $!
+v=60
+turn() {
+  v=$(( v >= 90 ? 30 : v + 10 ))
+  wpctl set-volume "$speakers" "0.$v"
+}
+every 4 turn

@@ -6,6 +6,7 @@
 # Prints the PIDs it started, one per line, and "env WAYLAND_DISPLAY=<socket>" for qsd.
 set -euo pipefail
 : "${XDG_RUNTIME_DIR:?run from scripts/demo (needs the private runtime directory)}"
+. "$(dirname "$0")/every.bash"
 [ -z "${WAYLAND_DISPLAY:-}" ] || exit 0
 for b in sway swaymsg foot; do
   command -v "$b" >/dev/null || { echo "wayland stand-in: $b is missing" >&2; exit 0; }
@@ -37,12 +38,10 @@ done
 swaymsg -s "$ipc" create_output >/dev/null 2>&1 || true
 WAYLAND_DISPLAY="$socket" foot --app-id=demo.terminal --title="Demo terminal" sleep 3600 >/dev/null 2>&1 &
 echo $!
-(
-  s=1
-  while sleep 5; do
-    s=$([ "$s" = 1 ] && echo 1.5 || echo 1)
-    swaymsg -s "$ipc" output HEADLESS-2 scale "$s" >/dev/null 2>&1 || true
-  done
-) >/dev/null 2>&1 &
-echo $!
+s=1
+rescale() {
+  s=$([ "$s" = 1 ] && echo 1.5 || echo 1)
+  swaymsg -s "$ipc" output HEADLESS-2 scale "$s"
+}
+every 5 rescale
 echo "env WAYLAND_DISPLAY=$socket"
