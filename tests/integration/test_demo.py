@@ -9,7 +9,9 @@ import re
 import signal
 import subprocess
 
+import pytest
 import qsdtest
+import waylandenv
 from qsdtest import Client, wait_until
 
 DEMO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "demo"))
@@ -31,28 +33,57 @@ def processes_naming(text):
     return found
 
 
-def test_demo_shows_every_backend_live_and_leaves_nothing_behind(tmp_path):
-    out_path = tmp_path / "demo.out"
-    env = dict(os.environ, QSD_DEMO_BUILD_DIR=os.path.abspath(qsdtest.BUILD))
-    with open(out_path, "w") as out:
-        demo = subprocess.Popen([DEMO, "--mock", "--for", "600"], stdout=out, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+class Demo:
+    """scripts/demo --mock running (until stop()), with qsd's socket read from what it printed."""
 
-    def output():
-        return out_path.read_text(errors="replace")
-
-    directory = None
-    try:
-        socket_path = wait_until(lambda: re.search(r"QSD_SOCKET=(\S+)", output()), 120,
+    def __init__(self, tmp_path, environment=None):
+        self.out_path = tmp_path / "demo.out"
+        env = dict(os.environ, QSD_DEMO_BUILD_DIR=os.path.abspath(qsdtest.BUILD))
+        env.pop("WAYLAND_DISPLAY", None)
+        env.update(environment or {})
+        with open(self.out_path, "w") as out:
+            self.proc = subprocess.Popen([DEMO, "--mock", "--for", "600"], stdout=out, stderr=subprocess.STDOUT,
+                                         env=env, start_new_session=True)
+        self.directory = None
+        socket_path = wait_until(lambda: re.search(r"QSD_SOCKET=(\S+)", self.output()), 120,
                                  what="the demo to print qsd's socket").group(1)
-        directory = os.path.dirname(socket_path)
+        self.directory = os.path.dirname(socket_path)
         wait_until(lambda: qsdtest.connectable(socket_path), 30, what="qsd to listen")
-        c = Client(socket_path)
-        sub = c.subscribe([""])
-        backends = c.wait_value(sub, "/daemon/backends", predicate=lambda v: bool(v))
-        for name in backends:
-            c.wait_value(sub, f"/daemon/backends/{name}/state", "running", timeout=60)
-        built = set(backends)
+        self.client = Client(socket_path)
+        self.sub = self.client.subscribe([""])
+        self.backends = set(self.client.wait_value(self.sub, "/daemon/backends", predicate=lambda v: bool(v)))
+        for name in self.backends:
+            self.client.wait_value(self.sub, f"/daemon/backends/{name}/state", "running", timeout=60)
+
+    def output(self):
+        return self.out_path.read_text(errors="replace")
+
+    def stop(self):
+        """SIGTERM, as a service manager or `kill` sends it: the demo stops all it started and
+        removes its directory before it exits."""
+        self.client.close()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            raise
+        assert self.proc.returncode == 0, self.output()[-4000:]
+        assert not os.path.exists(self.directory), f"{self.directory} is left behind"
+        # Its clean-up waits for each process it started, so none may be left by now.
+        left = processes_naming(self.directory)
+        assert not left, f"left running: {[open(f'/proc/{p}/cmdline').read().replace(chr(0), ' ') for p in left]}"
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def test_demo_shows_every_backend_live_and_leaves_nothing_behind(tmp_path):
+    demo = Demo(tmp_path)
+    try:
+        c, sub, built = demo.client, demo.sub, demo.backends
         # What each stand-in gives the tree.
         if "nm" in built:
             c.wait_value(sub, "/network/devices", predicate=lambda v: bool(v), timeout=30)
@@ -63,7 +94,11 @@ def test_demo_shows_every_backend_live_and_leaves_nothing_behind(tmp_path):
         if "tray" in built:
             c.wait_value(sub, "/tray/items", predicate=lambda v: bool(v), timeout=30)
         if "wayland" in built:
-            c.wait_value(sub, "/wayland/outputs", predicate=lambda v: bool(v), timeout=30)
+            # The stand-in compositor: two outputs and a terminal.
+            c.wait_value(sub, "/wayland/outputs", predicate=lambda v: v and set(v) == {"HEADLESS-1", "HEADLESS-2"},
+                         timeout=30)
+            c.wait_value(sub, "/wayland/toplevels", timeout=30,
+                         predicate=lambda v: v and any(w.get("appId") == "demo.terminal" for w in v.values()))
         if "bluetooth" in built:
             c.wait_value(sub, "/bluetooth/adapters", predicate=lambda v: bool(v), timeout=30)
         if "mpris" in built:
@@ -73,21 +108,31 @@ def test_demo_shows_every_backend_live_and_leaves_nothing_behind(tmp_path):
             c.wait_value(sub, "/notifications/items", timeout=30,
                          predicate=lambda v: bool(v) and any(n.get("summary") == "Hello from scripts/demo"
                                                              for n in v.values()))
-        c.close()
         # What it prints: the whole tree, then a line per change (the stand-in battery drains).
-        wait_until(lambda: '"daemon": {' in output(), 30, what="the tree in the demo's output")
+        wait_until(lambda: '"daemon": {' in demo.output(), 30, what="the tree in the demo's output")
         if "upower" in built:
-            wait_until(lambda: re.search(r"^/power/displayDevice/percentage = [0-9.]+$", output(), re.M), 30,
+            wait_until(lambda: re.search(r"^/power/displayDevice/percentage = [0-9.]+$", demo.output(), re.M), 30,
                        what="a change line in the demo's output")
+        demo.stop()
     finally:
-        demo.send_signal(signal.SIGTERM)
-        try:
-            demo.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(demo.pid, signal.SIGKILL)
-            raise
-    assert demo.returncode == 0, output()[-4000:]
-    assert directory and not os.path.exists(directory), f"{directory} is left behind"
-    # Everything the demo started was stopped before it exited (its clean-up waits for each).
-    left = processes_naming(directory)
-    assert not left, f"left running: {[open(f'/proc/{p}/cmdline').read().replace(chr(0), ' ') for p in left]}"
+        demo.kill()
+
+
+def test_demo_inside_a_wayland_session_shows_its_compositor(tmp_path, bare_env):
+    """Run from a Wayland session, WAYLAND_DISPLAY names the compositor's socket relative to the
+    session's XDG_RUNTIME_DIR, which the demo replaces with a private one: the session's
+    compositor is still the one shown, and no stand-in compositor is started."""
+    qsdtest.skip_unless_built(["wayland"])
+    reason = waylandenv.skip_reason(need_foot=False)
+    if reason:
+        pytest.skip(reason)
+    sway = waylandenv.Sway(bare_env).start()
+    demo = Demo(tmp_path, {"XDG_RUNTIME_DIR": os.path.dirname(sway.socket),
+                           "WAYLAND_DISPLAY": os.path.basename(sway.socket)})
+    try:
+        c, sub = demo.client, demo.sub
+        c.wait_value(sub, "/wayland/outputs", predicate=lambda v: v and set(v) == {"HEADLESS-1"}, timeout=30)
+        assert c.value(sub, "/wayland/toplevels") == {}
+        demo.stop()
+    finally:
+        demo.kill()
