@@ -57,9 +57,7 @@ pw-cat --playback --target demo_speakers -P "{ node.name=demo-player application
 echo $!
 
 # Move the speakers' volume so /audio changes while the demo watches.
-v=60
-turn() {
-  v=$(( v >= 90 ? 30 : v + 10 ))
-  wpctl set-volume "$speakers" "0.$v"
+turn() {   # 70, 80, 90, 30, 40 ... per cent
+  wpctl set-volume "$speakers" "0.$(( 3 + ($1 + 3) % 7 ))"
 }
 every 4 turn

@@ -38,10 +38,8 @@ done
 swaymsg -s "$ipc" create_output >/dev/null 2>&1 || true
 WAYLAND_DISPLAY="$socket" foot --app-id=demo.terminal --title="Demo terminal" sleep 3600 >/dev/null 2>&1 &
 echo $!
-s=1
-rescale() {
-  s=$([ "$s" = 1 ] && echo 1.5 || echo 1)
-  swaymsg -s "$ipc" output HEADLESS-2 scale "$s"
+rescale() {   # 1.5, 1, 1.5 ...
+  swaymsg -s "$ipc" output HEADLESS-2 scale "$([ $(( $1 % 2 )) = 1 ] && echo 1.5 || echo 1)"
 }
 every 5 rescale
 echo "env WAYLAND_DISPLAY=$socket"

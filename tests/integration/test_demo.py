@@ -70,9 +70,16 @@ class Demo:
             raise
         assert self.proc.returncode == 0, self.output()[-4000:]
         assert not os.path.exists(self.directory), f"{self.directory} is left behind"
-        # Its clean-up waits for each process it started, so none may be left by now.
-        left = processes_naming(self.directory)
-        assert not left, f"left running: {[open(f'/proc/{p}/cmdline').read().replace(chr(0), ' ') for p in left]}"
+        # Its clean-up stops each process it started and waits for it. A command one of its
+        # loops had running may end a moment later (a gdbus call, a sleep of a few seconds);
+        # anything still there after that grace was left behind.
+        def gone():
+            return not processes_naming(self.directory)
+        try:
+            wait_until(gone, 10, interval=0.1, what="the demo's processes to end")
+        except TimeoutError:
+            left = [open(f"/proc/{p}/cmdline").read().replace(chr(0), " ") for p in processes_naming(self.directory)]
+            raise AssertionError(f"left running: {left}") from None
 
     def kill(self):
         if self.proc.poll() is None:
