@@ -14,6 +14,7 @@
 #include <qvariant.h>
 
 #include <csignal>
+#include <cstdio>
 #include <sys/prctl.h>
 
 class QsdDaemon: public QObject {
@@ -80,11 +81,30 @@ public:
 		this->mProcess->waitForFinished(5000);
 	}
 
-	/// SIGTERM and wait.
+	/// SIGTERM and wait; a daemon that does not stop has its stacks printed (gdb), then SIGKILL.
 	Q_INVOKABLE void stop() {
 		if (!this->running()) return;
 		this->mProcess->terminate();
-		if (!this->mProcess->waitForFinished(5000)) this->kill();
+		if (this->mProcess->waitForFinished(5000)) return;
+		printStacks(this->mProcess->processId());
+		this->kill();
+	}
+
+	/// Every thread's stack of a stuck qsd on stderr, for the failure's output: a daemon that
+	/// ignores SIGTERM is blocked somewhere its log cannot say.
+	static void printStacks(qint64 pid) {
+		QProcess gdb;
+		gdb.setProcessChannelMode(QProcess::MergedChannels);
+		gdb.start(QStringLiteral("gdb"), {QStringLiteral("-batch"), QStringLiteral("-p"), QString::number(pid),
+		                                  QStringLiteral("-ex"), QStringLiteral("thread apply all bt")});
+		if (!gdb.waitForFinished(60000)) {
+			std::fprintf(stderr, "qsd (pid %lld) did not stop on SIGTERM; no stacks: %s\n", pid,
+			             qPrintable(gdb.errorString()));
+			return;
+		}
+		std::fprintf(stderr, "qsd (pid %lld) did not stop on SIGTERM within 5 s; its stacks:\n", pid);
+		for (const auto& line: QString::fromLocal8Bit(gdb.readAll()).split(u'\n'))
+			if (line.startsWith(u'#') || line.startsWith(QStringLiteral("Thread"))) std::fprintf(stderr, "%s\n", qPrintable(line));
 	}
 
 	/// One request on a connection of its own, synchronously: {result} or {error}.

@@ -72,6 +72,20 @@ def crash_markers(log):
     return [m for m in CRASH_MARKERS if m in log]
 
 
+def stacks(pid):
+    """Every thread's stack of a running process, from gdb, for a failure's message: a qsd that
+    does not stop on SIGTERM is stuck somewhere its log cannot say."""
+    if not shutil.which("gdb"):
+        return "(no stacks: gdb is not installed)"
+    try:
+        out = subprocess.run(["gdb", "-batch", "-p", str(pid), "-ex", "thread apply all bt"],
+                             capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "(no stacks: gdb took over 60 s)"
+    lines = [line for line in out.stdout.splitlines() if line.startswith(("#", "Thread"))]
+    return "\n".join(lines) if lines else f"(no stacks: {out.stderr.strip()[-500:]})"
+
+
 def connectable(path):
     """Whether something accepts connections on the Unix socket at path (the file alone is
     there from bind(), before the listen() that makes a connection succeed)."""
@@ -455,9 +469,10 @@ class Env:
                 try:
                     rc = p.wait(timeout)
                 except subprocess.TimeoutExpired:
+                    where = stacks(p.pid)
                     p.kill()
                     p.wait()
-                    problems.append(f"qsd (pid {p.pid}) did not exit within {timeout} s of SIGTERM")
+                    problems.append(f"qsd (pid {p.pid}) did not exit within {timeout} s of SIGTERM; its stacks:\n{where}")
                     continue
                 if rc < 0:
                     problems.append(f"qsd (pid {p.pid}) died of {signal.Signals(-rc).name} (sent SIGTERM)")
