@@ -45,15 +45,20 @@ class Demo:
             self.proc = subprocess.Popen([DEMO, "--mock", "--for", "600"], stdout=out, stderr=subprocess.STDOUT,
                                          env=env, start_new_session=True)
         self.directory = None
-        socket_path = wait_until(lambda: re.search(r"QSD_SOCKET=(\S+)", self.output()), 120,
-                                 what="the demo to print qsd's socket").group(1)
-        self.directory = os.path.dirname(socket_path)
-        wait_until(lambda: qsdtest.connectable(socket_path), 30, what="qsd to listen")
-        self.client = Client(socket_path)
-        self.sub = self.client.subscribe([""])
-        self.backends = set(self.client.wait_value(self.sub, "/daemon/backends", predicate=lambda v: bool(v)))
-        for name in self.backends:
-            self.client.wait_value(self.sub, f"/daemon/backends/{name}/state", "running", timeout=60)
+        self.client = None
+        try:
+            socket_path = wait_until(lambda: re.search(r"QSD_SOCKET=(\S+)", self.output()), 120,
+                                     what="the demo to print qsd's socket").group(1)
+            self.directory = os.path.dirname(socket_path)
+            wait_until(lambda: qsdtest.connectable(socket_path), 30, what="qsd to listen")
+            self.client = Client(socket_path)
+            self.sub = self.client.subscribe([""])
+            self.backends = set(self.client.wait_value(self.sub, "/daemon/backends", predicate=lambda v: bool(v)))
+            for name in self.backends:
+                self.client.wait_value(self.sub, f"/daemon/backends/{name}/state", "running", timeout=60)
+        except BaseException:
+            self.kill()
+            raise
 
     def output(self):
         return self.out_path.read_text(errors="replace")
@@ -82,9 +87,16 @@ class Demo:
             raise AssertionError(f"left running: {left}") from None
 
     def kill(self):
+        """After a failure: TERM first, so that the demo still stops what it started."""
+        if self.client:
+            self.client.close()
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
 
 
 def test_demo_shows_every_backend_live_and_leaves_nothing_behind(tmp_path):
