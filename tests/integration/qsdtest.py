@@ -72,6 +72,29 @@ def crash_markers(log):
     return [m for m in CRASH_MARKERS if m in log]
 
 
+def processes_naming(text):
+    """The processes other than this one whose environment names text, as "PID COMMAND LINE": a
+    test's world exports its directory (XDG_RUNTIME_DIR, HOME) to everything it starts, so what
+    is listed after its clean-up was left behind. Zombies, which run nothing, are left out."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if text.encode() not in f.read():
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+        except OSError:
+            continue   # gone meanwhile, or not ours to read
+        found.append(f"{pid} {cmd}")
+    return found
+
+
 def stacks(pid):
     """Every thread's stack of a running process, from gdb, for a failure's message: a qsd that
     does not stop on SIGTERM is stuck somewhere its log cannot say."""

@@ -12,25 +12,9 @@ import subprocess
 import pytest
 import qsdtest
 import waylandenv
-from qsdtest import Client, wait_until
+from qsdtest import Client, processes_naming, wait_until
 
 DEMO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "demo"))
-
-
-def processes_naming(text):
-    """The pids of the processes whose command line or environment mention text (the demo
-    exports its directory as XDG_RUNTIME_DIR and HOME to everything it starts)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        for part in ("cmdline", "environ"):
-            try:
-                with open(f"/proc/{pid}/{part}", "rb") as f:
-                    if text.encode() in f.read():
-                        found.append(int(pid))
-                        break
-            except OSError:
-                pass   # gone meanwhile, or not ours to read
-    return found
 
 
 class Demo:
@@ -57,46 +41,43 @@ class Demo:
             for name in self.backends:
                 self.client.wait_value(self.sub, f"/daemon/backends/{name}/state", "running", timeout=60)
         except BaseException:
-            self.kill()
+            self.terminate()
             raise
 
     def output(self):
         return self.out_path.read_text(errors="replace")
 
-    def stop(self):
-        """SIGTERM, as a service manager or `kill` sends it: the demo stops all it started and
-        removes its directory before it exits."""
-        self.client.close()
+    def terminate(self):
+        """SIGTERM, as a service manager or `kill` sends it, and the wait for the demo to stop
+        what it started; its process group is killed if it takes over a minute. Whether it
+        stopped by itself."""
+        if self.client:
+            self.client.close()
+        if self.proc.poll() is not None:
+            return True
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(60)
+            return True
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
-            raise
+            self.proc.wait()
+            return False
+
+    def stop(self):
+        """Stops the demo and checks that it exited with 0, removed its directory and left no
+        process behind."""
+        assert self.terminate(), "the demo did not exit within 60 s of SIGTERM"
         assert self.proc.returncode == 0, self.output()[-4000:]
         assert not os.path.exists(self.directory), f"{self.directory} is left behind"
         # Its clean-up stops each process it started and waits for it. A command one of its
         # loops had running may end a moment later (a gdbus call, a sleep of a few seconds);
         # anything still there after that grace was left behind.
-        def gone():
-            return not processes_naming(self.directory)
         try:
-            wait_until(gone, 10, interval=0.1, what="the demo's processes to end")
+            wait_until(lambda: not processes_naming(self.directory), 10, interval=0.1,
+                       what="the demo's processes to end")
         except TimeoutError:
-            left = [open(f"/proc/{p}/cmdline").read().replace(chr(0), " ") for p in processes_naming(self.directory)]
-            raise AssertionError(f"left running: {left}") from None
-
-    def kill(self):
-        """After a failure: TERM first, so that the demo still stops what it started."""
-        if self.client:
-            self.client.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+            raise AssertionError(f"left running: {processes_naming(self.directory)}") from None
 
 
 def test_demo_shows_every_backend_live_and_leaves_nothing_behind(tmp_path):
@@ -134,7 +115,7 @@ def test_demo_shows_every_backend_live_and_leaves_nothing_behind(tmp_path):
                        what="a change line in the demo's output")
         demo.stop()
     finally:
-        demo.kill()
+        demo.terminate()
 
 
 def test_demo_inside_a_wayland_session_shows_its_compositor(tmp_path, bare_env):
@@ -154,4 +135,4 @@ def test_demo_inside_a_wayland_session_shows_its_compositor(tmp_path, bare_env):
         assert c.value(sub, "/wayland/toplevels") == {}
         demo.stop()
     finally:
-        demo.kill()
+        demo.terminate()

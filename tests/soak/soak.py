@@ -36,7 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
-from qsdtest import QSCTL, QSD, Client, Env, RpcError, wait_until  # noqa: E402
+from qsdtest import QSCTL, QSD, Client, Env, RpcError, processes_naming, wait_until  # noqa: E402
 
 import services as svc  # noqa: E402
 
@@ -464,29 +464,10 @@ class Soak:
         started for the run has the run's directory in its environment (XDG_RUNTIME_DIR, HOME)."""
         mark = self.env.dir
         self.env.close()
-
-        def left():
-            found = []
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit() or int(pid) == os.getpid():
-                    continue
-                try:
-                    with open(f"/proc/{pid}/environ", "rb") as f:
-                        if mark.encode() not in f.read():
-                            continue
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-                    with open(f"/proc/{pid}/stat") as f:
-                        if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                            continue   # a zombie of a child of ours waits to be reaped; it runs nothing
-                except OSError:
-                    continue
-                found.append(f"{pid} {cmd}")
-            return found
         try:
-            wait_until(lambda: not left(), 10, interval=0.2, what="the run's processes to exit")
+            wait_until(lambda: not processes_naming(mark), 10, interval=0.2, what="the run's processes to exit")
         except TimeoutError:
-            for p in left():
+            for p in processes_naming(mark):
                 self.error(f"left running after the run: {p}")
 
     def report(self, q0, samples, log):
