@@ -7,16 +7,12 @@
 #include "dbus/name_watcher.hpp"
 #include "dbus/variant.hpp"
 #include "event_loop.hpp"
+#include "private_bus.hpp"
 
 #include <gtest/gtest.h>
 
-#include <csignal>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 using namespace qsd;
 using namespace std::chrono_literals;
@@ -26,80 +22,33 @@ namespace {
 const char* UPOWER = "org.freedesktop.UPower";
 const char* DISPLAY = "/org/freedesktop/UPower/devices/DisplayDevice";
 
-std::string run(const std::string& cmd) {
-	std::string out;
-	FILE* p = popen(cmd.c_str(), "r");
-	if (!p) return out;
-	char buf[512];
-	while (fgets(buf, sizeof buf, p)) out += buf;
-	pclose(p);
-	return out;
-}
-
 // A private system bus with python-dbusmock's UPower template on it.
-class PrivateBus: public ::testing::Test {
+class PrivateBus: public qsd::testing::PrivateSystemBus {
 protected:
 	void SetUp() override {
-		char tmpl[] = "/tmp/qsd-dbus-loop.XXXXXX";
-		dir_ = mkdtemp(tmpl);
-		std::ofstream(dir_ + "/bus.conf")
-		    << "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
-		       " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-		       "<busconfig>\n  <type>system</type>\n  <keep_umask/>\n  <listen>unix:path="
-		    << dir_
-		    << "/bus</listen>\n  <auth>EXTERNAL</auth>\n  <policy context=\"default\">\n    <allow user=\"*\"/>\n"
-		       "    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n    <allow eavesdrop=\"true\"/>\n"
-		       "    <allow own=\"*\"/>\n  </policy>\n</busconfig>\n";
-		auto out = run("dbus-daemon --config-file=" + dir_ + "/bus.conf --fork --print-address=1 --print-pid=1");
-		auto nl = out.find('\n');
-		ASSERT_NE(nl, std::string::npos) << "dbus-daemon did not start";
-		address_ = out.substr(0, nl);
-		busPid_ = std::atoi(out.substr(nl + 1).c_str());
-		setenv("DBUS_SYSTEM_BUS_ADDRESS", address_.c_str(), 1);
+		PrivateSystemBus::SetUp();
+		if (HasFatalFailure()) return;
 		startMock();
 	}
 
 	void startMock() {
-		mockPid_ = fork();
-		if (mockPid_ == 0) {
-			freopen("/dev/null", "w", stdout);
-			execl("/usr/bin/python3", "python3", "-m", "dbusmock", "--system", "-t", "upower", nullptr);
-			_exit(127);
-		}
+		mockPid_ = qsd::testing::spawnChild({"/usr/bin/python3", "-m", "dbusmock", "--system", "-t", "upower"}, qsd::testing::kDevNull);
 		ASSERT_EQ(std::system(("gdbus wait --system --timeout 15 " + std::string(UPOWER)).c_str()), 0);
 		mock("SetupDisplayDevice 2 2 50.0 25.0 50.0 1.0 3600 0 true battery-good-symbolic 1");
 	}
 
-	void stopMock() {
-		if (mockPid_ > 0) {
-			kill(mockPid_, SIGTERM);
-			waitpid(mockPid_, nullptr, 0);
-			mockPid_ = -1;
-		}
-	}
+	void stopMock() { qsd::testing::stopChild(mockPid_); }
 
 	void mock(const std::string& call) {
-		run("gdbus call --system -d org.freedesktop.UPower -o /org/freedesktop/UPower -m org.freedesktop.DBus.Mock." + call);
+		qsd::testing::run("gdbus call --system -d org.freedesktop.UPower -o /org/freedesktop/UPower -m org.freedesktop.DBus.Mock." + call);
 	}
 
 	void TearDown() override {
 		stopMock();
-		if (busPid_ > 0) kill(busPid_, SIGTERM);
-		std::system(("rm -rf " + dir_).c_str());
+		PrivateSystemBus::TearDown();
 	}
 
-	// Runs the loop until done() or the timeout.
-	static bool spin(EventLoop& loop, const std::function<bool()>& done, std::chrono::milliseconds timeout = 10s) {
-		auto deadline = std::chrono::steady_clock::now() + timeout;
-		while (!done()) {
-			if (std::chrono::steady_clock::now() > deadline) return false;
-			sd_event_run(loop.raw(), 50'000);
-		}
-		return true;
-	}
-
-	std::string dir_, address_;
-	pid_t busPid_ = -1, mockPid_ = -1;
+	pid_t mockPid_ = -1;
 };
 
 } // namespace

@@ -7,13 +7,17 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace qsd::testing {
 
@@ -25,6 +29,34 @@ inline std::string run(const std::string& cmd) {
 	while (fgets(buf, sizeof buf, p)) out += buf;
 	pclose(p);
 	return out;
+}
+
+inline constexpr int kDevNull = -2;
+
+// Starts `argv` as a child that gets SIGTERM when this test program dies, however it dies (a
+// ctest timeout kills the program, not what it started), with `outFd` as its stdout (-1: the
+// program's own; kDevNull) and every other descriptor above stderr closed; returns its pid.
+inline pid_t spawnChild(const std::vector<std::string>& argv, int outFd = -1) {
+	std::vector<char*> args;   // made before fork: the child only calls what is safe after it
+	for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+	args.push_back(nullptr);
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid != 0) return pid;
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent) _exit(127);   // the test program died before prctl
+	if (outFd == kDevNull) outFd = open("/dev/null", O_WRONLY);
+	if (outFd >= 0) dup2(outFd, STDOUT_FILENO);
+	for (int fd = STDERR_FILENO + 1; fd < 1024; ++fd) close(fd);
+	execvp(args[0], args.data());
+	_exit(127);
+}
+
+inline void stopChild(pid_t& pid) {
+	if (pid <= 0) return;
+	kill(pid, SIGTERM);
+	waitpid(pid, nullptr, 0);
+	pid = -1;
 }
 
 class PrivateSystemBus: public ::testing::Test {
@@ -40,16 +72,23 @@ protected:
 		    << "/bus</listen>\n  <auth>EXTERNAL</auth>\n  <policy context=\"default\">\n    <allow user=\"*\"/>\n"
 		       "    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n    <allow eavesdrop=\"true\"/>\n"
 		       "    <allow own=\"*\"/>\n  </policy>\n</busconfig>\n";
-		auto out = run("dbus-daemon --config-file=" + dir_ + "/bus.conf --fork --print-address=1 --print-pid=1");
-		auto nl = out.find('\n');
-		ASSERT_NE(nl, std::string::npos) << "dbus-daemon did not start";
-		address_ = out.substr(0, nl);
-		busPid_ = std::atoi(out.substr(nl + 1).c_str());
+		// Not --fork: a daemon forked away would outlive a test program that is killed.
+		int fds[2];
+		ASSERT_EQ(pipe(fds), 0);
+		busPid_ = spawnChild({"dbus-daemon", "--config-file=" + dir_ + "/bus.conf", "--nofork", "--print-address=1"}, fds[1]);
+		close(fds[1]);
+		FILE* out = fdopen(fds[0], "r");
+		char line[512] = {};
+		bool got = out && fgets(line, sizeof line, out);
+		if (out) fclose(out);
+		ASSERT_TRUE(got) << "dbus-daemon did not start";
+		address_ = line;
+		while (!address_.empty() && address_.back() == '\n') address_.pop_back();
 		setenv("DBUS_SYSTEM_BUS_ADDRESS", address_.c_str(), 1);
 	}
 
 	void TearDown() override {
-		if (busPid_ > 0) kill(busPid_, SIGTERM);
+		stopChild(busPid_);
 		std::system(("rm -rf " + dir_).c_str());
 	}
 

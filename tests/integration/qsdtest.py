@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 BUILD = os.environ.get("QSD_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
@@ -48,6 +49,23 @@ BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configur
   </policy>
 </busconfig>
 """
+
+
+# Every program a world starts gets SIGTERM when the harness that started it dies, however it
+# dies: a harness killed by ctest's timeout, by scripts/flaky or by hand leaves no bus, mock,
+# PipeWire or compositor running (they would load every later run and keep their sockets).
+# setpriv sets the parent-death signal (prctl PR_SET_PDEATHSIG) and execs the program, which keeps
+# the pid. The signal follows the thread that forked, so only programs started from the main thread
+# get it (the soak restarts services from threads that end before its close()); and a changed user
+# clears it, so a program run through setpriv already passes its own --pdeathsig.
+DIE_WITH_HARNESS = ["setpriv", "--pdeathsig", "TERM", "--"]
+
+
+def die_with_harness(args):
+    """`args` run so that the program gets SIGTERM when this process's main thread ends."""
+    if args and args[0] == "setpriv" or threading.current_thread() is not threading.main_thread():
+        return list(args)
+    return DIE_WITH_HARNESS + list(args)
 
 
 class _Missing:
@@ -409,6 +427,7 @@ class Env:
         self.daemon = None
         self.daemons = []   # every qsd start_qsd started, checked by close()
         self.check_exit = True   # close() fails unless every qsd exits cleanly
+        self.buses = {}   # "system"/"session": the dbus-daemon's Popen
         if buses:
             self.start_buses()
 
@@ -418,18 +437,37 @@ class Env:
             conf = os.path.join(self.dir, f"{kind}.conf")
             with open(conf, "w") as f:
                 f.write(BUS_CONF.format(kind=kind, path=sock))
-            out = subprocess.run(
-                ["dbus-daemon", f"--config-file={conf}", "--fork", "--print-address=1", "--print-pid=1"],
-                check=True, capture_output=True, text=True, env=self.env,
-            ).stdout.split("\n")
-            self.procs.append(("pid", int(out[1])))
             key = "DBUS_SYSTEM_BUS_ADDRESS" if kind == "system" else "DBUS_SESSION_BUS_ADDRESS"
-            self.env[key] = out[0].strip()
+            self.env[key] = self.start_bus(kind, conf)
+
+    def start_bus(self, kind, conf):
+        """The `kind` ("system" or "session") bus: a dbus-daemon with the configuration file
+        `conf`, as this world's child (not forked away, so that it dies with the harness; its
+        Popen is self.buses[kind]); returns its address once it listens."""
+        name = f"{kind}-bus"
+        r, w = os.pipe()
+        try:
+            self.buses[kind] = self.spawn(["dbus-daemon", f"--config-file={conf}", "--nofork", f"--print-address={w}"],
+                                          name, pass_fds=(w,))
+            os.close(w)
+            w = None
+            with os.fdopen(r, "r") as f:
+                r = None
+                address = f.readline().strip()
+        finally:
+            for fd in (r, w):
+                if fd is not None:
+                    os.close(fd)
+        if not address:
+            raise RuntimeError(f"dbus-daemon did not start: {open(os.path.join(self.dir, name + '.log')).read()}")
+        return address
 
     def spawn(self, args, name, **kw):
+        """Starts a program of this world, logging to NAME.log in its directory; close() stops it,
+        and so does the harness's death (die_with_harness)."""
         log = open(os.path.join(self.dir, name + ".log"), "w")
-        p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=kw.pop("env", self.env),
-                             stdin=subprocess.DEVNULL, **kw)
+        p = subprocess.Popen(die_with_harness(args), stdout=log, stderr=subprocess.STDOUT,
+                             env=kw.pop("env", self.env), stdin=subprocess.DEVNULL, **kw)
         self.procs.append(("popen", p))
         return p
 

@@ -5,7 +5,6 @@ are not activatable, the backends stay unavailable and say why in /daemon/backen
 
 import json
 import os
-import subprocess
 
 from qsdtest import BUS_CONF, PY, pointer_get
 
@@ -39,10 +38,7 @@ def start_buses(env, services):
         path = os.path.join(env.dir, f"{kind}.conf")
         with open(path, "w") as f:
             f.write(conf)
-        out = subprocess.run(["dbus-daemon", f"--config-file={path}", "--fork", "--print-address=1", "--print-pid=1"],
-                             check=True, capture_output=True, text=True, env=env.env).stdout.split("\n")
-        env.procs.append(("pid", int(out[1])))
-        env.env["DBUS_SYSTEM_BUS_ADDRESS" if kind == "system" else "DBUS_SESSION_BUS_ADDRESS"] = out[0].strip()
+        env.env["DBUS_SYSTEM_BUS_ADDRESS" if kind == "system" else "DBUS_SESSION_BUS_ADDRESS"] = env.start_bus(kind, path)
 
 
 def adopt(env, name):

@@ -239,8 +239,7 @@ def test_a_lost_bus_ends_qsd_with_status_3(bus):
         c, sub = e.watch("/daemon/backends")
         c.wait_value(sub, "/daemon/backends/notifications/state", "running")
         c.close()
-        pids = [pid for kind, pid in e.procs if kind == "pid"]   # the system bus, then the session bus
-        os.kill(pids[0 if bus == "system" else 1], signal.SIGTERM)
+        e.buses[bus].send_signal(signal.SIGTERM)
         rc = e.daemon.wait(15)
         log = e.qsd_log()
         assert rc == 3, log[-3000:]

@@ -65,7 +65,8 @@ class Sway:
         }
         argv = ["sway", "-c", self.config]
         if os.geteuid() == 0:
-            argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + argv
+            # --pdeathsig: see qsdtest.die_with_harness (a changed user clears it, so it is set here).
+            argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--pdeathsig", "TERM"] + argv
         self.starts += 1
         self.proc = self.env.spawn(argv, f"{self.name}-{self.starts}", env=e)
         pid = self.proc.pid   # setpriv execs sway: same pid

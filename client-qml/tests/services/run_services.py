@@ -18,7 +18,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.environ.get("QSD_INTEGRATION_DIR", os.path.join(HERE, "..", "..", "..", "tests", "integration")))
-from qsdtest import PY, Env  # noqa: E402
+from qsdtest import PY, Env, die_with_harness  # noqa: E402
 from nmmock import AP, SEC_NONE, NmMock  # noqa: E402
 
 PPD = ("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles")
@@ -295,7 +295,7 @@ def main():
             parts = [p for b in backends for p in PARTS.get(b, [])]
             cmd = [os.environ["QSD_QML_RENDER_BIN"], sys.argv[2], sys.argv[3], "--expect", ",".join(parts)]
             cmd += [arg for b in backends for flag in MENUS.get(b, []) for arg in flag]
-        result = subprocess.run(cmd, env=run_env, timeout=600)
+        result = subprocess.run(die_with_harness(cmd), env=run_env, timeout=600)
         if result.returncode != 0:
             print_logs(env)
         return result.returncode
