@@ -93,6 +93,20 @@ def test_an_item_whose_getall_fails_is_read_property_by_property(tray):
     assert ["GetAll"] in t.calls(env, "org.qsdtest.NoGetAll")
 
 
+def test_an_item_that_answered_too_late_is_read_again(tray):
+    # An app busy while the session starts answers neither GetAll nor the Gets of each property
+    # within the 5 s qsd waits for each. Before, qsd left the item out until it sent a signal,
+    # which an unchanged item never does; now it asks again a second later.
+    env, c, sub = tray
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Late", "slowReads": 1,
+                         "props": {"Id": "late", "Title": "answered late", "Status": "Active"}}])
+    it = wait_item(c, sub, "org.qsdtest.Late")
+    assert it["title"] == "answered late"
+    # The read that timed out, and the one asked again.
+    assert [x for x in t.calls(env, "org.qsdtest.Late") if x[0] == "GetAll"] == [["GetAll"], ["GetAll"]]
+    assert "org.qsdtest.Late/StatusNotifierItem: reading its properties timed out; asking again in 1 s" in env.qsd_log()
+
+
 def test_pixmap_icons_are_png_files_of_the_best_size(tray):
     env, c, sub = tray
     # 16, 96 and 32: the smallest at least 64 px is 96.

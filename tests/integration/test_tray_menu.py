@@ -163,3 +163,39 @@ def test_an_item_without_dbusmenu_uses_context_menu(env):
     with pytest.raises(RpcError) as e:
         c.call("tray.menuEvent", {"item": k, "id": 0, "event": "clicked"})
     assert e.value.code == -32001 and e.value.data["param"] == "item"
+
+
+def late_menu(env):
+    """qsd with the tray, and an item whose menu answers its first GetLayout after 6 s, past the
+    5 s qsd waits (an app busy at login, a layout of megabytes). Returns (c, sub) once the item
+    appeared, which is once that read timed out: with its menu null and hasMenu true."""
+    env.start_qsd(backends=["tray"])
+    c = env.client()
+    sub = c.subscribe(["/tray"])
+    c.wait_value(sub, "/tray/available", True, timeout=30)
+    t.start_items(env, [{"register": "name", "name": NAME, "menu": 3, "slowLayouts": 1, "props": {"Id": "late"}}])
+    c.wait_for(lambda: KEY in c.mirror(sub)["tray"]["items"], timeout=30, what="the item")
+    adds = [ch for n in c.notifications if n["method"] == "tree.changed" for ch in n["params"]["changes"]
+            if ch["path"] == "/tray/items/" + KEY.replace("/", "~1")]
+    assert adds[0]["value"]["hasMenu"] is True and adds[0]["value"]["menu"] is None
+    assert "reading its menu /StatusNotifierItem/Menu failed: org.freedesktop.DBus.Error.NoReply" in env.qsd_log()
+    return c, sub
+
+
+def test_a_menu_that_answered_too_late_is_read_again(env):
+    # Before, it stayed null until the app's next LayoutUpdated, which an unchanged menu never sends.
+    c, sub = late_menu(env)
+    assert "asking for its menu again in 1 s" in env.qsd_log()
+    c.wait_for(lambda: root(c, sub) is not None, timeout=30, what="the menu read again")
+    assert [ch["label"] for ch in root(c, sub)["children"]] == ["Entry 1", "Entry 2", "Entry 3"]
+    # The read that timed out, and the one asked again a second later.
+    assert [x for x in t.calls(env, NAME) if x[0] == "GetLayout"] == [["GetLayout", 0], ["GetLayout", 0]]
+
+
+def test_opening_a_menu_not_read_yet_reads_it(env):
+    # Before, tray.menuAboutToShow answered -32001 "has no menu" for it.
+    c, sub = late_menu(env)
+    got = c.call("tray.menuAboutToShow", {"item": KEY, "id": 0}, timeout=20)
+    assert got["item"] == KEY and got["id"] == 0
+    # In the tree before the answer.
+    assert [ch["label"] for ch in root(c, sub)["children"]] == ["Entry 1", "Entry 2", "Entry 3"]

@@ -14,6 +14,10 @@ process. Each entry:
              "icondata:N:BYTES" (N entries, each with its own icon-data of BYTES bytes)
   getAllFails  GetAll answers an error (the host must read property by property)
   slow       seconds Activate takes to answer (an unresponsive item)
+  slowLayouts  the first N GetLayout calls are answered after 6 s, past the host's 5 s (an app
+             busy at login)
+  slowReads  the first N GetAll calls, and every Get until the last of them, are answered after
+             6 s (an app busy at login, too long for the host to read it one property at a time)
   reregister register again whenever the watcher name changes owner (as ayatana does)
 
 Every item also exports org.qsdtest.Control at its path: Calls() returns the calls and signals it
@@ -95,9 +99,10 @@ def typed(name, value):
 
 
 class Menu(dbus.service.Object):
-    def __init__(self, bus, path, spec, log):
+    def __init__(self, bus, path, spec, log, slow_layouts=0):
         super().__init__(bus, path)
         self.log = log
+        self.slow_layouts = slow_layouts
         self.revision = 1
         self.entries = {0: {"props": {"children-display": "submenu"}, "children": []}}
         self.junk = spec == "demo"
@@ -142,14 +147,21 @@ class Menu(dbus.service.Object):
         return dbus.Struct((dbus.Int32(eid), dbus.Dictionary(e["props"], signature="sv"),
                             dbus.Array(children, signature="v")), signature="ia{sv}av")
 
-    @dbus.service.method(MENU, in_signature="iias", out_signature="u(ia{sv}av)")
-    def GetLayout(self, parent, depth, names):
+    @dbus.service.method(MENU, in_signature="iias", out_signature="u(ia{sv}av)", async_callbacks=("ok", "fail"))
+    def GetLayout(self, parent, depth, names, ok, fail):
+        self.log.append(["GetLayout", int(parent)])
         if parent not in self.entries:
-            raise dbus.exceptions.DBusException("no such entry", name="org.freedesktop.DBus.Error.InvalidArgs")
+            fail(dbus.exceptions.DBusException("no such entry", name="org.freedesktop.DBus.Error.InvalidArgs"))
+            return
         reply = dbus.UInt32(self.revision), self.node(parent, 1000 if depth < 0 else depth)
         if self.relayout and parent == 0:
             GLib.idle_add(self.next_layout)
-        return reply
+        if self.slow_layouts > 0:
+            # Answered late without blocking the loop: the item's other calls are answered.
+            self.slow_layouts -= 1
+            GLib.timeout_add(6000, lambda: ok(*reply) and False)
+        else:
+            ok(*reply)
 
     def relayout_start(self, n, rounds, size):
         self.relayout = [n, rounds, size, 0]
@@ -250,12 +262,14 @@ class Item(dbus.service.Object):
         self.menu = None
         if cfg.get("menu") is not None:
             mpath = self.path.rstrip("/") + "/Menu"
-            self.menu = Menu(bus, mpath, cfg["menu"], self.log)
+            self.menu = Menu(bus, mpath, cfg["menu"], self.log, cfg.get("slowLayouts", 0))
             self.props["Menu"] = dbus.ObjectPath(mpath)
         if cfg.get("name"):
             self.bus_name = dbus.service.BusName(cfg["name"], bus, do_not_queue=True)
         self.bench_n = 0
         self.long_names = None
+        self.slow_reads = cfg.get("slowReads", 0)
+        self.getalls = 0   # GetAll calls so far
 
     # --- org.kde.StatusNotifierItem
     def record(self, *call):
@@ -307,20 +321,31 @@ class Item(dbus.service.Object):
     def NewMenu(self):
         pass
 
-    @dbus.service.method(PROPS, in_signature="ss", out_signature="v")
-    def Get(self, iface, prop):
+    def answer(self, ok, *reply):
+        """Answers now, or after 6 s (past the host's 5 s) while the item is slow (slowReads),
+        without blocking the loop."""
+        if self.getalls <= self.slow_reads:
+            GLib.timeout_add(6000, lambda: ok(*reply) and False)
+        else:
+            ok(*reply)
+
+    @dbus.service.method(PROPS, in_signature="ss", out_signature="v", async_callbacks=("ok", "fail"))
+    def Get(self, iface, prop, ok, fail):
         if prop == "IconName" and self.long_names:
             GLib.idle_add(self.next_long_name)
         if iface != ITEM or prop not in self.props:
-            raise dbus.exceptions.DBusException(f"no property {prop}", name="org.freedesktop.DBus.Error.InvalidArgs")
-        return self.props[prop]
+            fail(dbus.exceptions.DBusException(f"no property {prop}", name="org.freedesktop.DBus.Error.InvalidArgs"))
+            return
+        self.answer(ok, self.props[prop])
 
-    @dbus.service.method(PROPS, in_signature="s", out_signature="a{sv}")
-    def GetAll(self, iface):
+    @dbus.service.method(PROPS, in_signature="s", out_signature="a{sv}", async_callbacks=("ok", "fail"))
+    def GetAll(self, iface, ok, fail):
         self.record("GetAll")
+        self.getalls += 1
         if self.cfg.get("getAllFails"):
-            raise dbus.exceptions.DBusException("GetAll is broken here", name="org.freedesktop.DBus.Error.Failed")
-        return dbus.Dictionary(self.props, signature="sv")
+            fail(dbus.exceptions.DBusException("GetAll is broken here", name="org.freedesktop.DBus.Error.Failed"))
+            return
+        self.answer(ok, dbus.Dictionary(self.props, signature="sv"))
 
     # --- org.qsdtest.Control
     @dbus.service.method(CTL, in_signature="", out_signature="s")

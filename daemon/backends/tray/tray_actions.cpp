@@ -23,7 +23,7 @@ namespace {
 
 void fail(Answer& answer, const std::string& key, const sdbus::Error& e) {
 	json data = {{"backend", "tray"}, {"item", key}, {"name", e.getName()}, {"message", e.getMessage()}};
-	if (e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout")
+	if (timedOut(e))
 		answer.error(ErrorCode::BackendFailed, key + " did not answer within 5 s", std::move(data));
 	else answer.error(ErrorCode::BackendFailed, key + ": " + (e.getMessage().empty() ? e.getName() : e.getMessage()), std::move(data));
 }
@@ -123,7 +123,10 @@ void TrayBackend::menuAboutToShow(Call& c) {
 	const auto& p = c.params();
 	auto id = int32Param(p, "id", true);
 	auto& item = actionItem(p);
-	auto& menu = menuEntry(item, id);
+	// A menu not read yet (hasMenu, menu null: it did not answer in time) is read whole when a
+	// client opens it, as a host that reads menus on opening would.
+	bool unread = id == 0 && item.menu && !item.menu->root;
+	auto& menu = unread ? *item.menu->proxy : menuEntry(item, id);
 	auto key = item.key;
 	auto serial = item.serial;
 	calls_.start(group(key), menu.callMethodAsync("AboutToShow").onInterface(kMenuIface).withTimeout(kCallTimeout).withArguments(id),
@@ -135,8 +138,7 @@ void TrayBackend::menuAboutToShow(Call& c) {
 		             }
 		             // A timeout is the answer; other errors (an app that does not implement
 		             // AboutToShow) still get the layout read.
-		             if (e && (e->getName() == "org.freedesktop.DBus.Error.NoReply" ||
-		                       e->getName() == "org.freedesktop.DBus.Error.Timeout")) {
+		             if (e && timedOut(*e)) {
 			             fail(*answer, key, *e);
 			             return;
 		             }

@@ -13,6 +13,7 @@
 #include "mapping.hpp"
 #include "peers.hpp"
 
+#include "../../backoff.hpp"
 #include "../../dbus/names.hpp"
 #include "../../dbus/owned_name.hpp"
 #include "../../dbus/variant.hpp"
@@ -40,6 +41,16 @@ constexpr const char* kItems = "/tray/items";
 // Every call to an item or its menu: an unresponsive item gives an error after this, and never
 // holds anything else up.
 constexpr std::chrono::seconds kCallTimeout{5};
+// An item whose properties, or a menu whose layout, did not answer in time when first read (an
+// app busy while the session starts, a layout of megabytes) is asked again 1, 2, 4, 8 and 16 s
+// after each timeout, which covers about a minute; after that only on a sign of life: the item's
+// next signal, the menu's LayoutUpdated or a client's tray.menuAboutToShow.
+constexpr Backoff::Policy kReadRetry{std::chrono::seconds(1), std::chrono::seconds(16), 5};
+
+// The item did not answer in time (sd-bus's timeout, or the bus daemon's).
+inline bool timedOut(const sdbus::Error& e) {
+	return e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout";
+}
 
 class TrayBackend final: public BusBackend {
 public:
@@ -72,6 +83,8 @@ private:
 		MenuIndex index;                    // root's entries by id, rebuilt when its shape changes
 		bool settled = false;               // the first GetLayout answered, either way
 		std::set<int32_t> pendingParents;   // LayoutUpdated parents not yet fetched
+		Backoff retry{kReadRetry};          // reads of a menu never read that timed out
+		EventSource retryTimer;
 	};
 
 	struct Item {
@@ -85,6 +98,8 @@ private:
 		bool reading = false;               // the full read is out
 		bool read = false;                  // properties read at least once
 		bool failed = false;                // nothing could be read; retried on its next signal
+		Backoff readRetry{kReadRetry};      // first reads that timed out
+		EventSource readRetryTimer;
 		bool published = false;
 		int pendingGets = 0;                // targeted re-reads out
 		std::set<std::string> dirty;        // properties to re-read
@@ -146,6 +161,9 @@ private:
 	void fetchLayout(Item& item, int32_t parent, LayoutDone done = {});
 	void onMenuSignal(sdbus::Message& msg);
 	void refreshMenu(Item& item);
+	void retryMenu(Item& item);
+	void retryRead(Item& item);
+	void readSucceeded(Item& item);
 	// The menu as JSON (null without one); its icon files replace menuFiles.
 	[[nodiscard]] nlohmann::json menuJson(Item& item);
 	// Writes the icon-data of `node` and below to icon files, charged to the item.

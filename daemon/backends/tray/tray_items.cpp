@@ -29,11 +29,6 @@ bool affectsIcon(const std::string& prop) {
 	       prop == "OverlayIconName" || prop == "OverlayIconPixmap" || prop == "IconThemePath" || prop == "Status";
 }
 
-
-bool timedOut(const sdbus::Error& e) {
-	return e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout";
-}
-
 } // namespace
 
 std::string TrayBackend::itemPath(const std::string& key) { return pointer::join(kItems, key); }
@@ -163,18 +158,44 @@ void TrayBackend::readItem(Item& item) {
 				    it->props = std::move(props);
 				    it->pixmaps = std::move(pixmaps);
 				    it->reading = false;
+				    readSucceeded(*it);
 				    propertiesRead(*it, true);
 				    return;
 			    } catch (const sdbus::Error& x) {
 				    why = x.getMessage();
 			    }
 		    }
-		    // Some items fail GetAll as a whole (one property's getter throws): read what can be
-		    // read, one property at a time.
+		    // Some items fail GetAll as a whole (one property's getter throws), or never answer it
+		    // while they answer Get: read what can be read, one property at a time.
 		    log::info("tray", "{}: GetAll failed ({}); reading its properties one by one", key, why);
 		    readItemByProperty(key, serial);
 	    },
 	    kCallTimeout);
+}
+
+void TrayBackend::readSucceeded(Item& item) {
+	item.readRetry.reset();
+	item.readRetryTimer = {};
+}
+
+void TrayBackend::retryRead(Item& item) {
+	// Meanwhile the item counts as failed: a signal from it (a sign of life) reads it at once.
+	item.failed = true;
+	auto delay = item.readRetry.next();
+	if (!delay) {
+		log::warning("tray", "{}: it did not answer {} reads of its properties in time; not shown until it sends a signal",
+		             item.key, item.readRetry.failures() + 1);
+		return;
+	}
+	log::info("tray", "{}: reading its properties timed out; asking again in {} s", item.key,
+	          std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+	item.readRetryTimer = context_.loop.addTimer(
+	    *delay,
+	    [this, key = item.key, serial = item.serial] {
+		    Item* it = findItem(key, serial);
+		    if (it && it->failed && it->proxy) readItem(*it);
+	    },
+	    "tray-item-retry");
 }
 
 void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
@@ -185,6 +206,7 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 		dbus::Properties props;
 		ItemPixmaps pixmaps;
 		bool any = false;
+		bool timedOut = false;   // some Get did not answer in time
 	};
 	auto batch = std::make_shared<Batch>();
 	for (const char* name: kItemProperties) {
@@ -193,7 +215,8 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 		call << std::string(kItemIface) << prop;
 		calls_.start(
 		    group(key), *item->proxy, call,
-		    [this, key, serial, batch, prop](sdbus::MethodReply* reply, const sdbus::Error*) {
+		    [this, key, serial, batch, prop](sdbus::MethodReply* reply, const sdbus::Error* e) {
+			    if (e && timedOut(*e)) batch->timedOut = true;
 			    if (reply) {
 				    try {
 					    readProperty(*reply, prop, batch->props, batch->pixmaps);
@@ -205,12 +228,19 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 			    Item* it = findItem(key, serial);
 			    if (!it) return;
 			    it->reading = false;
+			    if (!batch->any && batch->timedOut) {
+				    // Nothing could be read, and not all for lack of the properties: an app busy
+				    // while the session starts.
+				    retryRead(*it);
+				    return;
+			    }
 			    if (!batch->any) {
 				    // Retried when the item shows signs of life (any of its signals).
 				    it->failed = true;
 				    log::warning("tray", "{}: none of its properties can be read; not shown", key);
 				    return;
 			    }
+			    readSucceeded(*it);
 			    it->props = std::move(batch->props);
 			    it->pixmaps = std::move(batch->pixmaps);
 			    propertiesRead(*it, true);

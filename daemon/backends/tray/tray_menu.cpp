@@ -81,10 +81,13 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 			    // A menu that cannot be read is null; the item is shown without it.
 			    if (first) log::warning("tray", "{}: reading its menu {} failed: {}: {}", key, menu.path, e->getName(), e->getMessage());
 			    else log::info("tray", "{}: reading submenu {} failed: {}: {}", key, parent, e->getName(), e->getMessage());
+			    if (!menu.root && parent == 0 && timedOut(*e)) retryMenu(*it);
 			    queuePublish(*it);
 			    if (done) done(it, e);
 			    return;
 		    }
+		    menu.retry.reset();
+		    menu.retryTimer = {};
 		    if (skipped) log::info("tray", "{}: {} menu entries were not (ia{{sv}}av) or over the limits; skipped", key, skipped);
 		    storeMenuIcons(*it, node);
 		    // A large layout (icon-data, or thousands of entries) leaves that much free heap
@@ -113,6 +116,25 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 		    if (done) done(it, nullptr);
 	    },
 	    kCallTimeout);
+}
+
+void TrayBackend::retryMenu(Item& item) {
+	auto& menu = *item.menu;
+	auto delay = menu.retry.next();
+	if (!delay) {
+		log::warning("tray", "{}: its menu did not answer {} reads; read again on its LayoutUpdated or when opened", item.key,
+		             menu.retry.failures() + 1);
+		return;
+	}
+	log::info("tray", "{}: asking for its menu again in {} s", item.key,
+	          std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+	menu.retryTimer = context_.loop.addTimer(
+	    *delay,
+	    [this, key = item.key, serial = item.serial, menuSerial = menu.serial] {
+		    Item* it = findItem(key, serial);
+		    if (it && it->menu && it->menu->serial == menuSerial && !it->menu->root) fetchLayout(*it, 0);
+	    },
+	    "tray-menu-retry");
 }
 
 void TrayBackend::refreshMenu(Item& item) {
