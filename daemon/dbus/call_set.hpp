@@ -24,6 +24,11 @@
 
 namespace qsd::dbus {
 
+// The peer did not answer in time (sd-bus's own timeout, or the bus daemon's).
+[[nodiscard]] inline bool timedOut(const sdbus::Error& e) {
+	return e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout";
+}
+
 class CallSet {
 public:
 	// `component` names the log category of the owner ("nm", "tray") for handler failures.

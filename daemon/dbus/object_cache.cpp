@@ -104,9 +104,26 @@ void ObjectCache::appeared(const std::string& owner) {
 	vanished();
 	owner_ = owner;
 	if (hooks_.appeared) hooks_.appeared(owner);
+	enumerate();
+}
+
+void ObjectCache::enumerate() {
 	auto& px = proxy(options_.managerPath);
 	calls_.start(group_, px, px.createMethodCall(kManagerIface, "GetManagedObjects"),
 	             [this](sdbus::MethodReply* reply, const sdbus::Error* e) {
+		             if (e && timedOut(*e)) {
+			             // A service busy while the system starts: asked again for as long as it
+			             // keeps its name, since nothing else would ever fill the mirror.
+			             auto delay = *retry_.next();
+			             log::warning(options_.log, "GetManagedObjects on {} did not answer in time; asking again in {} s",
+			                          options_.service, std::chrono::duration_cast<std::chrono::seconds>(delay).count());
+			             retryTimer_ = bus_.loop().addTimer(
+			                 delay, [this] {
+				                 if (!owner_.empty() && !ready_) enumerate();
+			                 },
+			                 "object-cache-retry");
+			             return;
+		             }
 		             if (e) {
 			             // The owner may be gone already (its vanish follows), or the service does
 			             // not implement ObjectManager: either way nothing can be mirrored.
@@ -114,6 +131,7 @@ void ObjectCache::appeared(const std::string& owner) {
 			                          e->getMessage());
 			             return;
 		             }
+		             retry_.reset();
 		             // a{oa{sa{sv}}}, read straight into the cache: what is not kept is skipped.
 		             sd_bus_message* m = rawMessage(*reply);
 		             Objects objects;
@@ -131,7 +149,8 @@ void ObjectCache::appeared(const std::string& owner) {
 		             objects_ = std::move(objects);
 		             ready_ = true;
 		             if (hooks_.ready) hooks_.ready();
-	             });
+	             },
+	             options_.timeout);
 }
 
 void ObjectCache::readInterfaces(sdbus::Message& msg, Interfaces& out) const {
@@ -166,6 +185,8 @@ void ObjectCache::vanished() {
 	retired_.clear();
 	owner_.clear();
 	ready_ = false;
+	retry_.reset();
+	retryTimer_ = {};
 	if (had && hooks_.lost) hooks_.lost();
 }
 

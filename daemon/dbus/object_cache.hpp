@@ -10,6 +10,8 @@
 // service's name is watched; when it goes, the cache empties and `lost` runs; when it comes
 // back, everything is read again from scratch.
 
+#include "../backoff.hpp"
+#include "../event_loop.hpp"
 #include "call_set.hpp"
 #include "name_watcher.hpp"
 #include "properties.hpp"
@@ -40,6 +42,10 @@ public:
 		// them). Empty: every interface and property. What is not kept costs no memory and
 		// runs no hook: BlueZ's GATT objects and advertising data, which qsd never reads.
 		std::map<std::string, std::set<std::string>> interfaces = {};
+		// How long GetManagedObjects may take (0: sd-bus's 25 s). One that times out (a service
+		// busy while the system starts) is asked again 1, 2, 4... up to 30 s later, for as long
+		// as the service keeps its name; the mirror is empty and not ready meanwhile.
+		std::chrono::microseconds timeout{0};
 	};
 	// Every hook is optional. Paths and interfaces are the object's; the cache already holds the
 	// new state when a hook runs (a removed interface is gone; its object too when it was the
@@ -87,6 +93,7 @@ public:
 
 private:
 	void appeared(const std::string& owner);
+	void enumerate();
 	void vanished();
 	void onManager(sdbus::Message& msg);
 	void onProperties(sdbus::Message& msg);
@@ -109,6 +116,8 @@ private:
 	std::string owner_;
 	bool ready_ = false;
 	bool warned_ = false;
+	Backoff retry_{{std::chrono::seconds(1), std::chrono::seconds(30)}};   // GetManagedObjects timed out
+	EventSource retryTimer_;
 	Objects objects_;
 	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
 	std::deque<std::unique_ptr<sdbus::IProxy>> retired_;   // of removed objects, oldest first

@@ -288,6 +288,57 @@ TEST_F(DbusKit, ObjectCacheMirrorsTheObjectsThroughRestarts) {
 	EXPECT_EQ(std::count(levels.begin(), levels.end(), 666u), 0);
 }
 
+// A service that never answers its first GetManagedObjects, as one busy while the system starts
+// would not in time, and answers the next with one object; org.qsd.Test.Control.Asked counts
+// the calls. A process of its own: sd-bus serves ObjectManager itself and refuses a vtable of it.
+constexpr const char* kSlowService = R"(
+import dbus, dbus.service, dbus.mainloop.glib
+from gi.repository import GLib
+dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+bus = dbus.SystemBus()
+class Root(dbus.service.Object):
+    asked = 0
+    held = []
+    @dbus.service.method("org.freedesktop.DBus.ObjectManager", out_signature="a{oa{sa{sv}}}",
+                         async_callbacks=("ok", "fail"))
+    def GetManagedObjects(self, ok, fail):
+        Root.asked += 1
+        if Root.asked == 1:
+            Root.held.append(ok)
+            return
+        props = dbus.Dictionary({"Level": dbus.UInt32(7)}, signature="sv")
+        ok(dbus.Dictionary({"/org/qsd/Slow/a": dbus.Dictionary({"org.qsd.Test.Thing": props}, signature="sa{sv}")},
+                           signature="oa{sa{sv}}"))
+    @dbus.service.method("org.qsd.Test.Control", out_signature="u")
+    def Asked(self):
+        return Root.asked
+root = Root(bus, "/org/qsd/Slow")
+name = dbus.service.BusName("org.qsd.Slow", bus)
+GLib.MainLoop().run()
+)";
+
+// The cache asks again (a second later) instead of staying empty until the service restarts.
+TEST_F(DbusKit, ObjectCacheAsksAgainWhenGetManagedObjectsTimesOut) {
+	pid_t slow = spawnChild({"/usr/bin/python3", "-c", kSlowService});
+	ASSERT_EQ(std::system("gdbus wait --system --timeout 15 org.qsd.Slow"), 0);
+
+	dbus::CallSet calls("test");
+	int ready = 0;
+	dbus::ObjectCache::Hooks hooks;
+	hooks.ready = [&] { ++ready; };
+	dbus::ObjectCache::Options options{"org.qsd.Slow", "/org/qsd/Slow", "/org/qsd/Slow", {}, "test"};
+	options.timeout = 200ms;
+	{
+		dbus::ObjectCache cache(*client, calls, options, hooks);
+		EXPECT_TRUE(spin(loop, [&] { return ready == 1; }));
+		const auto* level = cache.property("/org/qsd/Slow/a", kIface, "Level");
+		ASSERT_NE(level, nullptr);
+		EXPECT_EQ(dbus::asUint(*level), 7u);
+	}
+	EXPECT_EQ(run("gdbus call --system -d org.qsd.Slow -o /org/qsd/Slow -m org.qsd.Test.Control.Asked"), "(uint32 2,)\n");
+	stopChild(slow);
+}
+
 TEST_F(DbusKit, ObjectCacheForgetsASubtreeAndBoundsItsProxies) {
 	const std::string svc = "org.qsd.Cache";
 	auto& conn = service->connection();

@@ -46,11 +46,7 @@ constexpr std::chrono::seconds kCallTimeout{5};
 // after each timeout, which covers about a minute; after that only on a sign of life: the item's
 // next signal, the menu's LayoutUpdated or a client's tray.menuAboutToShow.
 constexpr Backoff::Policy kReadRetry{std::chrono::seconds(1), std::chrono::seconds(16), 5};
-
-// The item did not answer in time (sd-bus's timeout, or the bus daemon's).
-inline bool timedOut(const sdbus::Error& e) {
-	return e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout";
-}
+using dbus::timedOut;
 
 class TrayBackend final: public BusBackend {
 public:

@@ -206,7 +206,7 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 		dbus::Properties props;
 		ItemPixmaps pixmaps;
 		bool any = false;
-		bool timedOut = false;   // some Get did not answer in time
+		bool late = false;   // some Get did not answer in time
 	};
 	auto batch = std::make_shared<Batch>();
 	for (const char* name: kItemProperties) {
@@ -216,7 +216,7 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 		calls_.start(
 		    group(key), *item->proxy, call,
 		    [this, key, serial, batch, prop](sdbus::MethodReply* reply, const sdbus::Error* e) {
-			    if (e && timedOut(*e)) batch->timedOut = true;
+			    if (e && timedOut(*e)) batch->late = true;
 			    if (reply) {
 				    try {
 					    readProperty(*reply, prop, batch->props, batch->pixmaps);
@@ -228,7 +228,7 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 			    Item* it = findItem(key, serial);
 			    if (!it) return;
 			    it->reading = false;
-			    if (!batch->any && batch->timedOut) {
+			    if (!batch->any && batch->late) {
 				    // Nothing could be read, and not all for lack of the properties: an app busy
 				    // while the session starts.
 				    retryRead(*it);
