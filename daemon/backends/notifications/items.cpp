@@ -3,6 +3,7 @@
 
 #include "notifications_backend.hpp"
 
+#include "../../event_loop.hpp"
 #include "../../files.hpp"
 #include "../../log.hpp"
 
@@ -124,8 +125,11 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	live.image = std::move(image.stored);
 
 	auto timeout = timeoutMs(a.expireTimeout, urgency, defaultTimeoutMs_);
+	// The deadline and expiresAt from the same instant: loop.now() is when this loop iteration
+	// woke, which on a busy machine is tens of ms before now, and a deadline counted from it
+	// expired the notification that long before the expiresAt clients were told.
 	auto now = std::chrono::system_clock::now();
-	if (timeout) live.deadline = context_.loop.now() + *timeout * 1000;
+	if (timeout) live.deadline = EventLoop::clock() + *timeout * 1000;
 
 	json actionList = json::array();
 	for (auto& action: actions) actionList.push_back({{"key", std::move(action.key)}, {"label", std::move(action.label)}});
@@ -238,7 +242,7 @@ std::string NotificationsBackend::historyCopy(uint32_t id, const char* what, con
 void NotificationsBackend::onClockChange() {
 	using std::chrono::system_clock;
 	auto wall = system_clock::now();
-	uint64_t mono = context_.loop.now();
+	uint64_t mono = EventLoop::clock();   // the same instant as `wall` (see show)
 	for (const auto& [deadline, id]: deadlines_) {
 		auto left = std::chrono::microseconds(deadline > mono ? deadline - mono : 0);
 		context_.tree.set(itemPath(id) + "/expiresAt", rfc3339(wall + std::chrono::duration_cast<system_clock::duration>(left)));
