@@ -102,8 +102,9 @@ def test_an_item_that_answered_too_late_is_read_again(tray):
                          "props": {"Id": "late", "Title": "answered late", "Status": "Active"}}])
     it = wait_item(c, sub, "org.qsdtest.Late")
     assert it["title"] == "answered late"
-    # The read that timed out, and the one asked again.
-    assert [x for x in t.calls(env, "org.qsdtest.Late") if x[0] == "GetAll"] == [["GetAll"], ["GetAll"]]
+    # The read that timed out, and the one asked again (or more, should that one miss the 5 s too
+    # on a loaded machine).
+    assert len([x for x in t.calls(env, "org.qsdtest.Late") if x[0] == "GetAll"]) >= 2
     assert "org.qsdtest.Late/StatusNotifierItem: reading its properties timed out; asking again in 1 s" in env.qsd_log()
 
 

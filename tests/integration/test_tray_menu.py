@@ -188,8 +188,10 @@ def test_a_menu_that_answered_too_late_is_read_again(env):
     assert "asking for its menu again in 1 s" in env.qsd_log()
     c.wait_for(lambda: root(c, sub) is not None, timeout=30, what="the menu read again")
     assert [ch["label"] for ch in root(c, sub)["children"]] == ["Entry 1", "Entry 2", "Entry 3"]
-    # The read that timed out, and the one asked again a second later.
-    assert [x for x in t.calls(env, NAME) if x[0] == "GetLayout"] == [["GetLayout", 0], ["GetLayout", 0]]
+    # The read that timed out, and the one asked again a second later (or more, should that one
+    # miss the 5 s too on a loaded machine).
+    reads = [x for x in t.calls(env, NAME) if x[0] == "GetLayout"]
+    assert len(reads) >= 2 and all(x == ["GetLayout", 0] for x in reads)
 
 
 def test_opening_a_menu_not_read_yet_reads_it(env):
