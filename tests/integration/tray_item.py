@@ -324,7 +324,7 @@ class Item(dbus.service.Object):
     def answer(self, ok, *reply):
         """Answers now, or after 6 s (past the host's 5 s) while the item is slow (slowReads),
         without blocking the loop."""
-        if self.getalls <= self.slow_reads:
+        if self.slow_reads and self.getalls <= self.slow_reads:
             GLib.timeout_add(6000, lambda: ok(*reply) and False)
         else:
             ok(*reply)
