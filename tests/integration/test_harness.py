@@ -14,9 +14,10 @@ from waylandenv import skip_reason
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # A harness process: a world with both buses, a mock, qsd and (where it runs) sway, whose
-# setpriv changes the user, which clears a parent-death signal set before.
+# setpriv changes the user, which clears a parent-death signal set before. It then holds its
+# world until it is killed.
 WORLD = textwrap.dedent("""
-    import sys, time
+    import signal, sys
     sys.path.insert(0, {here!r})
     from qsdtest import Env, processes_naming
     import upmock, waylandenv
@@ -26,7 +27,7 @@ WORLD = textwrap.dedent("""
         waylandenv.Sway(e).start()
     e.start_qsd(backends=[])
     print(e.dir, len(processes_naming(e.dir)), flush=True)
-    time.sleep(600)
+    signal.pause()
 """)
 
 
