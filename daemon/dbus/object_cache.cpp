@@ -114,14 +114,14 @@ void ObjectCache::enumerate() {
 		             if (e && timedOut(*e)) {
 			             // A service busy while the system starts: asked again for as long as it
 			             // keeps its name, since nothing else would ever fill the mirror.
-			             auto delay = *retry_.next();
-			             log::warning(options_.log, "GetManagedObjects on {} did not answer in time; asking again in {} s",
-			                          options_.service, std::chrono::duration_cast<std::chrono::seconds>(delay).count());
-			             retryTimer_ = bus_.loop().addTimer(
-			                 delay, [this] {
+			             auto delay = retry_.schedule(
+			                 bus_.loop(),
+			                 [this] {
 				                 if (!owner_.empty() && !ready_) enumerate();
 			                 },
 			                 "object-cache-retry");
+			             log::warning(options_.log, "GetManagedObjects on {} did not answer in time; asking again in {} s",
+			                          options_.service, std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
 			             return;
 		             }
 		             if (e) {
@@ -186,7 +186,6 @@ void ObjectCache::vanished() {
 	owner_.clear();
 	ready_ = false;
 	retry_.reset();
-	retryTimer_ = {};
 	if (had && hooks_.lost) hooks_.lost();
 }
 

@@ -10,7 +10,7 @@
 // service's name is watched; when it goes, the cache empties and `lost` runs; when it comes
 // back, everything is read again from scratch.
 
-#include "../backoff.hpp"
+#include "../retry.hpp"
 #include "../event_loop.hpp"
 #include "call_set.hpp"
 #include "name_watcher.hpp"
@@ -116,8 +116,7 @@ private:
 	std::string owner_;
 	bool ready_ = false;
 	bool warned_ = false;
-	Backoff retry_{{std::chrono::seconds(1), std::chrono::seconds(30)}};   // GetManagedObjects timed out
-	EventSource retryTimer_;
+	Retry retry_{{std::chrono::seconds(1), std::chrono::seconds(30)}};   // GetManagedObjects timed out
 	Objects objects_;
 	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
 	std::deque<std::unique_ptr<sdbus::IProxy>> retired_;   // of removed objects, oldest first

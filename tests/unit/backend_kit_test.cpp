@@ -2,11 +2,13 @@
 // is checked (params against the API description, then availability, then the handler), the
 // error mapping, client leases, and the retry backoff.
 
+#include "helpers.hpp"
 #include "session_fixture.hpp"
 
 #include "backends/answer.hpp"
 #include "backends/backend.hpp"
 #include "backoff.hpp"
+#include "retry.hpp"
 
 #include <qsd/protocol/api.hpp>
 
@@ -222,4 +224,48 @@ TEST(Backoff, DoublesUpToItsCapAndGivesUpAfterMaxTries) {
 	Backoff forever({1s, 60s, 0});
 	for (int i = 0; i < 100; ++i) ASSERT_TRUE(forever.next());
 	EXPECT_EQ(forever.next(), Backoff::Delay(60s));
+}
+
+TEST(Retry, ArmsOneTryPerFailureUntilThePolicyGivesUp) {
+	EventLoop loop;
+	Retry retry({1ms, 4ms, 3});
+	int tries = 0;
+	std::vector<int64_t> delays;
+	while (auto d = retry.schedule(loop, [&] { ++tries; }, "test-retry")) {
+		delays.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(*d).count());
+		EXPECT_TRUE(retry.pending());
+		int before = tries;
+		ASSERT_TRUE(runUntil(loop, [&] { return tries > before; }));
+		EXPECT_FALSE(retry.pending());
+	}
+	EXPECT_EQ(delays, (std::vector<int64_t>{1, 2, 4}));
+	EXPECT_EQ(tries, 3);
+	EXPECT_TRUE(retry.exhausted());
+	EXPECT_FALSE(retry.pending());   // giving up arms nothing
+	retry.reset();
+	EXPECT_EQ(retry.failures(), 0u);
+	EXPECT_EQ(retry.schedule(loop, [] {}, "test-retry"), Backoff::Delay(1ms));
+	retry.reset();   // a success drops the pending try
+	EXPECT_FALSE(retry.pending());
+}
+
+TEST(Retry, APendingTryIsReplacedDroppedOrGoesWithItsOwner) {
+	EventLoop loop;
+	int first = 0, second = 0, gone = 0, last = 0;
+	Retry retry({1ms, 60s, 0});
+	ASSERT_TRUE(retry.schedule(loop, [&] { ++first; }, "test-retry"));    // due after 1 ms
+	ASSERT_TRUE(retry.schedule(loop, [&] { ++second; }, "test-retry"));   // after 2 ms, in its place
+	ASSERT_TRUE(runUntil(loop, [&] { return second == 1; }));
+	EXPECT_EQ(first, 0);   // it was due first: it would have run before the second
+	{
+		Retry owned({1ms, 1ms, 0});
+		ASSERT_TRUE(owned.schedule(loop, [&] { ++gone; }, "test-retry"));
+	}
+	ASSERT_TRUE(retry.schedule(loop, [&] { ++first; }, "test-retry"));   // 4 ms
+	retry.cancel();                                                        // dropped, count kept
+	EXPECT_EQ(retry.failures(), 3u);
+	ASSERT_EQ(retry.schedule(loop, [&] { ++last; }, "test-retry"), Backoff::Delay(8ms));
+	ASSERT_TRUE(runUntil(loop, [&] { return last == 1; }));
+	EXPECT_EQ(gone, 0);    // due 7 ms before: its owner took it along
+	EXPECT_EQ(first, 0);   // due 4 ms before: cancelled
 }

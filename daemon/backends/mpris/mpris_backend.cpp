@@ -132,7 +132,7 @@ void MprisBackend::onBusStart() {
 
 void MprisBackend::onBusStop() {
 	names_.reset();
-	relistTimer_.reset();
+	relist_.reset();
 	positionDefer_.reset();
 	clockChange_.reset();
 	positionQueue_.clear();
@@ -147,10 +147,9 @@ void MprisBackend::listNames() {
 	calls_.start("list", bus().daemon().callMethodAsync("ListNames").onInterface(kBusIface).withTimeout(kCallTimeout),
 	             [this](const sdbus::Error* e, std::vector<std::string> names) {
 		             if (e) {
-			             auto delay = relist_.next();
+			             relist_.schedule(context_.loop, [this] { listNames(); }, "mpris-relist");
 			             log::warning("mpris", "ListNames failed: {}; trying again", e->getMessage());
 			             setState(BackendState::Starting, "ListNames failed: " + e->getName());
-			             relistTimer_ = context_.loop.addTimer(*delay, [this] { listNames(); }, "mpris-relist");
 			             return;
 		             }
 		             relist_.reset();
@@ -244,7 +243,7 @@ void MprisBackend::admitWaiting() {
 void MprisBackend::load(Player& p) {
 	if (p.loading) return;
 	p.failed = false;
-	p.retry.reset();
+	p.retry.cancel();
 	auto done = [this, key = p.key, serial = p.serial](bool root) {
 		return [this, key, serial, root](const sdbus::Error* e) {
 			if (auto* q = find(key, serial)) loaded(*q, root, e);
@@ -265,26 +264,22 @@ void MprisBackend::load(Player& p) {
 void MprisBackend::loaded(Player& p, bool root, const sdbus::Error* e) {
 	--p.loading;
 	if (e) {
-		if (!p.failed && p.backoff.failures() == 0)
+		if (!p.failed && p.retry.failures() == 0)
 			log::info("mpris", "cannot read {} of {}: {} ({}); trying again", root ? kRootIface : kPlayerIface, p.name,
 			          e->getMessage(), e->getName());
 		p.failed = true;
 	}
 	if (p.loading > 0) return;
 	if (p.failed) {
-		if (auto delay = p.backoff.next()) {
-			p.retry = context_.loop.addTimer(
-			    *delay, [this, key = p.key, serial = p.serial] {
-				    if (auto* q = find(key, serial)) load(*q);
-			    },
-			    "mpris-reread");
-		} else if (p.backoff.failures() == kReread.maxTries) {
+		auto reread = [this, key = p.key, serial = p.serial] {
+			if (auto* q = find(key, serial)) load(*q);
+		};
+		if (!p.retry.schedule(context_.loop, reread, "mpris-reread"))
 			log::info("mpris", "giving up reading {}; trying again on its next signal", p.name);
-		}
 		return;
 	}
 	if (p.reloadRoot || p.reloadPlayer) return load(p);   // invalidated while it was read
-	p.backoff.reset();
+	p.retry.reset();
 	digest(p, nullptr);
 	publish(p, kAllFields);
 }

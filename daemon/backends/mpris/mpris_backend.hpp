@@ -15,7 +15,7 @@
 #include "icons.hpp"
 #include "mapping.hpp"
 
-#include "../../backoff.hpp"
+#include "../../retry.hpp"
 #include "../../dbus/names.hpp"
 #include "../../dbus/properties.hpp"
 #include "../bus_backend.hpp"
@@ -79,8 +79,7 @@ private:
 		bool reloadRoot = false;              // invalidated while a GetAll was out: read again
 		bool reloadPlayer = false;
 		bool failed = false;                  // the last read failed
-		Backoff backoff{kReread};
-		EventSource retry;
+		Retry retry{kReread};                 // the next read after failures in a row
 		bool published = false;
 
 		// Mapped values (the wire values are dropped once mapped: a player's memory is bounded).
@@ -169,8 +168,7 @@ private:
 
 	NameTracker::Watch names_;
 	bool listed_ = false;
-	Backoff relist_{kRelist};
-	EventSource relistTimer_;
+	Retry relist_{kRelist};
 	std::map<std::string, std::unique_ptr<Player>> players_;   // by key
 	std::map<std::string, std::string> waiting_;               // names over the cap -> owner
 	bool warnedCap_ = false;

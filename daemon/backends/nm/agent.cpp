@@ -65,7 +65,7 @@ void NmBackend::exportAgent() {
 
 void NmBackend::registerAgent() {
 	if (!cache_ || cache_->owner().empty() || agentRegistered_ || agentRegistering_) return;
-	agentRetry_.reset();
+	agentRetry_.cancel();
 	agentRegistering_ = true;
 	std::string owner = cache_->owner();
 	call(
@@ -76,19 +76,17 @@ void NmBackend::registerAgent() {
 		    if (!cache_ || cache_->owner() != owner) return;
 		    if (!e) {
 			    agentRegistered_ = true;
-			    agentBackoff_.reset();
+			    agentRetry_.reset();
 			    log::info("nm", "the secret agent is registered with NetworkManager ({})", owner);
 			    if (ready_) context_.tree.set(std::string(kRoot) + "/secretAgentRegistered", true);
 			    return;
 		    }
 		    // Most often NetworkManager is still starting (or a mock adds its AgentManager late).
-		    auto delay = agentBackoff_.next();
-		    if (!delay) {
+		    if (!agentRetry_.schedule(context_.loop, [this] { registerAgent(); }, "nm-agent-register")) {
 			    log::warning("nm", "NetworkManager refused the secret agent: {}: {}", e->getName(), e->getMessage());
 			    return;
 		    }
 		    log::info("nm", "registering the secret agent failed ({}); trying again", e->getName());
-		    agentRetry_ = context_.loop.addTimer(*delay, [this] { registerAgent(); }, "nm-agent-register");
 	    });
 }
 

@@ -109,7 +109,6 @@ void NmBackend::reset() {
 	dropRequests();
 	agentRegistered_ = agentRegistering_ = false;
 	agentRetry_.reset();
-	agentBackoff_.reset();
 }
 
 void NmBackend::appeared() {

@@ -26,7 +26,7 @@
 
 #include "../../dbus/object_cache.hpp"
 #include "../../dbus/variant.hpp"
-#include "../../backoff.hpp"
+#include "../../retry.hpp"
 #include "../answer.hpp"
 #include "../bus_backend.hpp"
 
@@ -273,8 +273,7 @@ private:
 	std::unique_ptr<sdbus::IObject> agent_;       // the SecretAgent object on qsd's connection
 	bool agentRegistered_ = false;                // with the NetworkManager that is there now
 	bool agentRegistering_ = false;
-	Backoff agentBackoff_{{std::chrono::milliseconds(250), std::chrono::seconds(30), 10}};
-	EventSource agentRetry_;
+	Retry agentRetry_{{std::chrono::milliseconds(250), std::chrono::seconds(30), 10}};
 	std::chrono::microseconds secretTimeout_ = kSecretTimeout;
 	std::set<uint64_t> secretHolders_;            // clients' network.handleSecrets claims
 	uint64_t nextSecretToken_ = 1;

@@ -13,7 +13,7 @@
 #include "mapping.hpp"
 #include "peers.hpp"
 
-#include "../../backoff.hpp"
+#include "../../retry.hpp"
 #include "../../dbus/names.hpp"
 #include "../../dbus/owned_name.hpp"
 #include "../../dbus/variant.hpp"
@@ -79,8 +79,7 @@ private:
 		MenuIndex index;                    // root's entries by id, rebuilt when its shape changes
 		bool settled = false;               // the first GetLayout answered, either way
 		std::set<int32_t> pendingParents;   // LayoutUpdated parents not yet fetched
-		Backoff retry{kReadRetry};          // reads of a menu never read that timed out
-		EventSource retryTimer;
+		Retry retry{kReadRetry};            // reads of a menu never read that timed out
 	};
 
 	struct Item {
@@ -94,8 +93,7 @@ private:
 		bool reading = false;               // the full read is out
 		bool read = false;                  // properties read at least once
 		bool failed = false;                // nothing could be read; retried on its next signal
-		Backoff readRetry{kReadRetry};      // first reads that timed out
-		EventSource readRetryTimer;
+		Retry readRetry{kReadRetry};        // first reads that timed out
 		bool published = false;
 		int pendingGets = 0;                // targeted re-reads out
 		std::set<std::string> dirty;        // properties to re-read

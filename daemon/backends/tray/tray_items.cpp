@@ -175,13 +175,18 @@ void TrayBackend::readItem(Item& item) {
 
 void TrayBackend::readSucceeded(Item& item) {
 	item.readRetry.reset();
-	item.readRetryTimer = {};
 }
 
 void TrayBackend::retryRead(Item& item) {
 	// Meanwhile the item counts as failed: a signal from it (a sign of life) reads it at once.
 	item.failed = true;
-	auto delay = item.readRetry.next();
+	auto delay = item.readRetry.schedule(
+	    context_.loop,
+	    [this, key = item.key, serial = item.serial] {
+		    Item* it = findItem(key, serial);
+		    if (it && it->failed && it->proxy) readItem(*it);
+	    },
+	    "tray-item-retry");
 	if (!delay) {
 		log::warning("tray", "{}: it did not answer {} reads of its properties in time; not shown until it sends a signal",
 		             item.key, item.readRetry.failures() + 1);
@@ -189,13 +194,6 @@ void TrayBackend::retryRead(Item& item) {
 	}
 	log::info("tray", "{}: reading its properties timed out; asking again in {} s", item.key,
 	          std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
-	item.readRetryTimer = context_.loop.addTimer(
-	    *delay,
-	    [this, key = item.key, serial = item.serial] {
-		    Item* it = findItem(key, serial);
-		    if (it && it->failed && it->proxy) readItem(*it);
-	    },
-	    "tray-item-retry");
 }
 
 void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {

@@ -87,7 +87,6 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 			    return;
 		    }
 		    menu.retry.reset();
-		    menu.retryTimer = {};
 		    if (skipped) log::info("tray", "{}: {} menu entries were not (ia{{sv}}av) or over the limits; skipped", key, skipped);
 		    storeMenuIcons(*it, node);
 		    // A large layout (icon-data, or thousands of entries) leaves that much free heap
@@ -120,7 +119,13 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 
 void TrayBackend::retryMenu(Item& item) {
 	auto& menu = *item.menu;
-	auto delay = menu.retry.next();
+	auto delay = menu.retry.schedule(
+	    context_.loop,
+	    [this, key = item.key, serial = item.serial, menuSerial = menu.serial] {
+		    Item* it = findItem(key, serial);
+		    if (it && it->menu && it->menu->serial == menuSerial && !it->menu->root) fetchLayout(*it, 0);
+	    },
+	    "tray-menu-retry");
 	if (!delay) {
 		log::warning("tray", "{}: its menu did not answer {} reads; read again on its LayoutUpdated or when opened", item.key,
 		             menu.retry.failures() + 1);
@@ -128,13 +133,6 @@ void TrayBackend::retryMenu(Item& item) {
 	}
 	log::info("tray", "{}: asking for its menu again in {} s", item.key,
 	          std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
-	menu.retryTimer = context_.loop.addTimer(
-	    *delay,
-	    [this, key = item.key, serial = item.serial, menuSerial = menu.serial] {
-		    Item* it = findItem(key, serial);
-		    if (it && it->menu && it->menu->serial == menuSerial && !it->menu->root) fetchLayout(*it, 0);
-	    },
-	    "tray-menu-retry");
 }
 
 void TrayBackend::refreshMenu(Item& item) {
