@@ -5,6 +5,7 @@ asked the mocks is read from their call logs."""
 
 import json
 import os
+import re
 import signal
 
 import pytest
@@ -521,3 +522,64 @@ def test_a_failed_hold_released_by_its_client_leaves_the_tree(env):
         c.call("power.holdProfile", {"profile": "performance"})
     assert e.value.code == -32002 and e.value.data["name"] == "org.example.Busy"
     c.wait_value(sub, "/power/profiles/holds", {})
+
+
+# ------------------------------------------------------------------------------------------------
+# Services busy at start-up: qsd waits 5 s for a read, then shows what it has and asks again.
+
+TIMED_OUT = re.compile(r"org\.freedesktop\.DBus\.Error\.(NoReply|Timeout)|did not answer in time")
+
+
+def test_services_busy_at_start_are_asked_again(env):
+    """UPower and power-profiles-daemon are stopped (SIGSTOP) when qsd starts, as services still
+    starting can be: every start-up read times out. The domain is published with what it has
+    (nothing), and once the services answer everything is read."""
+    up = start_upower(env)
+    ppd = start_hadess(env)
+    add_battery(env)
+    setup_display(env)
+    for p in (up, ppd):
+        p.send_signal(signal.SIGSTOP)
+    try:
+        env.start_qsd(backends=["upower"])
+        c, sub = env.watch("/power", "/daemon/backends/upower")
+        # Both are up once their reads timed out; no value could be read.
+        c.wait_value(sub, "/daemon/backends/upower/state", "running", timeout=30)
+        p = power(c, sub)
+        assert p["available"] is True and p["devices"] == {} and "displayDevice" not in p
+        assert p["profiles"]["available"] is True and p["profiles"]["profiles"] == []
+    finally:
+        for p in (up, ppd):
+            p.send_signal(signal.SIGCONT)
+    c.wait_value(sub, "/power/devices/BAT0/percentage", 0.735, timeout=60)
+    c.wait_value(sub, "/power/displayDevice/percentage", 0.735, timeout=60)
+    c.wait_value(sub, "/power/onBattery", True, timeout=60)
+    c.wait_value(sub, "/power/criticalAction", "powerOff", timeout=60)
+    c.wait_value(sub, "/power/profiles/profile", "balanced", timeout=60)
+    assert power(c, sub)["profiles"]["profiles"] == ["powerSaver", "balanced", "performance"]
+    log = env.qsd_log()
+    assert "UPower did not answer in time" in log and f"{HADESS[0]} did not answer in time" in log
+    assert env.daemon.poll() is None
+
+
+# The device's GetAll sleeps through qsd's 5 s on its first call (blocking the whole mock).
+SLOW_GETALL = """
+if not getattr(self, '_slowed', False):
+    self._slowed = True
+    time.sleep(6)
+ret = self.props[args[0]]
+"""
+
+
+def test_a_device_that_answered_too_late_is_read_again(env):
+    start_upower(env)
+    add_battery(env)
+    add_mouse(env)
+    battery = env.dbus().get_object(UP, UP_PATH + "/devices/BAT0")
+    dbus_mod().Interface(battery, MOCK).AddMethod("org.freedesktop.DBus.Properties", "GetAll", "s", "a{sv}", SLOW_GETALL)
+    env.start_qsd(backends=["upower"])
+    c, sub = env.watch("/power")
+    c.wait_value(sub, "/power/devices/mouse_hidpp/percentage", 0.55, timeout=30)
+    c.wait_value(sub, "/power/devices/BAT0/percentage", 0.735, timeout=60)
+    assert re.search(r"reading /org/freedesktop/UPower/devices/BAT0 failed: " + TIMED_OUT.pattern, env.qsd_log())
+    assert env.daemon.poll() is None

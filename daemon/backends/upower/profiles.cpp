@@ -30,6 +30,7 @@ void UpowerBackend::ppdNamesChanged() {
 	calls_.cancel("ppd");   // pending actions answer BackendUnavailable
 	bury(std::move(ppdProxy_));
 	ppdProps_.clear();
+	ppdRetry_.reset();
 	if (ppdActive_ >= 0) reader_.forget(ppd().name);
 	ppdUnknown_.clear();
 	{
@@ -44,7 +45,6 @@ void UpowerBackend::ppdNamesChanged() {
 			h.pending = false;
 			// A retry for the old instance is moot: the new one gets the hold right away.
 			h.retry.reset();
-			h.backoff.reset();
 			h.error = nullptr;
 			if (!h.confirmed || h.released) drop.push_back(id);
 		}
@@ -63,17 +63,35 @@ void UpowerBackend::ppdNamesChanged() {
 	ppdProxy_ = sdbus::createProxy(conn(), ppd().name, ppd().path);
 	ppdProps_ = dbus::PropertySet(ppd().iface);
 	updateState();
-	ppdProps_.load(calls_, "ppd", *ppdProxy_, [this, ownerChanged](const sdbus::Error* e) {
-		if (e) {
-			log::warning("upower", "reading {}'s properties failed: {}: {}", ppd().name, e->getName(), e->getMessage());
-			ppdProps_.assign({});
-		}
-		publishProfiles();
-		if (ownerChanged)
-			for (auto& [_, h]: holds_)
-				if (!h.cookie && !h.pending) hold(h, nullptr);
-		updateState();
-	});
+	ppdLoad(ownerChanged);
+}
+
+// Reads the daemon's properties. One that does not answer in time is shown as known so far
+// (nothing) and asked again with backoff (kLate): it has no other way into the tree.
+void UpowerBackend::ppdLoad(bool ownerChanged) {
+	ppdProps_.load(
+	    calls_, "ppd", *ppdProxy_,
+	    [this, ownerChanged](const sdbus::Error* e) {
+		    if (e && dbus::timedOut(*e)) {
+			    auto delay = ppdRetry_.schedule(
+			        context_.loop,
+			        [this] {
+				        if (ppdProxy_) ppdLoad(false);
+			        },
+			        "upower-ppd-late");
+			    log::warning("upower", "{} did not answer in time; asking again in {} s", ppd().name,
+			                 std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+		    } else if (e) {
+			    log::warning("upower", "reading {}'s properties failed: {}: {}", ppd().name, e->getName(), e->getMessage());
+		    }
+		    if (e && !ppdProps_.loaded()) ppdProps_.assign({});
+		    publishProfiles();
+		    if (ownerChanged)
+			    for (auto& [_, h]: holds_)
+				    if (!h.cookie && !h.pending) hold(h, nullptr);
+		    updateState();
+	    },
+	    kCallTimeout);
 }
 
 void UpowerBackend::ppdPropertiesChanged(size_t service, sdbus::Message& msg) {
@@ -154,9 +172,8 @@ void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 		        h.cookie = cookie;
 		        h.owner = ppdOwner_;
 		        h.confirmed = true;
-		        if (h.backoff.failures()) log::info("upower", "hold {} made again after {} failures", holdId, h.backoff.failures());
+		        if (h.retry.failures()) log::info("upower", "hold {} made again after {} failures", holdId, h.retry.failures());
 		        h.error = nullptr;
-		        h.backoff.reset();
 		        h.retry.reset();
 		        if (answer) answer->result({{"cookie", holdId}});
 		        publishProfiles();
@@ -169,13 +186,13 @@ void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 // error, and it is tried again with backoff (kRehold) until it works, the client lets go, or
 // the daemon changes again.
 void UpowerBackend::holdFailed(ClientHold& h, const sdbus::Error& e) {
-	if (h.backoff.failures() == 0)
+	if (h.retry.failures() == 0)
 		log::warning("upower", "making hold {} again failed: {}: {}; trying again", h.id, e.getName(), e.getMessage());
 	h.error = {{"name", e.getName()}, {"message", e.getMessage()}};
-	auto delay = h.backoff.next();
+	// kRehold never gives up.
 	uint64_t id = h.id;
-	h.retry = context_.loop.addTimer(
-	    delay.value_or(kRehold.cap),
+	h.retry.schedule(
+	    context_.loop,
 	    [this, id] {
 		    auto it = holds_.find(id);
 		    if (it == holds_.end() || it->second.pending || it->second.cookie || !ppdReady()) return;

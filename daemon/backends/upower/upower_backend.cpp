@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 namespace qsd::upower {
 
@@ -41,6 +42,8 @@ void UpowerBackend::onBusStart() {
 void UpowerBackend::onBusStop() {
 	upWatcher_.reset();
 	for (auto& w: ppdWatchers_) w.reset();
+	upRetry_.reset();
+	ppdRetry_.reset();
 	devices_.clear();
 	display_.reset();
 	upProxy_.reset();
@@ -80,53 +83,78 @@ void UpowerBackend::upAppeared(const std::string& owner) {
 	upProxy_ = sdbus::createProxy(conn(), kUpName, kUpPath);
 	updateState();
 
-	upProps_.load(calls_, "up", *upProxy_, [this](const sdbus::Error* e) {
-		if (e) {
-			log::warning("upower", "reading UPower's properties failed: {}: {}", e->getName(), e->getMessage());
-			upProps_.assign({});   // the domain does not wait for what it cannot read
-		}
-		if (upReady_) publishDaemon();
-		maybeUpReady();
-	});
+	upRead(kReadAll);
+}
 
-	calls_.start("up",
-	             upProxy_->callMethodAsync("GetCriticalAction").onInterface(kUpIface),
-	                 [this](const sdbus::Error* e, std::string action) {
-		                 if (e) log::info("upower", "GetCriticalAction failed: {}: {}", e->getName(), e->getMessage());
-		                 else criticalAction_ = upower::criticalActionName(action);
-		                 criticalDone_ = true;
-		                 maybeUpReady();
-	                 });
+// The start-up reads: UPower's properties, its critical action, its display device and its
+// devices. The domain is published once all of them answered. One that did not answer in time
+// counts as answered for that (the domain does not wait for it) and is asked again (upLate).
+void UpowerBackend::upRead(unsigned what) {
+	if (what & kReadProps)
+		upProps_.load(
+		    calls_, "up", *upProxy_,
+		    [this](const sdbus::Error* e) {
+			    if (e && dbus::timedOut(*e)) upLate(kReadProps);
+			    else if (e) log::warning("upower", "reading UPower's properties failed: {}: {}", e->getName(), e->getMessage());
+			    if (e && !upProps_.loaded()) upProps_.assign({});   // the domain does not wait for what it cannot read
+			    if (upReady_ && !e) publishDaemon();
+			    maybeUpReady();
+		    },
+		    kCallTimeout);
+	if (what & kReadCritical)
+		calls_.start("up", upProxy_->callMethodAsync("GetCriticalAction").onInterface(kUpIface).withTimeout(kCallTimeout),
+		             [this](const sdbus::Error* e, std::string action) {
+			             if (e && dbus::timedOut(*e)) upLate(kReadCritical);
+			             else if (e) log::info("upower", "GetCriticalAction failed: {}: {}", e->getName(), e->getMessage());
+			             else criticalAction_ = upower::criticalActionName(action);
+			             criticalDone_ = true;
+			             if (upReady_ && !e) publishDaemon();
+			             maybeUpReady();
+		             });
+	if (what & kReadDisplay)
+		calls_.start("up", upProxy_->callMethodAsync("GetDisplayDevice").onInterface(kUpIface).withTimeout(kCallTimeout),
+		             [this](const sdbus::Error* e, sdbus::ObjectPath path) {
+			             if (e) {
+				             if (dbus::timedOut(*e)) upLate(kReadDisplay);
+				             else log::info("upower", "GetDisplayDevice failed: {}: {}", e->getName(), e->getMessage());
+				             displayDone_ = true;
+				             maybeUpReady();
+				             return;
+			             }
+			             display_ = std::make_unique<Device>();
+			             display_->path = path;
+			             display_->id = upower::deviceId(path);
+			             display_->serial = nextSerial_++;
+			             display_->proxy = sdbus::createProxy(conn(), kUpName, path);
+			             display_->retry = Retry(kRereadDisplay);
+			             // A device enumerated under the same path is the display device, not a device.
+			             removeDevice(path);
+			             fetchDevice(*display_, true);
+		             });
+	if (what & kReadDevices)
+		calls_.start("up", upProxy_->callMethodAsync("EnumerateDevices").onInterface(kUpIface).withTimeout(kCallTimeout),
+		             [this](const sdbus::Error* e, std::vector<sdbus::ObjectPath> paths) {
+			             if (e && dbus::timedOut(*e)) upLate(kReadDevices);
+			             else if (e) log::warning("upower", "EnumerateDevices failed: {}: {}", e->getName(), e->getMessage());
+			             else
+				             for (const auto& p: paths) addDevice(p);
+			             enumDone_ = true;
+			             maybeUpReady();
+		             });
+}
 
-	calls_.start("up",
-	             upProxy_->callMethodAsync("GetDisplayDevice").onInterface(kUpIface),
-	                 [this](const sdbus::Error* e, sdbus::ObjectPath path) {
-		                 if (e) {
-			                 log::info("upower", "GetDisplayDevice failed: {}: {}", e->getName(), e->getMessage());
-			                 displayDone_ = true;
-			                 maybeUpReady();
-			                 return;
-		                 }
-		                 display_ = std::make_unique<Device>();
-		                 display_->path = path;
-		                 display_->id = upower::deviceId(path);
-		                 display_->serial = nextSerial_++;
-		                 display_->proxy = sdbus::createProxy(conn(), kUpName, path);
-		                 display_->backoff = Backoff(kRereadDisplay);
-		                 // A device enumerated under the same path is the display device, not a device.
-		                 removeDevice(path);
-		                 fetchDevice(*display_, true);
-	                 });
-
-	calls_.start("up",
-	             upProxy_->callMethodAsync("EnumerateDevices").onInterface(kUpIface),
-	                 [this](const sdbus::Error* e, std::vector<sdbus::ObjectPath> paths) {
-		                 if (e) log::warning("upower", "EnumerateDevices failed: {}: {}", e->getName(), e->getMessage());
-		                 else
-			                 for (const auto& p: paths) addDevice(p);
-		                 enumDone_ = true;
-		                 maybeUpReady();
-	                 });
+void UpowerBackend::upLate(unsigned what) {
+	upLate_ |= what;
+	if (upRetry_.pending()) return;   // asked again with the others
+	auto delay = upRetry_.schedule(
+	    context_.loop,
+	    [this] {
+		    unsigned late = std::exchange(upLate_, 0);
+		    if (upProxy_ && late) upRead(late);
+	    },
+	    "upower-late");
+	log::warning("upower", "UPower did not answer in time; asking again in {} s",
+	             std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
 }
 
 void UpowerBackend::upVanished() {
@@ -139,6 +167,8 @@ void UpowerBackend::upVanished() {
 	bury(std::move(upProxy_));
 	upProps_.clear();
 	criticalDone_ = displayDone_ = enumDone_ = upReady_ = false;
+	upLate_ = 0;
+	upRetry_.reset();
 	criticalAction_ = nullptr;
 	reader_.clear();
 	auto& tree = context_.tree;
@@ -187,31 +217,34 @@ void UpowerBackend::removeDevice(const std::string& path) {
 void UpowerBackend::fetchDevice(Device& d, bool display) {
 	std::string path = d.path;
 	uint64_t serial = d.serial;
-	d.props.load(calls_, "up:" + path, *d.proxy, [this, path, serial, display](const sdbus::Error* e) {
-		bool isDisplay = false;
-		Device* dev = deviceAt(path, isDisplay);
-		if (!dev || dev->serial != serial || isDisplay != display) return;
-		if (e) return readFailed(*dev, display, *e);
-		dev->backoff.reset();
-		dev->retry.reset();
-		if (display) displayDone_ = true;
-		if (upReady_) publishDevice(*dev, display);
-		else maybeUpReady();
-	});
+	d.props.load(
+	    calls_, "up:" + path, *d.proxy,
+	    [this, path, serial, display](const sdbus::Error* e) {
+		    bool isDisplay = false;
+		    Device* dev = deviceAt(path, isDisplay);
+		    if (!dev || dev->serial != serial || isDisplay != display) return;
+		    if (e) return readFailed(*dev, display, *e);
+		    dev->retry.reset();
+		    if (display) displayDone_ = true;
+		    if (upReady_) publishDevice(*dev, display);
+		    else maybeUpReady();
+	    },
+	    kCallTimeout);
 }
 
-// A GetAll that failed. A device that was never read most often left between DeviceAdded and
-// the call: it is forgotten (DeviceRemoved follows). The display device, and a device read
-// before (its properties were invalidated), are still there: their stale values leave the tree
-// and they are read again with backoff (kReread). A device is given up when the backoff is
-// exhausted; the display device never is.
+// A GetAll that failed. A device that was never read and answered with an error most often left
+// between DeviceAdded and the call: it is forgotten (DeviceRemoved follows). The display device,
+// a device read before (its properties were invalidated) and a device that did not answer in
+// time (UPower busy) are still there: their stale values leave the tree and they are read again
+// with backoff (kReread), without holding the rest of the domain back. A device is given up
+// when the backoff is exhausted; the display device never is.
 void UpowerBackend::readFailed(Device& d, bool display, const sdbus::Error& e) {
-	if (!display && !d.props.loaded() && !d.published) {
+	if (!display && !d.props.loaded() && !d.published && !dbus::timedOut(e)) {
 		log::info("upower", "reading device {} failed: {}: {}", d.path, e.getName(), e.getMessage());
 		removeDevice(d.path);
 		return;
 	}
-	if (d.backoff.failures() == 0)
+	if (d.retry.failures() == 0)
 		log::info("upower", "reading {} failed: {}: {}; it leaves the tree until it is read again", d.path, e.getName(),
 		          e.getMessage());
 	if (d.published) {
@@ -219,39 +252,42 @@ void UpowerBackend::readFailed(Device& d, bool display, const sdbus::Error& e) {
 		d.published = false;
 	}
 	d.props.clear();
-	auto delay = d.backoff.next();
-	if (!delay) {
-		log::warning("upower", "device {} could not be read {} times in a row; it is left out", d.path, d.backoff.failures());
-		removeDevice(d.path);
-		return;
-	}
-	if (display && !displayDone_) {
-		// The rest of the domain does not wait for it.
-		displayDone_ = true;
-		maybeUpReady();
-	}
 	std::string path = d.path;
 	uint64_t serial = d.serial;
-	d.retry = context_.loop.addTimer(
-	    *delay,
+	auto delay = d.retry.schedule(
+	    context_.loop,
 	    [this, path, serial, display] {
 		    bool isDisplay = false;
 		    Device* dev = deviceAt(path, isDisplay);
 		    if (dev && dev->serial == serial && isDisplay == display) fetchDevice(*dev, display);
 	    },
 	    "upower-reread");
+	if (!delay) {
+		log::warning("upower", "device {} could not be read {} times in a row; it is left out", path, d.retry.failures());
+		removeDevice(path);
+		return;
+	}
+	if (display && !displayDone_) {
+		// The rest of the domain does not wait for it.
+		displayDone_ = true;
+		maybeUpReady();
+	} else if (!display && !d.late) {
+		d.late = true;
+		maybeUpReady();
+	}
 }
 
 void UpowerBackend::maybeUpReady() {
 	if (upReady_ || !upProxy_) return;
 	if (!upProps_.loaded() || !criticalDone_ || !displayDone_ || !enumDone_) return;
 	for (const auto& [_, d]: devices_)
-		if (!d.props.loaded()) return;
+		if (!d.props.loaded() && !d.late) return;
 	// Everything read: publish the whole domain in this one dispatch, so it lands as one batch.
 	upReady_ = true;
 	publishDaemon();
 	context_.tree.set(kDevices, json::object());
-	for (auto& [_, d]: devices_) publishDevice(d, false);
+	for (auto& [_, d]: devices_)
+		if (d.props.loaded()) publishDevice(d, false);
 	if (display_ && display_->props.loaded()) publishDevice(*display_, true);
 	context_.tree.set("/power/available", true);
 	updateState();

@@ -15,7 +15,7 @@
 
 #include "mapping.hpp"
 
-#include "../../backoff.hpp"
+#include "../../retry.hpp"
 #include "../../dbus/name_watcher.hpp"
 #include "../../dbus/properties.hpp"
 #include "../answer.hpp"
@@ -87,6 +87,16 @@ private:
 	// A hold made again after power-profiles-daemon restarted: 1 s, doubling up to 60 s, for as
 	// long as its client holds the cookie.
 	static constexpr Backoff::Policy kRehold{std::chrono::seconds(1), std::chrono::seconds(60), 0};
+	// UPower and power-profiles-daemon answer a read in milliseconds. One that has not answered
+	// in 5 s is busy (most often the system is still starting): it is asked again (kLate)
+	// instead of waited for the 25 s of sd-bus's default timeout.
+	static constexpr std::chrono::seconds kCallTimeout{5};
+	// A start-up read that did not answer in time is asked again 1 s later, the delay doubling
+	// up to 30 s, for as long as the service keeps its name: nothing else would ever fill in
+	// what it reads (UPower sends no DeviceAdded for the devices it already has).
+	static constexpr Backoff::Policy kLate{std::chrono::seconds(1), std::chrono::seconds(30), 0};
+	// UPower's start-up reads, as the bits of what is still to be asked again.
+	enum UpRead : unsigned { kReadProps = 1, kReadCritical = 2, kReadDisplay = 4, kReadDevices = 8, kReadAll = 15 };
 
 	struct Device {
 		std::string path;
@@ -95,8 +105,8 @@ private:
 		std::unique_ptr<sdbus::IProxy> proxy;
 		dbus::PropertySet props{kDevIface};
 		bool published = false;               // in the tree
-		Backoff backoff{kReread};             // GetAll failures in a row
-		EventSource retry;                    // the next GetAll after a failure
+		bool late = false;                    // its first read timed out: ready does not wait for it
+		Retry retry{kReread};                 // the next GetAll after failures in a row
 	};
 
 	// A hold made through power.holdProfile. It belongs to the client connection: the
@@ -117,8 +127,7 @@ private:
 		// The last HoldProfile of a hold made again (after a restart of power-profiles-daemon)
 		// failed: {name, message}, and it is tried again with backoff.
 		nlohmann::json error = nullptr;
-		Backoff backoff{kRehold};
-		EventSource retry;
+		Retry retry{kRehold};
 	};
 
 	// --- start-up
@@ -127,6 +136,8 @@ private:
 	// --- UPower
 	void upAppeared(const std::string& owner);
 	void upVanished();
+	void upRead(unsigned what);
+	void upLate(unsigned what);
 	void upSignal(sdbus::Message& msg);
 	void upPropertiesChanged(sdbus::Message& msg);
 	void addDevice(const std::string& path);
@@ -141,6 +152,7 @@ private:
 
 	// --- power-profiles-daemon
 	void ppdNamesChanged();
+	void ppdLoad(bool ownerChanged);
 	void ppdPropertiesChanged(size_t service, sdbus::Message& msg);
 	void publishProfiles();
 	void refreshHolds();
@@ -167,6 +179,8 @@ private:
 	bool displayDone_ = false;
 	bool enumDone_ = false;
 	bool upReady_ = false;
+	unsigned upLate_ = 0;                         // UpRead bits that timed out, asked again by upRetry_
+	Retry upRetry_{kLate};
 	std::map<std::string, Device> devices_;       // by object path
 	std::unique_ptr<Device> display_;
 	uint64_t nextSerial_ = 1;
@@ -177,6 +191,7 @@ private:
 	std::string ppdOwner_;
 	std::unique_ptr<sdbus::IProxy> ppdProxy_;
 	dbus::PropertySet ppdProps_;
+	Retry ppdRetry_{kLate};                      // its GetAll timed out
 	std::set<std::string> ppdUnknown_;          // unknown enum values already logged
 	std::map<uint64_t, ClientHold> holds_;
 	uint64_t nextHold_ = 1;
