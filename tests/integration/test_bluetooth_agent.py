@@ -232,3 +232,37 @@ def test_a_device_that_goes_takes_its_requests(agent):
     dbus_mod().Interface(agent.bz.obj("/org/bluez/hci0"), "org.bluez.Adapter1").RemoveDevice(dev_path())
     agent.wait_no_request()
     agent.c.wait_for(lambda: DEV not in agent.c.mirror(agent.sub)["bluetooth"]["devices"], what="the device gone")
+
+
+# BlueZ busy while the system starts: its first RegisterAgent answers after 6 s, past the 5 s qsd
+# waits (and blocks the whole mock meanwhile), and registers the agent then, as bluetoothd would.
+SLOW_REGISTER = """
+if not getattr(self, '_slowed', False):
+    self._slowed = True
+    time.sleep(6)
+if args[0] in self.agent_paths:
+    raise dbus.exceptions.DBusException('Already Exists', name='org.bluez.Error.AlreadyExists')
+if not self.default_agent:
+    self.default_agent = args[0]
+self.agent_paths += [args[0]]
+self.capabilities[str(args[0])] = args[1]
+"""
+
+
+def test_a_registration_bluez_did_not_answer_in_time_is_made_again(env):
+    env.env["QSD_RFKILL"] = os.path.join(env.dir, "no-rfkill")
+    bz = Bluez(env, ["hci0"])
+    bz.control("/org/bluez").AddMethod("org.bluez.AgentManager1", "RegisterAgent", "os", "", SLOW_REGISTER)
+    env.start_qsd(backends=["bluetooth"])
+    c = env.client()
+    sub = c.subscribe(["/bluetooth"])
+    # Shown while it is made again: the error of the call that timed out.
+    c.wait_value(sub, "/bluetooth/agent/error/name", predicate=lambda n: n in (
+        "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout"), timeout=30)
+    c.wait_value(sub, "/bluetooth/agent/isDefault", True, timeout=30)
+    agent = c.mirror(sub)["bluetooth"]["agent"]
+    assert agent["registered"] is True and agent["error"] is None
+    # Asked twice: the second time BlueZ had it already (AlreadyExists), which is qsd's own.
+    assert bz.calls("/org/bluez", "RegisterAgent") == [[AGENT_PATH, "KeyboardDisplay"]] * 2
+    assert "RegisterAgent: BlueZ did not answer in time" in env.qsd_log()
+    assert env.daemon.poll() is None

@@ -59,36 +59,44 @@ void BluetoothBackend::exportAgent() {
 
 void BluetoothBackend::registerAgent() {
 	if (!cache_ || !ready_) return;
+	agentRetry_.cancel();
 	auto& manager = cache_->proxy(kBluezPath);
 	calls_.start("agent",
-	             manager.callMethodAsync("RegisterAgent").onInterface(kAgentManagerIface)
+	             manager.callMethodAsync("RegisterAgent").onInterface(kAgentManagerIface).withTimeout(kRegisterTimeout)
 	                 .withArguments(sdbus::ObjectPath(kAgentPath), std::string("KeyboardDisplay")),
 	             [this](const sdbus::Error* e) {
-		             // AlreadyExists: BlueZ still has this path from this connection; it is ours.
-		             if (e && e->getName() != "org.bluez.Error.AlreadyExists") {
-			             log::warning("bluetooth", "RegisterAgent failed: {}: {}", e->getName(), e->getMessage());
-			             agentError_ = {{"name", e->getName()}, {"message", e->getMessage()}};
-			             publishAgent();
-			             return;
-		             }
+		             // AlreadyExists: BlueZ still has this path from this connection; it is ours (a
+		             // RegisterAgent that timed out may also have been done after all).
+		             if (e && e->getName() != "org.bluez.Error.AlreadyExists") return agentFailed("RegisterAgent", *e);
 		             agentRegistered_ = true;
 		             agentError_ = nullptr;
 		             publishAgent();
 		             auto& manager = cache_->proxy(kBluezPath);
 		             calls_.start("agent",
 		                          manager.callMethodAsync("RequestDefaultAgent").onInterface(kAgentManagerIface)
-		                              .withArguments(sdbus::ObjectPath(kAgentPath)),
+		                              .withTimeout(kRegisterTimeout).withArguments(sdbus::ObjectPath(kAgentPath)),
 		                          [this](const sdbus::Error* e) {
-			                          if (e) {
-				                          log::warning("bluetooth", "RequestDefaultAgent failed: {}: {}", e->getName(), e->getMessage());
-				                          agentError_ = {{"name", e->getName()}, {"message", e->getMessage()}};
-			                          } else {
-				                          log::info("bluetooth", "the pairing agent is registered (KeyboardDisplay, default)");
-				                          agentDefault_ = true;
-			                          }
+			                          if (e) return agentFailed("RequestDefaultAgent", *e);
+			                          log::info("bluetooth", "the pairing agent is registered (KeyboardDisplay, default)");
+			                          agentDefault_ = true;
+			                          agentRetry_.reset();
 			                          publishAgent();
 		                          });
 	             });
+}
+
+// A refusal is shown in /bluetooth/agent/error and stays; a call BlueZ did not answer in time
+// is shown too, and the whole registration is made again (kRegisterAgain).
+void BluetoothBackend::agentFailed(const char* method, const sdbus::Error& e) {
+	agentError_ = {{"name", e.getName()}, {"message", e.getMessage()}};
+	publishAgent();
+	if (!dbus::timedOut(e)) {
+		log::warning("bluetooth", "{} failed: {}: {}", method, e.getName(), e.getMessage());
+		return;
+	}
+	auto delay = agentRetry_.schedule(context_.loop, [this] { registerAgent(); }, "bluetooth-agent-register");
+	log::warning("bluetooth", "{}: BlueZ did not answer in time; registering the agent again in {} s", method,
+	             std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
 }
 
 bool BluetoothBackend::fromBluez(sdbus::MethodCall& call) {

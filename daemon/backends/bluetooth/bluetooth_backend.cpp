@@ -108,6 +108,7 @@ void BluetoothBackend::reset() {
 	agentRegistered_ = false;
 	agentDefault_ = false;
 	agentError_ = nullptr;
+	agentRetry_.reset();
 	reader_.clear();
 }
 

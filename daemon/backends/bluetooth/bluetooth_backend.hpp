@@ -20,6 +20,7 @@
 #include "rfkill.hpp"
 
 #include "../../dbus/object_cache.hpp"
+#include "../../retry.hpp"
 #include "../answer.hpp"
 #include "../bus_backend.hpp"
 
@@ -67,6 +68,12 @@ public:
 	static constexpr auto kUnblockTimeout = std::chrono::seconds(5);
 	static constexpr auto kPairTimeout = std::chrono::seconds(120);
 	static constexpr auto kConnectTimeout = std::chrono::seconds(60);
+	// BlueZ answers RegisterAgent and RequestDefaultAgent at once. Unanswered after 5 s, it is
+	// busy (the system still starting): the registration is made again 1 s later, the delay
+	// doubling up to 30 s, for as long as BlueZ keeps its name; without it no pairing question
+	// would ever reach qsd.
+	static constexpr auto kRegisterTimeout = std::chrono::seconds(5);
+	static constexpr Backoff::Policy kRegisterAgain{std::chrono::seconds(1), std::chrono::seconds(30), 0};
 	// A package installing icons writes hundreds of files: the icons are resolved again once the
 	// burst had this long to settle, not once per file (as the tray does).
 	static constexpr auto kIconRescanDelay = std::chrono::milliseconds(500);
@@ -139,6 +146,7 @@ private:
 	};
 	void exportAgent();
 	void registerAgent();
+	void agentFailed(const char* method, const sdbus::Error& e);
 	void onAgentCall(sdbus::MethodCall call, AgentKind kind);
 	void onAgentCancel(sdbus::MethodCall call);
 	void onAgentRelease(sdbus::MethodCall call);
@@ -219,6 +227,7 @@ private:
 	bool agentRegistered_ = false;
 	bool agentDefault_ = false;
 	json agentError_ = nullptr;
+	Retry agentRetry_{kRegisterAgain};
 	std::map<uint64_t, AgentRequest> requests_;
 	uint64_t nextRequest_ = 1;
 	bool requestsWarned_ = false;
