@@ -427,3 +427,31 @@ def test_actions_and_tree_are_described(world):
                 assert set(ap) <= set(schemas["AccessPoint"]["properties"])
     out = world.env.qsctl("describe", "network.connect")
     assert out.returncode == 0 and "psk" in out.stdout
+
+
+# NetworkManager busy while the system starts: the profile's first GetSettings answers after 6 s,
+# past the 5 s qsd waits (and blocks the whole mock meanwhile).
+SLOW_SETTINGS = """
+if not getattr(self, '_slowed', False):
+    self._slowed = True
+    time.sleep(6)
+ret = self.ConnectionGetSettings(self)
+"""
+
+
+def test_a_profile_whose_settings_came_too_late_is_read_again(env):
+    m = NmMock(env)
+    w = m.add_wifi("wlan0")
+    m.add_ap(w, "ap_home", "HomeNet", "00:11:22:33:44:55")
+    home = m.add_profile(w, "conn_home", "HomeNet")
+    m.iface(home).AddMethod(CONN, "GetSettings", "", "a{sa{sv}}", SLOW_SETTINGS)
+    env.start_qsd(backends=["nm"])
+    c = env.client()
+    sub = c.subscribe(["/network"])
+    c.wait_value(sub, "/network/available", True, timeout=30)
+    c.wait_value(sub, "/network/devices/wlan0/networks/HomeNet/known", True, timeout=30)
+    (uuid, prof), = pointer_get(c.mirror(sub), "/network/devices/wlan0/networks/HomeNet/profiles").items()
+    assert prof["id"] == "HomeNet"
+    assert len(m.calls(home, "GetSettings")) >= 2
+    assert "GetSettings did not answer in time" in env.qsd_log()
+    assert env.daemon.poll() is None

@@ -186,32 +186,51 @@ void NmBackend::changed(const std::string& path, const std::string& interface, c
 void NmBackend::fetchProfile(const std::string& path) {
 	auto& p = profiles_[path];
 	p.serial = nextSerial_++;
+	p.retry.cancel();   // this read replaces one planned after a timeout
 	uint64_t serial = p.serial;
-	call(path, kConnIface, "GetSettings", {}, [this, path, serial](sdbus::MethodReply* reply, const sdbus::Error* e) {
-		auto it = profiles_.find(path);
-		if (it == profiles_.end() || it->second.serial != serial) return;
-		auto& prof = it->second;
-		if (e) {
-			// Most often the profile went away between its signal and our call.
-			log::info("nm", "reading profile {} failed: {}", path, e->getName());
-		} else {
-			try {
-				nm::RawSettings raw;
-				*reply >> raw;
-				prof.raw = std::move(raw);
-				prof.info = nm::profileInfo(prof.raw);
-			} catch (const sdbus::Error& x) {
-				log::warning("nm", "profile {}: GetSettings answered with an unexpected type", path);
-			}
-		}
-		prof.done = true;
-		if (ready_) {
-			dirtyAll_ = true;
-			schedulePublish();
-		} else {
-			maybeReady();
-		}
-	});
+	call(
+	    path, kConnIface, "GetSettings", {},
+	    [this, path, serial](sdbus::MethodReply* reply, const sdbus::Error* e) {
+		    auto it = profiles_.find(path);
+		    if (it == profiles_.end() || it->second.serial != serial) return;
+		    auto& prof = it->second;
+		    if (e && dbus::timedOut(*e)) {
+			    // Shown without its settings meanwhile: the rest of /network does not wait.
+			    auto delay = prof.retry.schedule(
+			        context_.loop,
+			        [this, path] {
+				        if (profiles_.count(path)) fetchProfile(path);
+			        },
+			        "nm-profile-reread");
+			    if (delay)
+				    log::warning("nm", "profile {}: GetSettings did not answer in time; asking again in {} s", path,
+				                 std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+			    else
+				    log::warning("nm", "profile {}: GetSettings did not answer {} times; asked again on its next Updated", path,
+				                 prof.retry.failures() + 1);
+		    } else if (e) {
+			    // Most often the profile went away between its signal and our call.
+			    log::info("nm", "reading profile {} failed: {}", path, e->getName());
+		    } else {
+			    prof.retry.reset();
+			    try {
+				    nm::RawSettings raw;
+				    *reply >> raw;
+				    prof.raw = std::move(raw);
+				    prof.info = nm::profileInfo(prof.raw);
+			    } catch (const sdbus::Error& x) {
+				    log::warning("nm", "profile {}: GetSettings answered with an unexpected type", path);
+			    }
+		    }
+		    prof.done = true;
+		    if (ready_) {
+			    dirtyAll_ = true;
+			    schedulePublish();
+		    } else {
+			    maybeReady();
+		    }
+	    },
+	    kSettingsTimeout);
 }
 
 void NmBackend::onDeviceState(sdbus::Message& msg) {
@@ -352,11 +371,11 @@ std::optional<std::vector<uint8_t>> NmBackend::getBytes(const std::string& path,
 
 void NmBackend::call(const std::string& path, const char* iface, const char* method,
                      const std::function<void(sdbus::MethodCall&)>& fill,
-                     std::function<void(sdbus::MethodReply*, const sdbus::Error*)> done) {
+                     std::function<void(sdbus::MethodReply*, const sdbus::Error*)> done, std::chrono::microseconds timeout) {
 	auto& px = cache_->proxy(path);
 	auto msg = px.createMethodCall(iface, method);
 	if (fill) fill(msg);
-	calls_.start({}, px, msg, std::move(done));
+	calls_.start({}, px, msg, std::move(done), timeout);
 }
 
 void NmBackend::setProperty(const std::string& path, const char* iface, const char* name, sdbus::Variant value,

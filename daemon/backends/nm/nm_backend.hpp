@@ -91,6 +91,11 @@ private:
 	static constexpr const char* kAgentId = "org.qsd.agent";
 	// How long a prompt waits for a shell: as long as NetworkManager waits for an agent.
 	static constexpr auto kSecretTimeout = std::chrono::seconds(120);
+	// NetworkManager answers GetSettings from memory. Unanswered after 5 s, it is busy (most often
+	// the system is still starting): the profile is shown without its settings and asked again
+	// 1 s later, the delay doubling up to 30 s, 8 times; its next Updated asks again after that.
+	static constexpr auto kSettingsTimeout = std::chrono::seconds(5);
+	static constexpr Backoff::Policy kSettingsAgain{std::chrono::seconds(1), std::chrono::seconds(30), 8};
 	// Pending prompts at most; NetworkManager asks one at a time per connection, so this bounds
 	// only a misbehaving caller.
 	static constexpr size_t kMaxSecretRequests = 16;
@@ -104,6 +109,7 @@ private:
 		nm::ProfileInfo info;
 		bool done = false;            // GetSettings answered (or failed)
 		uint64_t serial = 0;          // tells a stale reply from the latest request
+		Retry retry{kSettingsAgain};  // GetSettings timed out
 	};
 	struct NetModel {
 		std::vector<uint8_t> ssid;
@@ -216,8 +222,10 @@ private:
 	std::optional<std::vector<uint8_t>> getBytes(const std::string& path, const char* iface, const char* name);
 
 	// --- calls
+	// `timeout` 0: sd-bus's default (25 s).
 	void call(const std::string& path, const char* iface, const char* method, const std::function<void(sdbus::MethodCall&)>& fill,
-	          std::function<void(sdbus::MethodReply*, const sdbus::Error*)> done);
+	          std::function<void(sdbus::MethodReply*, const sdbus::Error*)> done,
+	          std::chrono::microseconds timeout = std::chrono::microseconds(0));
 	void setProperty(const std::string& path, const char* iface, const char* name, sdbus::Variant value,
 	                 std::shared_ptr<Answer> answer, json result);
 
