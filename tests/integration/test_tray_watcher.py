@@ -173,3 +173,21 @@ def test_unavailable_answers_and_unknown_items(env):
     with pytest.raises(RpcError) as e:
         c.call("tray.scroll", {"item": "x", "delta": 1, "orientation": "diagonal"})
     assert e.value.code == -32602 and e.value.data["param"] == "orientation"
+
+
+def test_a_watcher_that_answered_too_late_is_asked_again(env):
+    """The other watcher answers qsd's first Get of its items and its host registration after
+    6 s, past the 5 s qsd waits: both are asked again, and the items registered before qsd came
+    are shown."""
+    t.start_watcher(env, slow=True)
+    t.start_items(env, [item_cfg("org.qsdtest.Early", "name", Title="early")])
+    env.start_qsd(backends=["tray"])
+    c, sub = env.watch("/tray")
+    c.wait_for(lambda: "org.qsdtest.Early/StatusNotifierItem" in items(c, sub), timeout=30, what="the early item")
+    # Registered twice: the first call, done after its late answer, and the second call.
+    wait_until(lambda: len([h for h in json.loads(str(t.control(env, t.WATCHER, "/StatusNotifierWatcher").Hosts()))
+                            if h.startswith("org.kde.StatusNotifierHost-")]) == 2, 30, what="two host registrations")
+    log = env.qsd_log()
+    assert "did not answer RegisteredStatusNotifierItems in time" in log
+    assert "did not answer RegisterStatusNotifierHost in time" in log
+    assert env.daemon.poll() is None

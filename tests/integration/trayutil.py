@@ -39,9 +39,10 @@ def start_items(env, configs, log="items", extra_env=None):
     return p
 
 
-def start_watcher(env):
+def start_watcher(env, slow=False):
+    """slow: the first Get and the first RegisterStatusNotifierHost answer after 6 s."""
     log = f"watcher-{len(env.procs)}"
-    p = env.spawn([PY, os.path.join(HERE, "tray_watcher.py")], log)
+    p = env.spawn([PY, os.path.join(HERE, "tray_watcher.py")] + (["--slow"] if slow else []), log)
     _wait_ready(env, log, p, "watcher")
     return p
 

@@ -83,6 +83,8 @@ void TrayBackend::onBusStop() {
 	menuQueue_.clear();
 	publishQueue_.clear();
 	otherWatcher_.reset();
+	registerRetry_.reset();
+	listRetry_.reset();
 	// Releases the watcher name now: a watcher queued behind qsd takes over at once.
 	object_ = nullptr;
 	watcher_.reset();
@@ -142,6 +144,8 @@ void TrayBackend::becomeWatcher() {
 	bool takeover = role_ == Role::Host;
 	role_ = Role::Watcher;
 	calls_.cancel("host");
+	registerRetry_.reset();
+	listRetry_.reset();
 	bury(std::move(otherWatcher_));
 	otherOwner_.clear();
 	listRead_ = false;
@@ -159,20 +163,41 @@ void TrayBackend::becomeHost(const std::string& owner) {
 	if (role_ == Role::Host && owner == otherOwner_) return;
 	role_ = Role::Host;
 	calls_.cancel("host");
+	registerRetry_.reset();
+	listRetry_.reset();
 	bury(std::move(otherWatcher_));
 	otherOwner_ = owner;
 	listRead_ = false;
 	log::info("tray", "{} is owned by {}: qsd is its host", kWatcherName, owner);
 	otherWatcher_ = sdbus::createProxy(conn(), owner, kWatcherPath);
+	registerHost();
+	readListed();
+	updateAvailable();
+}
+
+// Some items (libappindicator's) show themselves in a tray only while a host is registered.
+void TrayBackend::registerHost() {
+	if (!otherWatcher_) return;
 	calls_.start("host",
 	             otherWatcher_->callMethodAsync("RegisterStatusNotifierHost").onInterface(kWatcherIface)
 	                 .withTimeout(kCallTimeout).withArguments(hostName_),
 	             [this](const sdbus::Error* e) {
-		             if (e) log::warning("tray", "RegisterStatusNotifierHost on {} failed: {}: {}", otherOwner_, e->getName(),
-		                                 e->getMessage());
+		             if (!e) return registerRetry_.reset();
+		             if (timedOut(*e)) return watcherLate(registerRetry_, "RegisterStatusNotifierHost", [this] { registerHost(); });
+		             log::warning("tray", "RegisterStatusNotifierHost on {} failed: {}: {}", otherOwner_, e->getName(), e->getMessage());
 	             });
-	readListed();
-	updateAvailable();
+}
+
+// A watcher busy while the session starts: asked again 1, 2, 4, 8 and 16 s later, since nothing
+// else would bring what it did not answer (the items registered before qsd came, our host
+// registration).
+void TrayBackend::watcherLate(Retry& retry, const char* what, EventLoop::Handler again) {
+	auto delay = retry.schedule(context_.loop, std::move(again), "tray-watcher-retry");
+	if (delay)
+		log::warning("tray", "{} did not answer {} in time; asking again in {} s", otherOwner_, what,
+		             std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+	else
+		log::warning("tray", "{} did not answer {} in time {} times; not asked again", otherOwner_, what, retry.failures() + 1);
 }
 
 void TrayBackend::becomeNone() {
@@ -182,6 +207,8 @@ void TrayBackend::becomeNone() {
 	log::warning("tray", "{} has no owner and qsd could not take it: the tray is empty", kWatcherName);
 	role_ = Role::None;
 	calls_.cancel("host");
+	registerRetry_.reset();
+	listRetry_.reset();
 	bury(std::move(otherWatcher_));
 	otherOwner_.clear();
 	listRead_ = false;
@@ -198,10 +225,13 @@ void TrayBackend::readListed() {
 	                 .withArguments(std::string(kWatcherIface), std::string("RegisteredStatusNotifierItems")),
 	             [this](const sdbus::Error* e, sdbus::Variant v) {
 		             // A watcher that cannot list its items is still followed: the items that
-		             // register from now on (its signals) are shown.
+		             // register from now on (its signals) are shown. One that did not answer in
+		             // time is asked again.
 		             auto list = e ? std::nullopt : dbus::asStrings(v);
-		             if (e) log::warning("tray", "reading {}'s items failed: {}: {}", otherOwner_, e->getName(), e->getMessage());
+		             if (e && timedOut(*e)) watcherLate(listRetry_, "RegisteredStatusNotifierItems", [this] { readListed(); });
+		             else if (e) log::warning("tray", "reading {}'s items failed: {}: {}", otherOwner_, e->getName(), e->getMessage());
 		             else if (!list) reader_.wrongType(kWatcherName, "RegisteredStatusNotifierItems", &v);
+		             if (!e) listRetry_.reset();
 		             if (list) syncListed(*list);
 		             listRead_ = true;
 		             updateAvailable();

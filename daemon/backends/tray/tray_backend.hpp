@@ -119,6 +119,9 @@ private:
 	void onNameOwnerChanged(const std::string& name, const std::string& oldOwner, const std::string& newOwner);
 	void syncListed(const std::vector<std::string>& entries);
 	void readListed();
+	void registerHost();
+	// A call to the watcher we host that did not answer in time: asked again with `retry`.
+	void watcherLate(Retry& retry, const char* what, EventLoop::Handler again);
 	void emitWatcher(const char* member, const std::string* arg = nullptr);
 	void watcherItemsChanged();
 	// tray_peers.cpp: the watcher's limits per connection, its coalesced signals.
@@ -189,6 +192,8 @@ private:
 	Role role_ = Role::None;
 	std::string otherOwner_;                     // its unique name
 	bool listRead_ = false;                      // its RegisteredStatusNotifierItems read
+	Retry registerRetry_{kReadRetry};            // its RegisterStatusNotifierHost timed out
+	Retry listRetry_{kReadRetry};                // reading its list timed out
 	HostRegistry hosts_;                         // other hosts registered with our watcher
 	std::map<std::string, size_t> itemsPerOwner_;   // unique name -> its items
 	LogLimiter peerLog_{32, 10'000'000};         // host registrations, refusals: 32 lines per 10 s
