@@ -262,7 +262,9 @@ def test_a_registration_bluez_did_not_answer_in_time_is_made_again(env):
     c.wait_value(sub, "/bluetooth/agent/isDefault", True, timeout=30)
     agent = c.mirror(sub)["bluetooth"]["agent"]
     assert agent["registered"] is True and agent["error"] is None
-    # Asked twice: the second time BlueZ had it already (AlreadyExists), which is qsd's own.
-    assert bz.calls("/org/bluez", "RegisterAgent") == [[AGENT_PATH, "KeyboardDisplay"]] * 2
+    # Asked again: BlueZ had it already (AlreadyExists), which is qsd's own. (A loaded machine
+    # may see the second call time out as well.)
+    calls = bz.calls("/org/bluez", "RegisterAgent")
+    assert len(calls) >= 2 and all(call == [AGENT_PATH, "KeyboardDisplay"] for call in calls), calls
     assert "RegisterAgent: BlueZ did not answer in time" in env.qsd_log()
     assert env.daemon.poll() is None

@@ -184,9 +184,9 @@ def test_a_watcher_that_answered_too_late_is_asked_again(env):
     env.start_qsd(backends=["tray"])
     c, sub = env.watch("/tray")
     c.wait_for(lambda: "org.qsdtest.Early/StatusNotifierItem" in items(c, sub), timeout=30, what="the early item")
-    # Registered twice: the first call, done after its late answer, and the second call.
+    # Registered at least twice: the first call, done after its late answer, and the next.
     wait_until(lambda: len([h for h in json.loads(str(t.control(env, t.WATCHER, "/StatusNotifierWatcher").Hosts()))
-                            if h.startswith("org.kde.StatusNotifierHost-")]) == 2, 30, what="two host registrations")
+                            if h.startswith("org.kde.StatusNotifierHost-")]) >= 2, 30, what="two host registrations")
     log = env.qsd_log()
     assert "did not answer RegisteredStatusNotifierItems in time" in log
     assert "did not answer RegisterStatusNotifierHost in time" in log
