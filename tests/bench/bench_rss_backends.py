@@ -31,6 +31,12 @@ until those icons resolved, prints how many did per backend (/bluetooth/devices/
 and fails when a backend that runs resolved none: the figures would then be those of a session
 without lookups. Without /usr/share/icons/Adwaita that check is skipped, and said so.
 
+Then (3) the same qsd with a Qt shell beside it: the example bar (client-qml/examples/bar, every
+domain, `import Qsd`) run by Qt's qml runtime offscreen, connected to this qsd. On a desktop a
+shell like it always runs; it maps libstdc++, libc and libm as qsd does, so those pages are
+shared, which is what Pss counts. Left out, and said so, without Qt's qml runtime or the built
+QML module.
+
 Each figure is read once the backend has settled (running with its service's objects in the
 tree, or unavailable, and its icons resolved) and 0.5 s more. RSS counts every resident page;
 Pss divides each shared page by the number of processes mapping it, so libraries that
@@ -44,6 +50,7 @@ Usage: bench_rss_backends.py   (QSD_BIN selects the daemon, default build/daemon
 """
 
 import os
+import subprocess
 import sys
 import time
 
@@ -339,6 +346,34 @@ def per_backend(env, qsd_env, wayland, items, on):
               f"{(all_absent['pss'] - marginal[b]['pss']) / mib:>+8.2f}")
 
 
+def qt_shell(env, c, sub, clients_before):
+    """Starts the example bar under Qt's qml runtime (offscreen) against this qsd and returns its
+    Popen once it is connected (one more client in /daemon/clients) and its parts are drawn, or
+    a reason why it cannot run here."""
+    qml_dir = os.path.join(BUILD, "client-qml", "qml")
+    if not os.path.exists(os.path.join(qml_dir, "Qsd", "qmldir")):
+        return None, f"no QML module in {qml_dir} (a build without WITH_QML)"
+    try:
+        bins = subprocess.run(["qtpaths6", "--query", "QT_INSTALL_BINS"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None, "no qtpaths6"
+    qml = os.path.join(bins, "qml")
+    if not os.access(qml, os.X_OK):
+        return None, f"no Qt qml runtime at {qml}"
+    bar = os.path.join(HERE, "..", "..", "client-qml", "examples", "bar", "bar.qml")
+    shell_env = dict(env.env, QML_IMPORT_PATH=qml_dir, QT_QPA_PLATFORM="offscreen", QSD_SOCKET=env.socket)
+    shell_env.pop("QML2_IMPORT_PATH", None)
+    p = env.spawn([qml, bar], "rss-qt-shell", env=shell_env)
+    c.wait_value(sub, "/daemon/clients", predicate=lambda n: (n or 0) > clients_before, timeout=60)
+    # Its bindings evaluated and its window drawn (the code that runs, resident): a round trip on
+    # qsd's side cannot show that, so a second to settle, as for the figures above.
+    time.sleep(1.0)
+    if p.poll() is not None:
+        return None, f"the bar exited with {p.returncode} (see rss-qt-shell.log)"
+    return p, None
+
+
 def main():
     quick = os.environ.get("QSD_BENCH_QUICK", "0") not in ("", "0")
     subscribers = 4 if quick else 64
@@ -400,8 +435,24 @@ def main():
         print(f"{'  of which RssAnon (heap, stacks: qsd own)':<44} {many['anon'] / 1024:>10.2f}")
         print(f"{'  of which RssFile (binary and libraries)':<44} {many['file'] / 1024:>10.2f}")
         print("where it is (per mapping, MiB, the largest first):")
-        for name, (rss, pss) in sorted(by_mapping(pid).items(), key=lambda kv: -kv[1][0])[:24]:
+        alone = by_mapping(pid)
+        for name, (rss, pss) in sorted(alone.items(), key=lambda kv: -kv[1][0])[:24]:
             print(f"  {name:<42} RSS {rss / 1024:5.2f}  Pss {pss / 1024:5.2f}")
+        shell, why = qt_shell(env, c, sub, pointer_get(c.mirror(sub), "/daemon/clients", 0))
+        if shell:
+            beside = memory(pid)
+            mapped = by_mapping(pid)
+            print("# with a Qt shell beside it (the example bar under Qt's qml runtime, offscreen, one more "
+                  "client): qsd's own figures")
+            print(f"{'  RSS / Pss':<44} {beside['rss'] / 1024:>10.2f} {beside['pss'] / 1024:>8.2f}   (target 9 / 5)")
+            print("  what the shell shares (Pss MiB without it -> with it, the largest changes):")
+            moved = sorted(mapped, key=lambda n: mapped[n][1] - alone.get(n, [0, 0])[1])
+            for name in [n for n in moved if mapped[n][1] < alone.get(n, [0, 0])[1]][:8]:
+                print(f"  {name:<42} Pss {alone[name][1] / 1024:5.2f} -> {mapped[name][1] / 1024:5.2f}")
+            shell.terminate()
+            shell.wait(10)
+        else:
+            print(f"# with a Qt shell beside it: left out ({why})")
         for cl in clients:
             cl.close()
         if sender:
