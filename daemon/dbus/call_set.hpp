@@ -11,6 +11,7 @@
 // handler passed here is wrapped so that it forgets its entry first; it also catches what the
 // handler throws, since an exception must not unwind through sd-bus.
 
+#include "../backoff.hpp"
 #include "bus.hpp"
 
 #include <chrono>
@@ -28,6 +29,16 @@ namespace qsd::dbus {
 [[nodiscard]] inline bool timedOut(const sdbus::Error& e) {
 	return e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout";
 }
+
+// A system service (UPower, power-profiles-daemon, NetworkManager, BlueZ) answers a read in
+// milliseconds. One that has not answered in 5 s is busy, most often because the system is
+// still starting: the read is made again (kAskAgain) rather than waited for the 25 s of sd-bus's
+// default timeout.
+inline constexpr std::chrono::seconds kBusyTimeout{5};
+// A read that nothing else would bring again (a start-up read, a registration), after a
+// timeout: asked again 1 s later, the delay doubling up to 30 s, for as long as the service
+// keeps its name (its owner's departure cancels the Retry).
+inline constexpr Backoff::Policy kAskAgain{std::chrono::seconds(1), std::chrono::seconds(30), 0};
 
 class CallSet {
 public:

@@ -116,7 +116,7 @@ private:
 	std::string owner_;
 	bool ready_ = false;
 	bool warned_ = false;
-	Retry retry_{{std::chrono::seconds(1), std::chrono::seconds(30)}};   // GetManagedObjects timed out
+	Retry retry_{kAskAgain};   // GetManagedObjects timed out
 	Objects objects_;
 	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
 	std::deque<std::unique_ptr<sdbus::IProxy>> retired_;   // of removed objects, oldest first

@@ -158,6 +158,16 @@ def ts(text):
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+def answers_late_once(body, seconds=6):
+    """python-dbusmock method code (for AddMethod on one object) whose first call sleeps
+    `seconds` before running `body`, past the 5 s qsd waits for a read of a system service (a
+    service busy while the system starts); the mock serves nothing else meanwhile. Later calls
+    run `body` at once. One such method per object: the flag is the object's."""
+    return (f"if not getattr(self, '_answered_late', False):\n"
+            f"    self._answered_late = True\n"
+            f"    time.sleep({seconds})\n") + body
+
+
 def wait_until(predicate, timeout=10.0, interval=0.02, what="condition"):
     deadline = time.monotonic() + timeout
     while True:

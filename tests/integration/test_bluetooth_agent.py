@@ -7,7 +7,7 @@ import os
 import pytest
 
 from bluezmock import AGENT_PATH, Bluez, dbus_mod
-from qsdtest import RpcError
+from qsdtest import RpcError, answers_late_once
 
 DEV = Bluez.device_key()
 DEV_PATH = Bluez.device_path()
@@ -236,17 +236,14 @@ def test_a_device_that_goes_takes_its_requests(agent):
 
 # BlueZ busy while the system starts: its first RegisterAgent answers after 6 s, past the 5 s qsd
 # waits (and blocks the whole mock meanwhile), and registers the agent then, as bluetoothd would.
-SLOW_REGISTER = """
-if not getattr(self, '_slowed', False):
-    self._slowed = True
-    time.sleep(6)
+SLOW_REGISTER = answers_late_once("""
 if args[0] in self.agent_paths:
     raise dbus.exceptions.DBusException('Already Exists', name='org.bluez.Error.AlreadyExists')
 if not self.default_agent:
     self.default_agent = args[0]
 self.agent_paths += [args[0]]
 self.capabilities[str(args[0])] = args[1]
-"""
+""")
 
 
 def test_a_registration_bluez_did_not_answer_in_time_is_made_again(env):

@@ -7,7 +7,7 @@ import dbus
 import pytest
 
 from nmmock import AP, CONN, DEV, NM, P, SEC_NONE, NmMock
-from qsdtest import RpcError, pointer_get, wait_until
+from qsdtest import RpcError, answers_late_once, pointer_get, wait_until
 
 
 def esc(token):
@@ -431,12 +431,7 @@ def test_actions_and_tree_are_described(world):
 
 # NetworkManager busy while the system starts: the profile's first GetSettings answers after 6 s,
 # past the 5 s qsd waits (and blocks the whole mock meanwhile).
-SLOW_SETTINGS = """
-if not getattr(self, '_slowed', False):
-    self._slowed = True
-    time.sleep(6)
-ret = self.ConnectionGetSettings(self)
-"""
+SLOW_SETTINGS = answers_late_once("ret = self.ConnectionGetSettings(self)")
 
 
 def test_a_profile_whose_settings_came_too_late_is_read_again(env):

@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from qsdtest import RpcError, wait_until
+from qsdtest import RpcError, answers_late_once, wait_until
 from upmock import (DEV_IFACE, DISPLAY, HADESS, MOCK, NEW_PPD, UP, UP_PATH, add_battery, add_mouse, dbus_mod,  # noqa: F401
                     method_calls, ppd_obj, setup_display, start_hadess, start_new_ppd, start_upower, up_mock)
 
@@ -563,12 +563,7 @@ def test_services_busy_at_start_are_asked_again(env):
 
 
 # The device's GetAll sleeps through qsd's 5 s on its first call (blocking the whole mock).
-SLOW_GETALL = """
-if not getattr(self, '_slowed', False):
-    self._slowed = True
-    time.sleep(6)
-ret = self.props[args[0]]
-"""
+SLOW_GETALL = answers_late_once("ret = self.props[args[0]]")
 
 
 def test_a_device_that_answered_too_late_is_read_again(env):

@@ -62,7 +62,7 @@ void BluetoothBackend::registerAgent() {
 	agentRetry_.cancel();
 	auto& manager = cache_->proxy(kBluezPath);
 	calls_.start("agent",
-	             manager.callMethodAsync("RegisterAgent").onInterface(kAgentManagerIface).withTimeout(kRegisterTimeout)
+	             manager.callMethodAsync("RegisterAgent").onInterface(kAgentManagerIface).withTimeout(dbus::kBusyTimeout)
 	                 .withArguments(sdbus::ObjectPath(kAgentPath), std::string("KeyboardDisplay")),
 	             [this](const sdbus::Error* e) {
 		             // AlreadyExists: BlueZ still has this path from this connection; it is ours (a
@@ -74,7 +74,7 @@ void BluetoothBackend::registerAgent() {
 		             auto& manager = cache_->proxy(kBluezPath);
 		             calls_.start("agent",
 		                          manager.callMethodAsync("RequestDefaultAgent").onInterface(kAgentManagerIface)
-		                              .withTimeout(kRegisterTimeout).withArguments(sdbus::ObjectPath(kAgentPath)),
+		                              .withTimeout(dbus::kBusyTimeout).withArguments(sdbus::ObjectPath(kAgentPath)),
 		                          [this](const sdbus::Error* e) {
 			                          if (e) return agentFailed("RequestDefaultAgent", *e);
 			                          log::info("bluetooth", "the pairing agent is registered (KeyboardDisplay, default)");
@@ -86,7 +86,7 @@ void BluetoothBackend::registerAgent() {
 }
 
 // A refusal is shown in /bluetooth/agent/error and stays; a call BlueZ did not answer in time
-// is shown too, and the whole registration is made again (kRegisterAgain).
+// is shown too, and the whole registration is made again (dbus::kAskAgain).
 void BluetoothBackend::agentFailed(const char* method, const sdbus::Error& e) {
 	agentError_ = {{"name", e.getName()}, {"message", e.getMessage()}};
 	publishAgent();

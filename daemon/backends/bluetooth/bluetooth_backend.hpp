@@ -68,12 +68,9 @@ public:
 	static constexpr auto kUnblockTimeout = std::chrono::seconds(5);
 	static constexpr auto kPairTimeout = std::chrono::seconds(120);
 	static constexpr auto kConnectTimeout = std::chrono::seconds(60);
-	// BlueZ answers RegisterAgent and RequestDefaultAgent at once. Unanswered after 5 s, it is
-	// busy (the system still starting): the registration is made again 1 s later, the delay
-	// doubling up to 30 s, for as long as BlueZ keeps its name; without it no pairing question
-	// would ever reach qsd.
-	static constexpr auto kRegisterTimeout = std::chrono::seconds(5);
-	static constexpr Backoff::Policy kRegisterAgain{std::chrono::seconds(1), std::chrono::seconds(30), 0};
+	// RegisterAgent and RequestDefaultAgent wait dbus::kBusyTimeout; unanswered, the
+	// registration is made again (dbus::kAskAgain): without it no pairing question would ever
+	// reach qsd.
 	// A package installing icons writes hundreds of files: the icons are resolved again once the
 	// burst had this long to settle, not once per file (as the tray does).
 	static constexpr auto kIconRescanDelay = std::chrono::milliseconds(500);
@@ -227,7 +224,7 @@ private:
 	bool agentRegistered_ = false;
 	bool agentDefault_ = false;
 	json agentError_ = nullptr;
-	Retry agentRetry_{kRegisterAgain};
+	Retry agentRetry_{dbus::kAskAgain};
 	std::map<uint64_t, AgentRequest> requests_;
 	uint64_t nextRequest_ = 1;
 	bool requestsWarned_ = false;

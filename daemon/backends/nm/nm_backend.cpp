@@ -230,7 +230,7 @@ void NmBackend::fetchProfile(const std::string& path) {
 			    maybeReady();
 		    }
 	    },
-	    kSettingsTimeout);
+	    dbus::kBusyTimeout);
 }
 
 void NmBackend::onDeviceState(sdbus::Message& msg) {

@@ -91,10 +91,9 @@ private:
 	static constexpr const char* kAgentId = "org.qsd.agent";
 	// How long a prompt waits for a shell: as long as NetworkManager waits for an agent.
 	static constexpr auto kSecretTimeout = std::chrono::seconds(120);
-	// NetworkManager answers GetSettings from memory. Unanswered after 5 s, it is busy (most often
-	// the system is still starting): the profile is shown without its settings and asked again
-	// 1 s later, the delay doubling up to 30 s, 8 times; its next Updated asks again after that.
-	static constexpr auto kSettingsTimeout = std::chrono::seconds(5);
+	// GetSettings waits dbus::kBusyTimeout. Unanswered, the profile is shown without its settings
+	// and asked again 1 s later, the delay doubling up to 30 s, 8 times (a profile, unlike a
+	// start-up read, is asked again by its next Updated after that).
 	static constexpr Backoff::Policy kSettingsAgain{std::chrono::seconds(1), std::chrono::seconds(30), 8};
 	// Pending prompts at most; NetworkManager asks one at a time per connection, so this bounds
 	// only a misbehaving caller.

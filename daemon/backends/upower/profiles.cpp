@@ -67,7 +67,7 @@ void UpowerBackend::ppdNamesChanged() {
 }
 
 // Reads the daemon's properties. One that does not answer in time is shown as known so far
-// (nothing) and asked again with backoff (kLate): it has no other way into the tree.
+// (nothing) and asked again with backoff (dbus::kAskAgain): it has no other way into the tree.
 void UpowerBackend::ppdLoad(bool ownerChanged) {
 	ppdProps_.load(
 	    calls_, "ppd", *ppdProxy_,
@@ -91,7 +91,7 @@ void UpowerBackend::ppdLoad(bool ownerChanged) {
 				    if (!h.cookie && !h.pending) hold(h, nullptr);
 		    updateState();
 	    },
-	    kCallTimeout);
+	    dbus::kBusyTimeout);
 }
 
 void UpowerBackend::ppdPropertiesChanged(size_t service, sdbus::Message& msg) {

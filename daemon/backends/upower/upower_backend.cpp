@@ -100,9 +100,9 @@ void UpowerBackend::upRead(unsigned what) {
 			    if (upReady_ && !e) publishDaemon();
 			    maybeUpReady();
 		    },
-		    kCallTimeout);
+		    dbus::kBusyTimeout);
 	if (what & kReadCritical)
-		calls_.start("up", upProxy_->callMethodAsync("GetCriticalAction").onInterface(kUpIface).withTimeout(kCallTimeout),
+		calls_.start("up", upProxy_->callMethodAsync("GetCriticalAction").onInterface(kUpIface).withTimeout(dbus::kBusyTimeout),
 		             [this](const sdbus::Error* e, std::string action) {
 			             if (e && dbus::timedOut(*e)) upLate(kReadCritical);
 			             else if (e) log::info("upower", "GetCriticalAction failed: {}: {}", e->getName(), e->getMessage());
@@ -112,7 +112,7 @@ void UpowerBackend::upRead(unsigned what) {
 			             maybeUpReady();
 		             });
 	if (what & kReadDisplay)
-		calls_.start("up", upProxy_->callMethodAsync("GetDisplayDevice").onInterface(kUpIface).withTimeout(kCallTimeout),
+		calls_.start("up", upProxy_->callMethodAsync("GetDisplayDevice").onInterface(kUpIface).withTimeout(dbus::kBusyTimeout),
 		             [this](const sdbus::Error* e, sdbus::ObjectPath path) {
 			             if (e) {
 				             if (dbus::timedOut(*e)) upLate(kReadDisplay);
@@ -132,7 +132,7 @@ void UpowerBackend::upRead(unsigned what) {
 			             fetchDevice(*display_, true);
 		             });
 	if (what & kReadDevices)
-		calls_.start("up", upProxy_->callMethodAsync("EnumerateDevices").onInterface(kUpIface).withTimeout(kCallTimeout),
+		calls_.start("up", upProxy_->callMethodAsync("EnumerateDevices").onInterface(kUpIface).withTimeout(dbus::kBusyTimeout),
 		             [this](const sdbus::Error* e, std::vector<sdbus::ObjectPath> paths) {
 			             if (e && dbus::timedOut(*e)) upLate(kReadDevices);
 			             else if (e) log::warning("upower", "EnumerateDevices failed: {}: {}", e->getName(), e->getMessage());
@@ -229,7 +229,7 @@ void UpowerBackend::fetchDevice(Device& d, bool display) {
 		    if (upReady_) publishDevice(*dev, display);
 		    else maybeUpReady();
 	    },
-	    kCallTimeout);
+	    dbus::kBusyTimeout);
 }
 
 // A GetAll that failed. A device that was never read and answered with an error most often left

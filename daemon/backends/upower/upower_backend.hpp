@@ -87,14 +87,9 @@ private:
 	// A hold made again after power-profiles-daemon restarted: 1 s, doubling up to 60 s, for as
 	// long as its client holds the cookie.
 	static constexpr Backoff::Policy kRehold{std::chrono::seconds(1), std::chrono::seconds(60), 0};
-	// UPower and power-profiles-daemon answer a read in milliseconds. One that has not answered
-	// in 5 s is busy (most often the system is still starting): it is asked again (kLate)
-	// instead of waited for the 25 s of sd-bus's default timeout.
-	static constexpr std::chrono::seconds kCallTimeout{5};
-	// A start-up read that did not answer in time is asked again 1 s later, the delay doubling
-	// up to 30 s, for as long as the service keeps its name: nothing else would ever fill in
-	// what it reads (UPower sends no DeviceAdded for the devices it already has).
-	static constexpr Backoff::Policy kLate{std::chrono::seconds(1), std::chrono::seconds(30), 0};
+	// Reads wait dbus::kBusyTimeout. A start-up read that did not answer is asked again
+	// (dbus::kAskAgain): nothing else would ever fill in what it reads (UPower sends no
+	// DeviceAdded for the devices it already has).
 	// UPower's start-up reads, as the bits of what is still to be asked again.
 	enum UpRead : unsigned { kReadProps = 1, kReadCritical = 2, kReadDisplay = 4, kReadDevices = 8, kReadAll = 15 };
 
@@ -180,7 +175,7 @@ private:
 	bool enumDone_ = false;
 	bool upReady_ = false;
 	unsigned upLate_ = 0;                         // UpRead bits that timed out, asked again by upRetry_
-	Retry upRetry_{kLate};
+	Retry upRetry_{dbus::kAskAgain};
 	std::map<std::string, Device> devices_;       // by object path
 	std::unique_ptr<Device> display_;
 	uint64_t nextSerial_ = 1;
@@ -191,7 +186,7 @@ private:
 	std::string ppdOwner_;
 	std::unique_ptr<sdbus::IProxy> ppdProxy_;
 	dbus::PropertySet ppdProps_;
-	Retry ppdRetry_{kLate};                      // its GetAll timed out
+	Retry ppdRetry_{dbus::kAskAgain};                      // its GetAll timed out
 	std::set<std::string> ppdUnknown_;          // unknown enum values already logged
 	std::map<uint64_t, ClientHold> holds_;
 	uint64_t nextHold_ = 1;
