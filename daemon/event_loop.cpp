@@ -147,6 +147,13 @@ uint64_t EventLoop::now() const {
 	return t;
 }
 
+std::chrono::system_clock::time_point EventLoop::wallNow() const {
+	uint64_t t = 0;
+	sd_event_now(event_, CLOCK_REALTIME, &t);
+	return std::chrono::system_clock::time_point(
+	    std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::microseconds(t)));
+}
+
 EventSource EventLoop::addIo(int fd, uint32_t events, IoHandler onReady, const char* description, Handler prepare) {
 	auto* data = new IoData{this, std::move(onReady), std::move(prepare), description};
 	sd_event_source* s = nullptr;

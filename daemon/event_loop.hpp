@@ -50,6 +50,11 @@ public:
 
 	[[nodiscard]] sd_event* raw() const { return event_; }
 	[[nodiscard]] uint64_t now() const;        // CLOCK_MONOTONIC, µs
+	// The wall clock (CLOCK_REALTIME) at the same wake-up as now(): sd-event reads both clocks
+	// together when the loop wakes, so a wall-clock time published beside a monotonic one (a
+	// player's positionAt beside its position) names the same instant, however long the
+	// iteration has run since.
+	[[nodiscard]] std::chrono::system_clock::time_point wallNow() const;
 	// The clock of the loop's timers (CLOCK_MONOTONIC, µs) read afresh, not the time the current
 	// iteration woke up at as now() gives it.
 	[[nodiscard]] static uint64_t clock();

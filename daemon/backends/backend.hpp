@@ -211,7 +211,9 @@ std::unique_ptr<Backend> createMprisBackend(BackendContext& context);
 std::unique_ptr<Backend> createNotificationsBackend(BackendContext& context);
 std::unique_ptr<Backend> createBluetoothBackend(BackendContext& context);
 
-// RFC 3339 UTC timestamp of now, as used in the tree.
+// An RFC 3339 UTC timestamp with milliseconds ("2026-12-03T08:27:26.131Z"), as the tree gives
+// times; nowRfc3339() is the wall clock read now.
+[[nodiscard]] std::string rfc3339(std::chrono::system_clock::time_point t);
 [[nodiscard]] std::string nowRfc3339();
 
 } // namespace qsd

@@ -30,16 +30,17 @@ const char* toString(BackendState state) {
 	return "unknown";
 }
 
-std::string nowRfc3339() {
-	auto now = std::chrono::system_clock::now();
-	auto secs = std::chrono::system_clock::to_time_t(now);
-	auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+	auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+	auto secs = std::time_t(ms / 1000);
 	std::tm tm{};
 	gmtime_r(&secs, &tm);
 	char buf[32];
 	std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-	return fmt::format("{}.{:03d}Z", buf, int(ms));
+	return fmt::format("{}.{:03d}Z", buf, int(ms % 1000));
 }
+
+std::string nowRfc3339() { return rfc3339(std::chrono::system_clock::now()); }
 
 // ---------------------------------------------------------------------------------------------
 // life cycle

@@ -226,6 +226,12 @@ TEST(Backoff, DoublesUpToItsCapAndGivesUpAfterMaxTries) {
 	EXPECT_EQ(forever.next(), Backoff::Delay(60s));
 }
 
+TEST(Rfc3339, IsUtcWithMilliseconds) {
+	auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1796286446131));
+	EXPECT_EQ(rfc3339(t), "2026-12-03T08:27:26.131Z");
+	EXPECT_EQ(rfc3339(std::chrono::system_clock::time_point(std::chrono::microseconds(999'999))), "1970-01-01T00:00:00.999Z");
+}
+
 TEST(Retry, ArmsOneTryPerFailureUntilThePolicyGivesUp) {
 	EventLoop loop;
 	Retry retry({1ms, 4ms, 3});

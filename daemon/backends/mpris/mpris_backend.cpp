@@ -507,7 +507,7 @@ void MprisBackend::updateActive() {
 void MprisBackend::positionIs(Player& p, int64_t us) {
 	p.positionUs = std::max<int64_t>(0, us);
 	p.positionMono = context_.loop.now();
-	p.positionAt = nowRfc3339();
+	p.positionAt = rfc3339(context_.loop.wallNow());   // the same instant as positionMono
 }
 
 void MprisBackend::advance(Player& p) {
@@ -518,7 +518,7 @@ void MprisBackend::advance(Player& p) {
 		p.positionUs = std::max<int64_t>(0, *p.positionUs + int64_t(std::llround(moved)));
 	}
 	p.positionMono = now;
-	p.positionAt = nowRfc3339();
+	p.positionAt = rfc3339(context_.loop.wallNow());
 }
 
 std::optional<int64_t> MprisBackend::estimate(const Player& p) const {

@@ -266,16 +266,6 @@ IconSpec iconSpec(std::string_view text) {
 	return {IconSpec::Kind::Name, std::string(text)};
 }
 
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-	auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-	auto secs = std::time_t(ms / 1000);
-	std::tm tm{};
-	gmtime_r(&secs, &tm);
-	char buf[32];
-	std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-	return fmt::format("{}.{:03d}Z", buf, int(ms % 1000));
-}
-
 std::string pathOfFileUrl(std::string_view url) {
 	auto spec = iconSpec(url);
 	if (url.rfind("file://", 0) != 0 || spec.kind != IconSpec::Kind::File) return {};

@@ -5,7 +5,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -105,9 +104,6 @@ struct IconSpec {
 	std::string value;   // the path or the name
 };
 [[nodiscard]] IconSpec iconSpec(std::string_view text);
-
-// RFC 3339 UTC with milliseconds ("2026-12-03T08:27:26.131Z").
-[[nodiscard]] std::string rfc3339(std::chrono::system_clock::time_point t);
 
 // The file a file:// URL of the tree names ("" when it is not one).
 [[nodiscard]] std::string pathOfFileUrl(std::string_view url);
