@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 
 namespace qsd {
@@ -38,5 +39,10 @@ private:
 	Policy policy_;
 	unsigned failures_ = 0;
 };
+
+// A delay as the log gives it ("asking again in 4 s").
+[[nodiscard]] constexpr int64_t wholeSeconds(Backoff::Delay d) {
+	return std::chrono::duration_cast<std::chrono::seconds>(d).count();
+}
 
 } // namespace qsd

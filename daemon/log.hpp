@@ -15,6 +15,11 @@ void setVerbose(bool debug);
 [[nodiscard]] bool enabled(Level level);
 void write(Level level, std::string_view category, std::string_view message);
 
+// At a level chosen at run time (Debug lines are formatted only when they are written).
+template <typename... Args>
+void at(Level level, std::string_view cat, fmt::format_string<Args...> fmt, Args&&... args) {
+	if (level != Level::Debug || enabled(Level::Debug)) write(level, cat, fmt::format(fmt, std::forward<Args>(args)...));
+}
 template <typename... Args>
 void error(std::string_view cat, fmt::format_string<Args...> fmt, Args&&... args) {
 	write(Level::Error, cat, fmt::format(fmt, std::forward<Args>(args)...));

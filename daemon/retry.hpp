@@ -9,6 +9,7 @@
 
 #include "backoff.hpp"
 #include "event_loop.hpp"
+#include "log.hpp"
 
 #include <optional>
 #include <utility>
@@ -36,6 +37,15 @@ public:
 	// Drops a pending try and keeps the count: the attempt is being made now for another reason,
 	// and if it fails too the next delay is longer.
 	void cancel() { timer_ = {}; }
+
+	// The level of the line that says what schedule() just counted: `first` at the 1st, 2nd,
+	// 4th, 8th… failure in a row and Debug between. A service that stays hung is asked again
+	// every 30 s or so for as long as it keeps its name: hung for an hour, it is logged 7 times
+	// (and more and more rarely), not a hundred.
+	[[nodiscard]] log::Level level(log::Level first = log::Level::Warning) const {
+		unsigned n = failures();
+		return n != 0 && (n & (n - 1)) == 0 ? first : log::Level::Debug;
+	}
 
 	[[nodiscard]] unsigned failures() const { return backoff_.failures(); }
 	[[nodiscard]] bool exhausted() const { return backoff_.exhausted(); }

@@ -120,8 +120,8 @@ void ObjectCache::enumerate() {
 				                 if (!owner_.empty() && !ready_) enumerate();
 			                 },
 			                 "object-cache-retry");
-			             log::warning(options_.log, "GetManagedObjects on {} did not answer in time; asking again in {} s",
-			                          options_.service, std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+			             log::at(retry_.level(), options_.log, "GetManagedObjects on {} did not answer in time; asking again in {} s",
+			                     options_.service, wholeSeconds(*delay));
 			             return;
 		             }
 		             if (e) {

@@ -255,6 +255,23 @@ TEST(Retry, ArmsOneTryPerFailureUntilThePolicyGivesUp) {
 	EXPECT_FALSE(retry.pending());
 }
 
+TEST(Retry, ItsFailuresAreLoggedAtTheFirstLevelAtEachDoublingOfTheirCount) {
+	EventLoop loop;
+	Retry retry({1s, 30s, 0});   // as dbus::kAskAgain: never gives up
+	std::vector<unsigned> loud;
+	for (unsigned n = 1; n <= 120; ++n) {   // an hour of a hung service, and more
+		ASSERT_TRUE(retry.schedule(loop, [] {}, "test-retry"));
+		if (retry.level() == log::Level::Warning) loud.push_back(n);
+		else EXPECT_EQ(retry.level(), log::Level::Debug);
+		EXPECT_EQ(retry.level(log::Level::Info) == log::Level::Info, retry.level() == log::Level::Warning);
+	}
+	EXPECT_EQ(loud, (std::vector<unsigned>{1, 2, 4, 8, 16, 32, 64}));
+	retry.reset();   // a success: the next failure is news again
+	ASSERT_TRUE(retry.schedule(loop, [] {}, "test-retry"));
+	EXPECT_EQ(retry.level(), log::Level::Warning);
+	EXPECT_EQ(wholeSeconds(*retry.schedule(loop, [] {}, "test-retry")), 2);
+}
+
 TEST(Retry, APendingTryIsReplacedDroppedOrGoesWithItsOwner) {
 	EventLoop loop;
 	int first = 0, second = 0, gone = 0, last = 0;

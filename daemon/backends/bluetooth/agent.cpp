@@ -95,8 +95,8 @@ void BluetoothBackend::agentFailed(const char* method, const sdbus::Error& e) {
 		return;
 	}
 	auto delay = agentRetry_.schedule(context_.loop, [this] { registerAgent(); }, "bluetooth-agent-register");
-	log::warning("bluetooth", "{}: BlueZ did not answer in time; registering the agent again in {} s", method,
-	             std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+	log::at(agentRetry_.level(), "bluetooth", "{}: BlueZ did not answer in time; registering the agent again in {} s",
+	        method, wholeSeconds(*delay));
 }
 
 bool BluetoothBackend::fromBluez(sdbus::MethodCall& call) {

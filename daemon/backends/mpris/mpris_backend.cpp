@@ -148,7 +148,7 @@ void MprisBackend::listNames() {
 	             [this](const sdbus::Error* e, std::vector<std::string> names) {
 		             if (e) {
 			             relist_.schedule(context_.loop, [this] { listNames(); }, "mpris-relist");
-			             log::warning("mpris", "ListNames failed: {}; trying again", e->getMessage());
+			             log::at(relist_.level(), "mpris", "ListNames failed: {}; trying again", e->getMessage());
 			             setState(BackendState::Starting, "ListNames failed: " + e->getName());
 			             return;
 		             }

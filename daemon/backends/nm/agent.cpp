@@ -86,7 +86,8 @@ void NmBackend::registerAgent() {
 			    log::warning("nm", "NetworkManager refused the secret agent: {}: {}", e->getName(), e->getMessage());
 			    return;
 		    }
-		    log::info("nm", "registering the secret agent failed ({}); trying again", e->getName());
+		    log::at(agentRetry_.level(log::Level::Info), "nm", "registering the secret agent failed ({}); trying again",
+		            e->getName());
 	    });
 }
 

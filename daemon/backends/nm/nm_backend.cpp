@@ -203,8 +203,8 @@ void NmBackend::fetchProfile(const std::string& path) {
 			        },
 			        "nm-profile-reread");
 			    if (delay)
-				    log::warning("nm", "profile {}: GetSettings did not answer in time; asking again in {} s", path,
-				                 std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+				    log::at(prof.retry.level(), "nm", "profile {}: GetSettings did not answer in time; asking again in {} s",
+				            path, wholeSeconds(*delay));
 			    else
 				    log::warning("nm", "profile {}: GetSettings did not answer {} times; asked again on its next Updated", path,
 				                 prof.retry.failures() + 1);

@@ -194,8 +194,8 @@ void TrayBackend::registerHost() {
 void TrayBackend::watcherLate(Retry& retry, const char* what, EventLoop::Handler again) {
 	auto delay = retry.schedule(context_.loop, std::move(again), "tray-watcher-retry");
 	if (delay)
-		log::warning("tray", "{} did not answer {} in time; asking again in {} s", otherOwner_, what,
-		             std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+		log::at(retry.level(), "tray", "{} did not answer {} in time; asking again in {} s", otherOwner_, what,
+		        wholeSeconds(*delay));
 	else
 		log::warning("tray", "{} did not answer {} in time {} times; not asked again", otherOwner_, what, retry.failures() + 1);
 }

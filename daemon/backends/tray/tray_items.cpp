@@ -192,8 +192,8 @@ void TrayBackend::retryRead(Item& item) {
 		             item.key, item.readRetry.failures() + 1);
 		return;
 	}
-	log::info("tray", "{}: reading its properties timed out; asking again in {} s", item.key,
-	          std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+	log::at(item.readRetry.level(log::Level::Info), "tray", "{}: reading its properties timed out; asking again in {} s",
+	        item.key, wholeSeconds(*delay));
 }
 
 void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {

@@ -131,8 +131,8 @@ void TrayBackend::retryMenu(Item& item) {
 		             menu.retry.failures() + 1);
 		return;
 	}
-	log::info("tray", "{}: asking for its menu again in {} s", item.key,
-	          std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+	log::at(menu.retry.level(log::Level::Info), "tray", "{}: asking for its menu again in {} s", item.key,
+	        wholeSeconds(*delay));
 }
 
 void TrayBackend::refreshMenu(Item& item) {

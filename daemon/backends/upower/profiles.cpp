@@ -79,8 +79,8 @@ void UpowerBackend::ppdLoad(bool ownerChanged) {
 				        if (ppdProxy_) ppdLoad(false);
 			        },
 			        "upower-ppd-late");
-			    log::warning("upower", "{} did not answer in time; asking again in {} s", ppd().name,
-			                 std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+			    log::at(ppdRetry_.level(), "upower", "{} did not answer in time; asking again in {} s", ppd().name,
+			            wholeSeconds(*delay));
 		    } else if (e) {
 			    log::warning("upower", "reading {}'s properties failed: {}: {}", ppd().name, e->getName(), e->getMessage());
 		    }

@@ -153,8 +153,7 @@ void UpowerBackend::upLate(unsigned what) {
 		    if (upProxy_ && late) upRead(late);
 	    },
 	    "upower-late");
-	log::warning("upower", "UPower did not answer in time; asking again in {} s",
-	             std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+	log::at(upRetry_.level(), "upower", "UPower did not answer in time; asking again in {} s", wholeSeconds(*delay));
 }
 
 void UpowerBackend::upVanished() {
