@@ -64,16 +64,24 @@ std::vector<MethodRegistration> registerCoreMethods(Daemon& d) {
 		            {"capabilities", caps}};
 	});
 
-	add("tree.get", [&tree](const json& params, ClientSession&) {
+	auto addAsync = [&](const char* name, Dispatcher::AsyncHandler h) {
+		disp.addAsync(name, std::move(h));
+		regs.emplace_back(disp, name);
+	};
+
+	// The value is written from the tree, not copied out of it first (rpc::JsonWriter).
+	addAsync("tree.get", [&tree](const json& params, Responder responder, ClientSession&) {
 		Params p(params);
 		auto path = validPath(p, "path");
 		tree.flush();
 		const json* v = tree.find(path);
 		if (!v) throw RpcException(ErrorCode::NotFound, "No value at " + (path.empty() ? std::string("\"\"") : path), {{"path", path}});
-		return json{{"revision", tree.revision()}, {"value", *v}};
+		auto text = responder.beginResult();
+		rpc::JsonWriter(text).raw(R"({"revision":)").value(tree.revision()).raw(R"(,"value":)").value(*v).raw("}");
+		responder.endResult(std::move(text));
 	});
 
-	add("tree.subscribe", [](const json& params, ClientSession& client) {
+	addAsync("tree.subscribe", [](const json& params, Responder responder, ClientSession& client) {
 		Params p(params);
 		const auto& arr = p.array("paths");
 		if (arr.empty()) Params::fail("paths", "a non-empty array of JSON Pointers");
@@ -85,7 +93,7 @@ std::vector<MethodRegistration> registerCoreMethods(Daemon& d) {
 		}
 		int64_t throttle = p.optInteger("throttleMs").value_or(0);
 		if (throttle < 0 || throttle > 60000) Params::fail("throttleMs", "an integer from 0 to 60000");
-		return client.subscribe(std::move(paths), uint64_t(throttle));
+		responder.endResult(client.subscribe(std::move(paths), uint64_t(throttle), responder.beginResult()));
 	});
 
 	add("tree.unsubscribe", [](const json& params, ClientSession& client) {

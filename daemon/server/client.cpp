@@ -182,8 +182,9 @@ void ClientSession::enqueue(Outgoing message) {
 	writeSome();
 }
 
-void ClientSession::sendResponse(const json& message) {
-	auto line = rpc::toLine(message);
+void ClientSession::sendResponse(const json& message) { sendResponseLine(rpc::toLine(message)); }
+
+void ClientSession::sendResponseLine(std::string line) {
 	// Whether writes of the event being handled are pending: for an answer given while its
 	// request is dispatched, whether that request wrote; for one given later (an action that
 	// completes on a D-Bus reply), whether anything was written since the last flush chance.
@@ -339,9 +340,14 @@ void ClientSession::onDrained() {
 		sub->pending = json::array();
 		sub->syncedRevision = tree_.revision();
 		++resyncs_;
-		auto line = rpc::toLine(rpc::makeNotification("tree.resync", {{"subscription", id},
-		                                                              {"revision", tree_.revision()},
-		                                                              {"snapshot", sub->membership.filter().snapshot(tree_.root())}}));
+		// What rpc::toLine(rpc::makeNotification("tree.resync", {...})) writes, with the snapshot
+		// written from the tree (subscribe, below).
+		std::string line;
+		rpc::JsonWriter out(line);
+		out.raw(R"({"jsonrpc":"2.0","method":"tree.resync","params":{"revision":)").value(tree_.revision());
+		out.raw(R"(,"snapshot":)");
+		sub->membership.filter().writeSnapshot(tree_.root(), out);
+		out.raw(R"(,"subscription":)").value(id).raw("}}\n");
 		push(Outgoing{std::move(line), id, {}, 0, true});
 	}
 	if (droppedEvents_ > 0 && queue_.size() < limits_.maxQueuedMessages) {
@@ -353,7 +359,7 @@ void ClientSession::onDrained() {
 	if (!queue_.empty()) writeSome();
 }
 
-json ClientSession::subscribe(std::vector<std::string> paths, uint64_t throttleMs) {
+std::string ClientSession::subscribe(std::vector<std::string> paths, uint64_t throttleMs, std::string into) {
 	if (subscriptions_.size() >= limits_.maxSubscriptions)
 		throw rpc::RpcException(ErrorCode::LimitExceeded, "Too many subscriptions on this connection",
 		                        {{"limit", "subscriptions"}, {"max", limits_.maxSubscriptions}});
@@ -366,8 +372,13 @@ json ClientSession::subscribe(std::vector<std::string> paths, uint64_t throttleM
 	auto sub = std::make_unique<Subscription>(*this, id, throttleMs * 1000);
 	// Registered before the snapshot is read; nothing can change in between (one thread).
 	sub->membership = server_.filterGroups().join(std::move(paths), *sub);
-	json result = {{"subscription", id}, {"epoch", tree_.epoch()}, {"revision", tree_.revision()},
-	               {"snapshot", sub->membership.filter().snapshot(tree_.root())}};
+	// The result's text, written from the tree: a json holding the snapshot would be a copy of
+	// all of it that the subscription asked for, made and freed per subscriber (JsonWriter).
+	std::string result = std::move(into);
+	rpc::JsonWriter out(result);
+	out.raw(R"({"epoch":)").value(tree_.epoch()).raw(R"(,"revision":)").value(tree_.revision()).raw(R"(,"snapshot":)");
+	sub->membership.filter().writeSnapshot(tree_.root(), out);
+	out.raw(R"(,"subscription":)").value(id).raw("}");
 	subscriptions_.emplace(id, std::move(sub));
 	return result;
 }

@@ -59,12 +59,15 @@ public:
 	// it leaves after the tree.changed of every write made before it, so a client whose
 	// request changed the tree finds its mirror up to date when the answer arrives.
 	void sendResponse(const json& message);
+	void sendResponseLine(std::string line);   // a response's text with its '\n'
 	void deliverHeldResponse(std::string line);
 	// An event notification: dropped (and counted) when over budget.
 	void sendEvent(const std::string& topic, const json& data, uint64_t revision);
 
 	// tree.subscribe / tree.unsubscribe; throw rpc::RpcException on bad input.
-	json subscribe(std::vector<std::string> paths, uint64_t throttleMs);
+	// Returns `into` with the result's JSON text appended (written from the tree: see
+	// rpc::JsonWriter).
+	std::string subscribe(std::vector<std::string> paths, uint64_t throttleMs, std::string into = {});
 	void unsubscribe(uint64_t subscription);
 	[[nodiscard]] size_t subscriptionCount() const { return subscriptions_.size(); }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 #include <stdexcept>
+#include <utility>
 
 namespace qsd {
 
@@ -13,18 +14,22 @@ using json = nlohmann::json;
 using rpc::ErrorCode;
 
 // A batch answers once every member has completed, as one array (nothing if all were
-// notifications).
+// notifications), in the order they completed.
 struct Batch {
 	std::weak_ptr<ClientSession> client;
 	size_t outstanding = 0;
-	json responses = json::array();
-	bool sealed = false;   // all members dispatched
+	std::string responses;   // the members' answers so far, as text: "[a,b"
+	bool sealed = false;     // all members dispatched
 
+	void add(std::string_view response) {
+		responses.push_back(responses.empty() ? '[' : ',');
+		responses.append(response);
+	}
 	void maybeSend() {
-		if (!sealed || outstanding > 0) return;
-		if (responses.empty()) return;
-		if (auto c = client.lock()) c->sendResponse(responses);
-		responses = json::array();
+		if (!sealed || outstanding > 0 || responses.empty()) return;
+		responses.push_back(']');
+		responses.push_back('\n');
+		if (auto c = client.lock()) c->sendResponseLine(std::exchange(responses, {}));
 	}
 };
 
@@ -37,17 +42,20 @@ struct Completion {
 	std::shared_ptr<Batch> batch;
 	std::string method;
 
-	void complete(json response) {
+	void complete(const json& response) { completeText(response.is_null() ? std::string() : rpc::dump(response)); }
+	// `response` is the answer's text (empty for a notification's, which is not sent).
+	void completeText(std::string response) {
 		if (done) return;
 		done = true;
 		if (batch) {
-			if (!notification) batch->responses.push_back(std::move(response));
+			if (!notification) batch->add(response);
 			--batch->outstanding;
 			batch->maybeSend();
 			return;
 		}
 		if (notification) return;
-		if (auto c = client.lock()) c->sendResponse(response);
+		response += '\n';
+		if (auto c = client.lock()) c->sendResponseLine(std::move(response));
 	}
 };
 } // namespace detail
@@ -69,6 +77,18 @@ void Responder::result(json value) {
 	// spent a fifth of its time on answers nobody would get).
 	if (completion_->notification) return completion_->complete(nullptr);
 	completion_->complete(rpc::makeResult(completion_->id, std::move(value)));
+}
+
+std::string Responder::beginResult() const {
+	if (!completion_ || completion_->notification) return {};
+	return rpc::resultHead(completion_->id);
+}
+
+void Responder::endResult(std::string text) {
+	if (!completion_) return;
+	if (completion_->notification) return completion_->complete(nullptr);
+	text.push_back('}');
+	completion_->completeText(std::move(text));
 }
 
 void Responder::error(rpc::Error e) {

@@ -31,6 +31,11 @@ public:
 	~Responder();
 
 	void result(nlohmann::json value);
+	// A result written as text where it lives (rpc::JsonWriter), into the answer itself:
+	// beginResult() gives the answer's text up to the result (empty for a notification, which
+	// gets no answer), the handler appends the result's JSON, and endResult() sends it.
+	[[nodiscard]] std::string beginResult() const;
+	void endResult(std::string text);
 	void error(rpc::Error error);
 	void error(rpc::ErrorCode code, std::string message, nlohmann::json data = nullptr);
 	[[nodiscard]] bool isNotification() const;

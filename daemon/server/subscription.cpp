@@ -31,11 +31,24 @@ PathFilter::PathFilter(std::vector<std::string> paths, const json& root): reques
 	resetPresence(root);
 }
 
-json PathFilter::snapshot(const json& root) const {
-	json snap = json::object();
-	for (const auto& p: requested_)
-		if (const json* v = lookup(root, p)) snap[p] = *v;
-	return snap;
+void PathFilter::writeSnapshot(const json& root, rpc::JsonWriter& out) const {
+	// The order a json object of them would have: sorted, each path once.
+	std::vector<const std::string*> paths;
+	paths.reserve(requested_.size());
+	for (const auto& p: requested_) paths.push_back(&p);
+	std::sort(paths.begin(), paths.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+	paths.erase(std::unique(paths.begin(), paths.end(), [](const std::string* a, const std::string* b) { return *a == *b; }),
+	            paths.end());
+	out.raw("{");
+	bool first = true;
+	for (const auto* p: paths) {
+		const json* v = lookup(root, *p);
+		if (!v) continue;
+		if (!first) out.raw(",");
+		first = false;
+		out.key(*p).value(*v);
+	}
+	out.raw("}");
 }
 
 void PathFilter::resetPresence(const json& root) {

@@ -5,6 +5,7 @@
 #include "../tree.hpp"
 
 #include <nlohmann/json.hpp>
+#include <qsd/protocol/jsonrpc.hpp>
 
 #include <cstdint>
 #include <forward_list>
@@ -26,7 +27,9 @@ public:
 	// The requested paths, in request order, for the snapshot.
 	[[nodiscard]] const std::vector<std::string>& requested() const { return requested_; }
 	// {path: value} for each requested path that exists; absent paths are left out.
-	[[nodiscard]] json snapshot(const json& root) const;
+	// Writes the snapshot, {path: value} for each requested path that exists, as the text of a
+	// JSON object (members in nlohmann's order, a path requested twice once), from `root`.
+	void writeSnapshot(const json& root, rpc::JsonWriter& out) const;
 	// Re-reads which paths exist (after a resync snapshot was taken).
 	void resetPresence(const json& root);
 

@@ -31,6 +31,27 @@ std::string dump(const json& value) {
 	return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+JsonWriter::JsonWriter(std::string& out)
+    : out_(out), serializer_(nlohmann::detail::output_adapter<char>(out), ' ', json::error_handler_t::replace) {}
+
+JsonWriter& JsonWriter::value(const json& value) {
+	serializer_.dump(value, false, false, 0);
+	return *this;
+}
+
+JsonWriter& JsonWriter::key(std::string_view name) {
+	value(json(name));
+	out_ += ':';
+	return *this;
+}
+
+std::string resultHead(const json& id) {
+	// makeResult's members in nlohmann's order (sorted): id, jsonrpc, result.
+	std::string text;
+	JsonWriter(text).raw(R"({"id":)").value(id).raw(R"(,"jsonrpc":"2.0","result":)");
+	return text;
+}
+
 std::string toLine(const json& message) {
 	auto line = dump(message);
 	line.push_back('\n');

@@ -15,7 +15,7 @@ class ClientTest: public ServerFixture {
 protected:
 	void SetUp() override {
 		dispatcher.add("sub", [](const json& p, ClientSession& c) {
-			return c.subscribe(p.at("paths").get<std::vector<std::string>>(), p.value("throttleMs", 0));
+			return json::parse(c.subscribe(p.at("paths").get<std::vector<std::string>>(), p.value("throttleMs", 0)));
 		});
 		dispatcher.add("unsub", [](const json& p, ClientSession& c) {
 			c.unsubscribe(p.at("id").get<uint64_t>());
@@ -215,7 +215,7 @@ TEST_F(ClientTest, SubscriptionLimitsAndUnknownIds) {
 	limits.maxPathsPerSubscription = 3;
 	auto c = connect(limits);
 	auto& s = *c.session;
-	auto a = s.subscribe({"/a"}, 0);
+	auto a = json::parse(s.subscribe({"/a"}, 0));
 	s.subscribe({"/b"}, 0);
 	try {
 		s.subscribe({"/c"}, 0);
@@ -313,7 +313,7 @@ TEST_F(ClientTest, EverySubscriberGetsExactlyItsOwnLineWhetherItsPathsAreSharedO
 		Sub s{connect(), pathSets[i]};
 		// Some sessions have another subscription first, so ids differ between sessions.
 		for (size_t k = 0; k < i % 3; ++k) s.c.session->subscribe({"/elsewhere"}, 0);
-		s.id = s.c.session->subscribe(s.paths, 0)["subscription"];
+		s.id = json::parse(s.c.session->subscribe(s.paths, 0))["subscription"];
 		s.reference = std::make_unique<PathFilter>(s.paths, tree.root());
 		subs.push_back(std::move(s));
 	}

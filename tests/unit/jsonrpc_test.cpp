@@ -140,3 +140,17 @@ TEST(JsonRpc, MessageShapes) {
 	                 ErrorCode::LimitExceeded, ErrorCode::PermissionDenied})
 		EXPECT_STRNE(defaultMessage(code), "Error");
 }
+
+// An answer assembled as text (tree.get, tree.subscribe: written from the tree) is the text of
+// the answer a json result would have given.
+TEST(JsonRpc, ResultTextIsWhatTheResultsMessageDumps) {
+	json result = {{"revision", 7}, {"value", {{"b", "x\xff"}, {"a", json::array({1, 2.5, nullptr})}}}};
+	std::string text;
+	JsonWriter(text).raw(R"({"revision":)").value(7).raw(R"(,"value":)").value(result["value"]).raw("}");
+	EXPECT_EQ(text, dump(result));
+	for (const json& id: {json(1), json("req-\"1\""), json(nullptr), json(-3)})
+		EXPECT_EQ(resultHead(id) + text + "}", dump(makeResult(id, result))) << id;
+	std::string keyed;
+	JsonWriter(keyed).raw("{").key("p\"é\xfe").value(true).raw("}");
+	EXPECT_EQ(keyed, dump(json{{"p\"é\xfe", true}}));
+}

@@ -12,6 +12,7 @@
 #include <memory>
 
 using qsd::PathFilter;
+namespace rpc = qsd::rpc;
 using json = nlohmann::json;
 
 namespace {
@@ -28,13 +29,33 @@ json run(PathFilter& f, const json& patch, const json& root) {
 	return out;
 }
 
+std::string snapshotText(const PathFilter& f, const json& root) {
+	std::string text;
+	rpc::JsonWriter out(text);
+	f.writeSnapshot(root, out);
+	return text;
+}
+
+json snapshot(const PathFilter& f, const json& root) { return json::parse(snapshotText(f, root)); }
+
 } // namespace
 
 TEST(PathFilter, SnapshotKeepsRequestOrderAndLeavesAbsentPathsOut) {
 	json root = {{"a", {{"b", 1}}}, {"c", 2}};
 	PathFilter f({"/c", "/missing", "/a/b", "", "/a/b"}, root);
 	EXPECT_EQ(f.requested(), (std::vector<std::string>{"/c", "/missing", "/a/b", "", "/a/b"}));
-	EXPECT_EQ(f.snapshot(root), (json{{"/c", 2}, {"/a/b", 1}, {"", root}}));
+	EXPECT_EQ(snapshot(f, root), (json{{"/c", 2}, {"/a/b", 1}, {"", root}}));
+}
+
+// Written from the tree, the snapshot's text is what a json holding it dumped: the same member
+// order, a path asked for twice once, invalid UTF-8 replaced, escapes in keys and values.
+TEST(PathFilter, SnapshotTextIsWhatItsJsonDumps) {
+	json root = {{"a", {{"b", 1}, {"t", "x\xff\"\n"}}}, {"c", json::array({1.5, nullptr, true})}, {"q\"k", {{"é", "ü"}}}};
+	PathFilter f({"/c", "/missing", "/a/b", "/q\"k", "/a", "/a/b", "/a/t"}, root);
+	json expected = {{"/c", root["c"]}, {"/a/b", 1}, {"/q\"k", root["q\"k"]}, {"/a", root["a"]}, {"/a/t", root["a"]["t"]}};
+	EXPECT_EQ(snapshotText(f, root), rpc::dump(expected));
+	EXPECT_EQ(snapshotText(PathFilter({"/missing"}, root), root), "{}");
+	EXPECT_EQ(snapshotText(PathFilter({""}, root), root), rpc::dump(json{{"", root}}));
 }
 
 TEST(PathFilter, OnlyChangesAtOrBelowTheSubscribedPaths) {
@@ -109,7 +130,7 @@ TEST(PathFilter, PresenceFollowsOperationsOnThePathItself) {
 TEST(PathFilter, EscapedTokens) {
 	json root = {{"a/b", {{"c~d", 1}}}};
 	PathFilter f({"/a~1b/c~0d"}, root);
-	EXPECT_EQ(f.snapshot(root), (json{{"/a~1b/c~0d", 1}}));
+	EXPECT_EQ(snapshot(f, root), (json{{"/a~1b/c~0d", 1}}));
 	EXPECT_EQ(run(f, json::array({op("replace", "/a~1b/c~0d", 2)}), root), json::array({op("replace", "/a~1b/c~0d", 2)}));
 	EXPECT_EQ(run(f, json::array({op("replace", "/a~1b~0", 2)}), root), json::array());
 }

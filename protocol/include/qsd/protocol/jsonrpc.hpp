@@ -53,6 +53,31 @@ struct RpcException : std::exception {
 // The same without the newline.
 [[nodiscard]] std::string dump(const json& value);
 
+// Appends JSON text to `out` as dump() writes it, for a message assembled from parts that are
+// serialized where they live: an answer that holds a part of the daemon's tree (a snapshot of
+// it, tree.get) is written from the tree instead of from a copy of it in a json first, which
+// for the whole tree was some 2 000 allocations of a few hundred kilobytes, made and freed
+// for every subscriber, among the allocations that stay (what fragmented the daemon's heap).
+class JsonWriter {
+public:
+	explicit JsonWriter(std::string& out);
+	JsonWriter& value(const json& value);
+	JsonWriter& key(std::string_view name);   // a member's name and its ':'
+	JsonWriter& raw(std::string_view text) {  // text that is JSON already (punctuation, numbers)
+		out_ += text;
+		return *this;
+	}
+	[[nodiscard]] std::string& text() { return out_; }
+
+private:
+	std::string& out_;
+	nlohmann::detail::serializer<json> serializer_;
+};
+
+// The text of an answer to request `id` up to its result: the result's text and "}" after it
+// make what dump(makeResult(id, result)) gives.
+[[nodiscard]] std::string resultHead(const json& id);
+
 [[nodiscard]] json makeRequest(const json& id, std::string_view method, json params = nullptr);
 [[nodiscard]] json makeNotification(std::string_view method, json params = nullptr);
 [[nodiscard]] json makeResult(const json& id, json result);
