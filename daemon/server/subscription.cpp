@@ -98,14 +98,12 @@ const std::shared_ptr<const std::string>& FilteredBatch::head() const {
 		return head_ = reuse_->text;
 	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":[)";
 	{
-		// One serializer writing straight into the line, as rpc::dump() does for a whole
-		// value: dump() per operation cost a serializer (a locale lookup, an output adapter
-		// allocation) and a temporary string each.
-		nlohmann::detail::serializer<json> out(nlohmann::detail::output_adapter<char>(line), ' ',
-		                                       json::error_handler_t::replace);
+		// One writer straight into the line: dump() per operation cost a serializer (a locale
+		// lookup, an output adapter allocation) and a temporary string each.
+		rpc::JsonWriter out(line);
 		for (size_t i = 0; i < selection_.ops.size(); ++i) {
-			if (i) line += ',';
-			out.dump(*selection_.ops[i], false, false, 0);
+			if (i) out.raw(",");
+			out.value(*selection_.ops[i]);
 		}
 	}
 	line += R"(],"revision":)";

@@ -26,7 +26,6 @@ public:
 
 	// The requested paths, in request order, for the snapshot.
 	[[nodiscard]] const std::vector<std::string>& requested() const { return requested_; }
-	// {path: value} for each requested path that exists; absent paths are left out.
 	// Writes the snapshot, {path: value} for each requested path that exists, as the text of a
 	// JSON object (members in nlohmann's order, a path requested twice once), from `root`.
 	void writeSnapshot(const json& root, rpc::JsonWriter& out) const;

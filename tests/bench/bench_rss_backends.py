@@ -95,6 +95,20 @@ def status_kib(pid, field):
     return 0
 
 
+def rss_settled(pid, still=5, step=0.1, timeout=30):
+    """Returns once pid's VmRSS has stayed the same over `still` reads `step` s apart."""
+    deadline = time.monotonic() + timeout
+    last, same = -1, 0
+    while same < still and time.monotonic() < deadline:
+        try:
+            rss = status_kib(pid, "VmRSS")
+        except OSError:
+            return   # it exited: the caller says so
+        same = same + 1 if rss == last else 0
+        last = rss
+        time.sleep(step)
+
+
 def memory(pid):
     """RSS, Pss, RssAnon and RssFile of pid, in KiB."""
     with open(f"/proc/{pid}/smaps_rollup") as f:
@@ -366,9 +380,10 @@ def qt_shell(env, c, sub, clients_before):
     shell_env.pop("QML2_IMPORT_PATH", None)
     p = env.spawn([qml, bar], "rss-qt-shell", env=shell_env)
     c.wait_value(sub, "/daemon/clients", predicate=lambda n: (n or 0) > clients_before, timeout=60)
-    # Its bindings evaluated and its window drawn (the code that runs, resident): a round trip on
-    # qsd's side cannot show that, so a second to settle, as for the figures above.
-    time.sleep(1.0)
+    # Its bindings evaluated and its window drawn: what qsd's Pss depends on is the pages the
+    # shell has mapped, so wait until the shell's own RSS stops growing (unchanged over half a
+    # second) rather than for a fixed time.
+    rss_settled(p.pid)
     if p.poll() is not None:
         return None, f"the bar exited with {p.returncode} (see rss-qt-shell.log)"
     return p, None

@@ -67,7 +67,6 @@ public:
 		out_ += text;
 		return *this;
 	}
-	[[nodiscard]] std::string& text() { return out_; }
 
 private:
 	std::string& out_;
