@@ -134,6 +134,23 @@ def by_mapping(pid):
     return out
 
 
+def function_order(binary):
+    """(listed, present): the functions daemon/function-order.txt lists for the linker to lay out
+    first, and how many of them binary has. Fewer present means the list is older than the code
+    (scripts/order-functions writes it again). None without nm."""
+    listed = set()
+    with open(os.path.join(HERE, "..", "..", "daemon", "function-order.txt")) as f:
+        for line in f:
+            if line.startswith(".text.") and "*" not in line:
+                listed.add(line.strip()[len(".text."):])
+    try:
+        out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    names = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    return len(listed), len(listed & names)
+
+
 def desktop_files(env):
     """qsd's environment additions of a desktop session that looks icons up: the icon theme
     configured (GTK's settings.ini), the standard data directories (the installed themes under
@@ -453,6 +470,10 @@ def main():
         alone = by_mapping(pid)
         for name, (rss, pss) in sorted(alone.items(), key=lambda kv: -kv[1][0])[:24]:
             print(f"  {name:<42} RSS {rss / 1024:5.2f}  Pss {pss / 1024:5.2f}")
+        order = function_order(os.path.realpath(os.environ["QSD_BIN"]))
+        if order:
+            print(f"  (the binary has {order[1]} of the {order[0]} functions daemon/function-order.txt lays out "
+                  "first: fewer, and more of its code is resident; scripts/order-functions lists them again)")
         shell, why = qt_shell(env, c, sub, pointer_get(c.mirror(sub), "/daemon/clients", 0))
         if shell:
             beside = memory(pid)
