@@ -66,7 +66,7 @@ import pwtest  # noqa: E402
 import trayutil  # noqa: E402
 import waylandenv  # noqa: E402
 from nmmock import NmMock  # noqa: E402
-from qsdtest import Env, pointer_get  # noqa: E402
+from qsdtest import Env, listed_functions, pointer_get  # noqa: E402
 
 
 ALL = ["nm", "upower", "pipewire", "tray", "wayland", "mpris", "notifications", "bluetooth"]
@@ -138,11 +138,7 @@ def function_order(binary):
     """(listed, present): the functions daemon/function-order.txt lists for the linker to lay out
     first, and how many of them binary has. Fewer present means the list is older than the code
     (scripts/order-functions writes it again). None without nm."""
-    listed = set()
-    with open(os.path.join(HERE, "..", "..", "daemon", "function-order.txt")) as f:
-        for line in f:
-            if line.startswith(".text.") and "*" not in line:
-                listed.add(line.strip()[len(".text."):])
+    listed = listed_functions()
     try:
         out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):

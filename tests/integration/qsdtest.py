@@ -61,6 +61,14 @@ BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configur
 DIE_WITH_HARNESS = ["setpriv", "--pdeathsig", "TERM", "--"]
 
 
+def listed_functions():
+    """The functions daemon/function-order.txt lists for the linker to lay out first (mangled
+    names; its patterns, such as the static initializers', left out)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "daemon", "function-order.txt")
+    with open(path) as f:
+        return {line.strip()[len(".text."):] for line in f if line.startswith(".text.") and "*" not in line}
+
+
 def die_with_harness(args):
     """`args` run so that the program gets SIGTERM when this process's main thread ends."""
     if args and args[0] == "setpriv" or threading.current_thread() is not threading.main_thread():

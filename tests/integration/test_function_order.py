@@ -10,12 +10,11 @@ import subprocess
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ORDER = os.path.join(HERE, "..", "..", "daemon", "function-order.txt")
+from qsdtest import BUILD, QSD, listed_functions
 
 
 def cache(name):
-    path = os.path.join(os.environ.get("QSD_BUILD_DIR", os.path.join(HERE, "..", "..", "build")), "CMakeCache.txt")
+    path = os.path.join(BUILD, "CMakeCache.txt")
     with open(path) as f:
         for line in f:
             key, _, value = line.rstrip("\n").partition("=")
@@ -28,12 +27,8 @@ def test_the_listed_functions_are_laid_out_together():
     if cache("SANITIZE") == "ON" or cache("CMAKE_BUILD_TYPE") not in ("Release", "RelWithDebInfo") \
             or cache("QSD_HAVE_GOLD_ICF") != "1":
         pytest.skip("the daemon is ordered only in an optimised build linked with gold")
-    listed = set()
-    with open(ORDER) as f:
-        for line in f:
-            if line.startswith(".text.") and "*" not in line:
-                listed.add(line.strip()[len(".text."):])
-    out = subprocess.run(["nm", "-n", "-S", "--defined-only", os.environ["QSD_BIN"]], check=True,
+    listed = listed_functions()
+    out = subprocess.run(["nm", "-n", "-S", "--defined-only", QSD], check=True,
                          capture_output=True, text=True).stdout
     functions = []   # (address, size, listed)
     for line in out.splitlines():
