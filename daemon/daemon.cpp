@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <csignal>
 #include <malloc.h>
+#include <tuple>
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 namespace qsd {
 
@@ -46,8 +49,11 @@ Daemon::~Daemon() {
 	}
 	backends_.clear();
 	context_.reset();
-	sessionBus_.reset();
-	systemBus_.reset();
+	for (auto* bus: {&sessionBus_, &systemBus_}) {
+		bus->probe.reset();
+		bus->retryTimer.reset();
+		bus->connection.reset();
+	}
 	methods_.clear();
 	server_.reset();
 }
@@ -58,39 +64,83 @@ std::vector<std::string> Daemon::backendIds() const {
 	return ids;
 }
 
-void Daemon::connectBuses() {
-	try {
-		systemBus_ = std::make_unique<BusConnection>(loop_, BusConnection::Kind::System);
-	} catch (const sdbus::Error& e) {
-		systemBusError_ = "cannot connect to the system bus: " + e.getMessage();
-		log::warning("qsd", "{}; system services will be unavailable", systemBusError_);
+namespace {
+const char* busName(BusConnection::Kind kind) { return kind == BusConnection::Kind::System ? "system" : "session"; }
+} // namespace
+
+void Daemon::askBus(BusSlot& bus) {
+	bus.probe = std::make_unique<BusProbe>(loop_, bus.kind, kBusAnswerTimeout,
+	                                       [this, &bus](BusProbe::Result result, const std::string& why) {
+		                                       busAnswered(bus, result, why);
+	                                       });
+}
+
+// A bus answered its probe, or will not: connect, or say why not, and let the backends on it
+// start (or fail) now. A bus that did not answer is asked again until it does.
+void Daemon::busAnswered(BusSlot& bus, BusProbe::Result result, const std::string& why) {
+	const char* which = busName(bus.kind);
+	bool wasPending = bus.pending;
+	bus.pending = false;
+	if (result == BusProbe::Result::NoAnswer) {
+		bus.error = fmt::format("cannot connect to the {} bus: {}", which, why);
+		auto delay = bus.retry.next();
+		log::warning("qsd", "{}; asking it again in {} s", bus.error,
+		             std::chrono::duration_cast<std::chrono::seconds>(*delay).count());
+		bus.retryTimer = loop_.addTimer(*delay, [this, &bus] { askBus(bus); }, "bus-retry");
+	} else {
+		// Answered: this handshake takes a round trip. Refused: it fails at once, saying why.
+		try {
+			bus.connection = std::make_unique<BusConnection>(loop_, bus.kind);
+			bus.error.clear();
+			if (bus.retry.failures()) log::notice("qsd", "the {} bus answered", which);
+			// A bus that goes away takes every proxy, match, owned name and agent registration
+			// of the backends on it: qsd exits with a failure so that the service manager
+			// starts it again (qsd.service has Restart=on-failure, and qsd.socket keeps the
+			// socket for clients), and the new qsd reads everything afresh from the new bus.
+			// The session bus going is the end of the session, where exiting is right anyway.
+			bus.connection->onLost([this, which] {
+				log::error("qsd", "the connection to the {} bus was lost; exiting so that qsd is started again", which);
+				loop_.exit(kExitBusLost);
+			});
+		} catch (const sdbus::Error& e) {
+			bus.error = fmt::format("cannot connect to the {} bus: {}", which, e.getMessage());
+			log::warning("qsd", "{}; {} services will be unavailable", bus.error, which);
+		}
 	}
-	try {
-		sessionBus_ = std::make_unique<BusConnection>(loop_, BusConnection::Kind::Session);
-	} catch (const sdbus::Error& e) {
-		sessionBusError_ = "cannot connect to the session bus: " + e.getMessage();
-		log::warning("qsd", "{}; session services will be unavailable", sessionBusError_);
+	if (!context_) return;
+	auto [connection, error, pending] = bus.kind == BusConnection::Kind::System
+	                                         ? std::tie(context_->systemBus, context_->systemBusError, context_->systemBusPending)
+	                                         : std::tie(context_->sessionBus, context_->sessionBusError, context_->sessionBusPending);
+	connection = bus.connection.get();
+	error = bus.error;
+	pending = false;
+	// Backends on a bus that failed before are told only when it answers at last.
+	if (!wasPending && !connection) return;
+	for (auto& b: backends_) {
+		try {
+			b->busesChanged();
+		} catch (const std::exception& e) {
+			// As a backend that throws in start(): reported, never fatal.
+			log::error("qsd", "backend {} failed to start on the {} bus: {}", b->id(), which, e.what());
+			b->stop();
+			tree_.set("/daemon/backends/" + std::string(b->id()),
+			          {{"state", "failed"}, {"since", nowRfc3339()}, {"error", e.what()}});
+		}
 	}
-	// A bus that goes away takes every proxy, match, owned name and agent registration of the
-	// backends on it: qsd exits with a failure so that the service manager starts it again
-	// (qsd.service has Restart=on-failure, and qsd.socket keeps the socket for clients), and
-	// the new qsd reads everything afresh from the new bus. The session bus going is the end of
-	// the session, where exiting is right anyway.
-	for (auto* bus: {systemBus_.get(), sessionBus_.get()}) {
-		if (!bus) continue;
-		const char* which = bus->kind() == BusConnection::Kind::System ? "system" : "session";
-		bus->onLost([this, which] {
-			log::error("qsd", "the connection to the {} bus was lost; exiting so that qsd is started again", which);
-			loop_.exit(kExitBusLost);
-		});
-	}
+	// Start-up's temporaries (the whole API document, parsed to keep what checks params) are
+	// free now but resident: give their pages back once the backends on both buses started.
+	if (!systemBus_.pending && !sessionBus_.pending && wasPending) ::malloc_trim(0);
 }
 
 void Daemon::startBackends() {
 	icons_ = std::make_unique<icons::SharedTheme>(loop_);
-	context_ = std::make_unique<BackendContext>(BackendContext{loop_, tree_, dispatcher_, *server_, systemBus_.get(),
-	                                                           sessionBus_.get(), options_.debugApi, systemBusError_,
-	                                                           sessionBusError_, icons_.get()});
+	context_ = std::make_unique<BackendContext>(BackendContext{loop_, tree_, dispatcher_, *server_, nullptr, nullptr,
+	                                                           options_.debugApi, {}, {}, icons_.get()});
+	// Until its bus answered, a backend on it is starting and its requests are refused as
+	// unavailable, with this reason.
+	context_->systemBusPending = context_->sessionBusPending = true;
+	context_->systemBusError = "the system bus has not answered yet";
+	context_->sessionBusError = "the session bus has not answered yet";
 	for (const auto& info: builtinBackends()) {
 		if (options_.backends &&
 		    std::find(options_.backends->begin(), options_.backends->end(), info.id) == options_.backends->end())
@@ -126,11 +176,11 @@ int Daemon::run() {
 	server_->listen();
 	loop_.enableWatchdog();
 	sd_notify(0, "READY=1\nSTATUS=listening");
-	connectBuses();
+	// The buses are asked on the loop (BusProbe): clients are answered and signals handled
+	// while they answer, and the backends on a bus start once it has.
+	askBus(systemBus_);
+	askBus(sessionBus_);
 	startBackends();
-	// Start-up's temporaries (the whole API document, parsed to keep what checks params) are
-	// free now but resident: give their pages back.
-	::malloc_trim(0);
 	int r = loop_.run();
 	sd_notify(0, "STOPPING=1");
 	return r < 0 ? 1 : r;

@@ -3,12 +3,15 @@
 // D-Bus connections, backends.
 
 #include "backends/backend.hpp"
+#include "backoff.hpp"
 #include "dbus/bus.hpp"
+#include "dbus/bus_probe.hpp"
 #include "event_loop.hpp"
 #include "server/dispatcher.hpp"
 #include "server/server.hpp"
 #include "tree.hpp"
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +37,10 @@ public:
 	// bus connection is lost (kExitBusLost). Returns the exit code.
 	int run();
 	static constexpr int kExitBusLost = 3;
+	// How long a bus may take to answer its first question (BusProbe) before the backends on it
+	// are failed; it is asked again meanwhile (kBusRetry), and they start when it answers.
+	static constexpr std::chrono::seconds kBusAnswerTimeout{10};
+	static constexpr Backoff::Policy kBusRetry{std::chrono::seconds(5), std::chrono::seconds(60)};
 
 	[[nodiscard]] EventLoop& loop() { return loop_; }
 	[[nodiscard]] Tree& tree() { return tree_; }
@@ -43,7 +50,17 @@ public:
 	[[nodiscard]] std::vector<std::string> backendIds() const;
 
 private:
-	void connectBuses();
+	struct BusSlot {
+		BusConnection::Kind kind;
+		std::unique_ptr<BusConnection> connection;
+		std::unique_ptr<BusProbe> probe;
+		std::string error;         // why the backends on it cannot use it ("" once connected)
+		bool pending = true;       // not answered yet, nor known to be out of reach
+		Backoff retry{kBusRetry};
+		EventSource retryTimer;
+	};
+	void askBus(BusSlot& bus);
+	void busAnswered(BusSlot& bus, BusProbe::Result result, const std::string& why);
 	void startBackends();
 
 	DaemonOptions options_;
@@ -51,15 +68,13 @@ private:
 	Tree tree_;
 	Dispatcher dispatcher_;
 	std::unique_ptr<Server> server_;
-	std::unique_ptr<BusConnection> systemBus_;
-	std::unique_ptr<BusConnection> sessionBus_;
+	BusSlot systemBus_{BusConnection::Kind::System};
+	BusSlot sessionBus_{BusConnection::Kind::Session};
 	// Before the backends and their context: they hold subscriptions to it.
 	std::unique_ptr<icons::SharedTheme> icons_;
 	std::unique_ptr<BackendContext> context_;
 	std::vector<std::unique_ptr<Backend>> backends_;
 	std::vector<MethodRegistration> methods_;
-	std::string systemBusError_;
-	std::string sessionBusError_;
 };
 
 // The core and debug methods (core_methods.cpp).

@@ -52,6 +52,11 @@ struct BackendContext {
 	// The daemon's icon theme lookup, one for every backend that shows icons (made at first use;
 	// never null in the daemon).
 	icons::SharedTheme* icons = nullptr;
+	// The bus has not answered yet (the daemon asks each bus on the loop before connecting:
+	// BusProbe); its pointer is null meanwhile and its error says so. Backend::busesChanged()
+	// runs when that changes.
+	bool systemBusPending = false;
+	bool sessionBusPending = false;
 };
 
 // Why a backend (or a part of it) cannot serve a request now: -32000 with data {backend, path}.
@@ -112,6 +117,11 @@ public:
 	// destructor calls it: the base's destructor can no longer reach onStop().
 	void stop();
 	[[nodiscard]] bool started() const { return started_; }
+	// A bus of the context answered at last (or will not): a started backend that waited for it
+	// goes on (onBusesChanged()).
+	void busesChanged() {
+		if (started_) onBusesChanged();
+	}
 
 	// One method of the backend's table: the name it is called by, once, and its handler.
 	// `needsService` false: the method works whatever availability() says (releasing a claim).
@@ -143,6 +153,7 @@ protected:
 	[[nodiscard]] virtual std::string service() const { return std::string(id()); }
 	virtual void onStart() = 0;
 	virtual void onStop() = 0;
+	virtual void onBusesChanged() {}
 
 	// --- what the kit gives them
 	// Writes /daemon/backends/<id>/{state, since, error}.

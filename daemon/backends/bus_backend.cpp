@@ -39,17 +39,30 @@ BusBackend::BusBackend(BackendContext& context, Bus bus, std::string logName)
 BusBackend::~BusBackend() = default;
 
 void BusBackend::onStart() {
+	reaper_ = context_.loop.addDefer([this] { graveyard_.clear(); }, "proxy-reaper");
+	reaper_.setEnabled(SD_EVENT_OFF);
+	attach();
+}
+
+void BusBackend::onBusesChanged() { attach(); }
+
+// Starts on the bus once it is there; until the daemon heard from it the backend is starting,
+// and without it, failed (both say why: precondition()). A bus that answers after it had not is
+// attached then.
+void BusBackend::attach() {
+	if (conn_) return;
+	bool pending = which_ == Bus::System ? context_.systemBusPending : context_.sessionBusPending;
 	bus_ = which_ == Bus::System ? context_.systemBus : context_.sessionBus;
 	if (!bus_) {
 		const auto& error = which_ == Bus::System ? context_.systemBusError : context_.sessionBusError;
-		setState(BackendState::Failed, error.empty() ? (which_ == Bus::System ? "no system bus connection" : "no session bus connection")
-		                                             : error);
+		if (pending) setState(BackendState::Starting);
+		else
+			setState(BackendState::Failed, error.empty() ? (which_ == Bus::System ? "no system bus connection" : "no session bus connection")
+			                                             : error);
 		return;
 	}
 	conn_ = &bus_->connection();
 	setState(BackendState::Starting);
-	reaper_ = context_.loop.addDefer([this] { graveyard_.clear(); }, "proxy-reaper");
-	reaper_.setEnabled(SD_EVENT_OFF);
 	onBusStart();
 }
 

@@ -58,6 +58,8 @@ protected:
 private:
 	void onStart() final;
 	void onStop() final;
+	void onBusesChanged() final;
+	void attach();
 
 	struct Match;
 	Bus which_;

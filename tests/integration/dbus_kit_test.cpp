@@ -7,6 +7,7 @@
 #include "private_bus.hpp"
 
 #include "dbus/bus.hpp"
+#include "dbus/bus_probe.hpp"
 #include "dbus/call_set.hpp"
 #include "dbus/names.hpp"
 #include "dbus/object_cache.hpp"
@@ -15,6 +16,8 @@
 #include "dbus/raw.hpp"
 
 #include <map>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <set>
 #include <vector>
 
@@ -437,4 +440,63 @@ TEST_F(DbusKit, ObjectCacheKeepsOnlyTheInterfacesAndPropertiesAskedFor) {
 	EXPECT_EQ(events, std::vector<std::string>{"changed /org/qsd/Cache/a Level"});
 	EXPECT_EQ(cache.object("/org/qsd/Cache/a/gatt"), nullptr);
 	EXPECT_EQ(cache.property("/org/qsd/Cache/a", kIface, "Name"), nullptr);
+}
+
+// The daemon asks each bus from its loop before connecting (docs/architecture.md, "Start-up and
+// the buses"): a bus that answers, one that is not there, and one that accepts the connection
+// and never answers, which must neither block the loop nor its exit.
+TEST_F(DbusKit, BusProbeTellsAnAnsweringBusARefusedOneAndOneThatDoesNotAnswer) {
+	struct Outcome {
+		bool done = false;
+		BusProbe::Result result = BusProbe::Result::Answered;
+		std::string why;
+	};
+	auto ask = [&](Outcome& out, std::chrono::microseconds timeout) {
+		return std::make_unique<BusProbe>(loop, BusConnection::Kind::System, timeout,
+		                                  [&out](BusProbe::Result r, const std::string& why) {
+			                                  out = {true, r, why};
+		                                  });
+	};
+
+	Outcome answered;
+	auto probe = ask(answered, 5s);
+	EXPECT_FALSE(answered.done);   // never from the constructor
+	ASSERT_TRUE(spin(loop, [&] { return answered.done; }));
+	EXPECT_EQ(answered.result, BusProbe::Result::Answered);
+
+	setenv("DBUS_SYSTEM_BUS_ADDRESS", ("unix:path=" + dir_ + "/nothing-here").c_str(), 1);
+	Outcome refused;
+	probe = ask(refused, 5s);
+	ASSERT_TRUE(spin(loop, [&] { return refused.done; }));
+	EXPECT_EQ(refused.result, BusProbe::Result::Refused);
+	EXPECT_FALSE(refused.why.empty());
+
+	// A socket that queues connections and never reads them: a stopped bus daemon.
+	std::string silent = dir_ + "/silent";
+	int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_GE(fd, 0);
+	sockaddr_un addr{};
+	addr.sun_family = AF_UNIX;
+	std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", silent.c_str());
+	ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+	ASSERT_EQ(::listen(fd, 8), 0);
+	setenv("DBUS_SYSTEM_BUS_ADDRESS", ("unix:path=" + silent).c_str(), 1);
+	Outcome silence;
+	probe = ask(silence, 300ms);
+	ASSERT_TRUE(spin(loop, [&] { return silence.done; }));
+	EXPECT_EQ(silence.result, BusProbe::Result::NoAnswer);
+	EXPECT_EQ(silence.why, "no answer within 300 ms");
+
+	// Still waiting for the silent bus when the loop exits: the exit does not wait for it
+	// (sd-bus flushes a bus it opened when its loop exits, unless told not to).
+	Outcome pending;
+	probe = ask(pending, 60s);
+	auto started = std::chrono::steady_clock::now();
+	loop.exit(0);
+	loop.run();
+	EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+	EXPECT_FALSE(pending.done);
+	probe.reset();
+	::close(fd);
+	setenv("DBUS_SYSTEM_BUS_ADDRESS", address_.c_str(), 1);
 }

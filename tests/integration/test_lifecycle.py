@@ -237,7 +237,10 @@ def test_a_lost_bus_ends_qsd_with_status_3(bus):
         # One backend with an owned name and one with a watched service on each bus.
         e.start_qsd(backends=["upower", "bluetooth", "notifications", "tray", "mpris"])
         c, sub = e.watch("/daemon/backends")
+        # Both buses answered and qsd is connected to them: the session bus's notification
+        # server runs, and UPower (not started here) was found missing on the system bus.
         c.wait_value(sub, "/daemon/backends/notifications/state", "running")
+        c.wait_value(sub, "/daemon/backends/upower/state", "unavailable")
         c.close()
         e.buses[bus].send_signal(signal.SIGTERM)
         rc = e.daemon.wait(15)

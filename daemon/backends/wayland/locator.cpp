@@ -46,6 +46,12 @@ void Locator::start() {
 	askManager();
 }
 
+void Locator::setBus(BusConnection* sessionBus) {
+	if (bus_ == sessionBus) return;
+	bus_ = sessionBus;
+	if (bus_ && !socket_) askManager();
+}
+
 void Locator::reread() {
 	log::info("wayland", "SIGHUP: reading WAYLAND_DISPLAY from the systemd user manager again");
 	askManager();

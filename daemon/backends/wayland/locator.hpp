@@ -36,6 +36,9 @@ public:
 	// Asks the systemd user manager again (SIGHUP). A value found there replaces the current
 	// one; none leaves it as it is.
 	void reread();
+	// The session bus answered after start() (the daemon asks each bus before connecting), or
+	// will not (nullptr): without a socket yet, the systemd user manager is asked now.
+	void setBus(BusConnection* sessionBus);
 
 	[[nodiscard]] const std::optional<std::string>& socket() const { return socket_; }
 	[[nodiscard]] const std::string& desktop() const { return desktop_; }

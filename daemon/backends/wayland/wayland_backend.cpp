@@ -84,6 +84,9 @@ private:
 	void lost(const LostReason& reason);
 	void drop(const std::string& why);
 	void retryLater();
+	void onBusesChanged() override {
+		if (locator_) locator_->setBus(context_.sessionBus);
+	}
 	void locatorChanged();
 	void publishCompositor();
 	void activate(Call& c);
