@@ -119,22 +119,25 @@ def state(c, sub, backend):
 
 def test_clients_and_the_other_bus_are_served_while_a_bus_does_not_answer(world):
     env, held, qsd_env = world
+    started = time.monotonic()
     env.start_qsd(backends=["upower", "notifications"], env=qsd_env)
     c = env.client()
     sub = c.subscribe(["/daemon/backends", "/power"])
     # The session bus answered: its backend runs, whatever the system bus does.
     c.wait_value(sub, "/daemon/backends/notifications/state", "running")
-    assert state(c, sub, "upower").get("state") == "starting"
+    upower = state(c, sub, "upower")
     assert held.connections() >= 1   # qsd did ask the held bus
     assert pointer_get(c.mirror(sub), "/power/available") is False
     with pytest.raises(RpcError) as e:
         c.call("power.setProfile", {"profile": "balanced"})
     assert e.value.code == -32000
-    assert e.value.data["reason"] == "the system bus has not answered yet"
+    # Until qsd gives the bus up (ANSWER_TIMEOUT after it started, which a loaded machine may
+    # reach before this point), the backend on it is starting and says what it waits for.
+    if time.monotonic() - started < ANSWER_TIMEOUT:
+        assert upower.get("state") == "starting"
+        assert e.value.data["reason"] == "the system bus has not answered yet"
     # SIGTERM is handled at once (it waited for the bus's 90 s authentication timeout before).
-    started = time.monotonic()
     assert env.stop_qsd(signal.SIGTERM, timeout=5) == 0
-    assert time.monotonic() - started < 5
 
 
 def test_a_bus_that_answers_late_is_used_then(world):
@@ -144,7 +147,8 @@ def test_a_bus_that_answers_late_is_used_then(world):
     sub = c.subscribe(["/daemon/backends", "/power"])
     c.wait_value(sub, "/daemon/backends/upower/state", "starting")
     held.release()
-    c.wait_value(sub, "/daemon/backends/upower/state", "running", timeout=ANSWER_TIMEOUT)
+    # At once, or (on a machine slow enough that qsd gave up first) when it asks again.
+    c.wait_value(sub, "/daemon/backends/upower/state", "running", timeout=FIRST_RETRY + ANSWER_TIMEOUT + 10)
     c.wait_value(sub, "/power/available", True)
     c.wait_for(lambda: pointer_get(c.mirror(sub), "/power/devices", {}), what="the battery")
     assert env.stop_qsd() == 0
