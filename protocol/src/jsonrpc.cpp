@@ -34,13 +34,69 @@ std::string dump(const json& value) {
 JsonWriter::JsonWriter(std::string& out)
     : out_(out), serializer_(nlohmann::detail::output_adapter<char>(out), ' ', json::error_handler_t::replace) {}
 
+namespace {
+// Whether nlohmann's serializer writes `text` unchanged between its quotes: printable ASCII
+// without '"' and '\\'. It escapes those and control characters, and checks UTF-8 past 0x7F
+// byte by byte (about 30 instructions a byte), which made most of a whole-tree snapshot's cost:
+// icons' data URLs and paths, names and labels are plain.
+bool plainText(std::string_view text) {
+	for (unsigned char c: text)
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') return false;
+	return true;
+}
+} // namespace
+
+// The same text as json::dump(), compact, with invalid UTF-8 replaced (dump()'s error handler
+// here): objects and arrays are walked here so that their plain strings and member names are
+// copied as they are; anything else is nlohmann's to write.
 JsonWriter& JsonWriter::value(const json& value) {
+	switch (value.type()) {
+	case json::value_t::object: {
+		out_ += '{';
+		bool first = true;
+		for (const auto& [name, member]: value.get_ref<const json::object_t&>()) {
+			if (!first) out_ += ',';
+			first = false;
+			key(name);
+			this->value(member);
+		}
+		out_ += '}';
+		return *this;
+	}
+	case json::value_t::array: {
+		out_ += '[';
+		bool first = true;
+		for (const auto& element: value.get_ref<const json::array_t&>()) {
+			if (!first) out_ += ',';
+			first = false;
+			this->value(element);
+		}
+		out_ += ']';
+		return *this;
+	}
+	case json::value_t::string:
+		if (const auto& text = value.get_ref<const std::string&>(); plainText(text)) {
+			out_ += '"';
+			out_ += text;
+			out_ += '"';
+			return *this;
+		}
+		break;
+	default:
+		break;
+	}
 	serializer_.dump(value, false, false, 0);
 	return *this;
 }
 
 JsonWriter& JsonWriter::key(std::string_view name) {
-	value(json(name));
+	if (plainText(name)) {
+		out_ += '"';
+		out_ += name;
+		out_ += '"';
+	} else {
+		serializer_.dump(json(name), false, false, 0);
+	}
 	out_ += ':';
 	return *this;
 }

@@ -154,3 +154,32 @@ TEST(JsonRpc, ResultTextIsWhatTheResultsMessageDumps) {
 	JsonWriter(keyed).raw("{").key("p\"é\xfe").value(true).raw("}");
 	EXPECT_EQ(keyed, dump(json{{"p\"é\xfe", true}}));
 }
+
+// JsonWriter copies plain strings and member names as they are and leaves the rest to
+// nlohmann's serializer: every kind of value, and every byte a string can hold, comes out as
+// dump() writes it.
+TEST(JsonRpc, WriterTextIsWhatDumpWritesForEveryKindOfValue) {
+	std::string everyByte;
+	for (int c = 0; c < 256; ++c) everyByte.push_back(char(c));
+	std::vector<json> values = {
+	    nullptr, true, false, 0, -1, 42u, 18446744073709551615u, -9223372036854775807 - 1, 0.1, 1e300, -0.0, 2.5,
+	    "", "plain text: paths /usr/share/icons, data:image/png;base64,iVBORw0KGgo=", "quote \" and \\ backslash",
+	    "tab\tnewline\ncr\rbell\x07nul", std::string("nul\0inside", 10), "del \x7f", "é ü 日本 🎵", "bad \xff\xfe utf-8",
+	    "truncated \xe6\x97", everyByte, json::object(), json::array(), json::array({json::object(), json::array()}),
+	    json{{"b", 1}, {"a", {{"nested", json::array({"x", 2, nullptr, {{"k\n", "v\""}}})}}}, {"\x01", everyByte}},
+	};
+	for (const auto& v: values) {
+		std::string text;
+		JsonWriter(text).value(v);
+		EXPECT_EQ(text, dump(v)) << dump(v);
+	}
+	std::string all;
+	JsonWriter(all).value(json(values));
+	EXPECT_EQ(all, dump(json(values)));
+	for (int c = 0; c < 256; ++c) {
+		std::string name = "k" + std::string(1, char(c));
+		std::string keyed;
+		JsonWriter(keyed).raw("{").key(name).value(c).raw("}");
+		EXPECT_EQ(keyed, dump(json{{name, c}})) << c;
+	}
+}
