@@ -437,6 +437,17 @@ class Soak:
             if quiet:
                 samples.append((at, *quiet))
                 line += f"  |        {quiet[0] / 1024:7.2f} {quiet[1]:17d}"
+                # Which kinds differ from before the clients when there are more than the
+                # fan-out's ring (made after that sample): a leak keeps growing in one kind; a
+                # service caught mid-restart moves a few and goes back. ("socket" counts the
+                # sampling client too.)
+                if len(self.quiet_fd_kinds) >= 2:
+                    first, now = self.quiet_fd_kinds[0], self.quiet_fd_kinds[-1]
+                    ring = "anon_inode:[io_uring]"
+                    if quiet[1] > q0[1] + now.get(ring, 0) - first.get(ring, 0):
+                        moved = {k: now.get(k, 0) - first.get(k, 0) for k in set(first) | set(now)
+                                 if now.get(k, 0) != first.get(k, 0)}
+                        line += "  " + " ".join(f"{k} {d:+d}" for k, d in sorted(moved.items()))
             print(line, flush=True)
         self.stopping.set()
         for t in threads:
