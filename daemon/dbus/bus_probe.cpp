@@ -41,13 +41,14 @@ BusProbe::~BusProbe() { release(); }
 
 int BusProbe::onReply(sd_bus_message* reply, void* userdata, sd_bus_error*) {
 	auto* self = static_cast<BusProbe*>(userdata);
-	if (const sd_bus_error* e = sd_bus_message_get_error(reply)) {
-		// A synthesized error when the bus closed the connection (authentication refused, the
-		// bus daemon exiting): it did not answer.
-		self->settle(Result::NoAnswer, e->message ? e->message : (e->name ? e->name : "an error"));
-	} else {
+	const sd_bus_error* e = sd_bus_message_get_error(reply);
+	// sd-bus answers a pending call itself when the connection closes (authentication refused,
+	// the bus daemon exiting) or the call times out: the bus did not answer. An error from the
+	// bus daemon (a bus without GetId) is an answer: the connection works.
+	if (e && (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) || sd_bus_error_has_name(e, SD_BUS_ERROR_DISCONNECTED)))
+		self->settle(Result::NoAnswer, e->message ? e->message : e->name);
+	else
 		self->settle(Result::Answered, {});
-	}
 	return 0;
 }
 

@@ -473,7 +473,7 @@ TEST_F(DbusKit, BusProbeTellsAnAnsweringBusARefusedOneAndOneThatDoesNotAnswer) {
 
 	// A socket that queues connections and never reads them: a stopped bus daemon.
 	std::string silent = dir_ + "/silent";
-	int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);   // accept4() below must not wait
 	ASSERT_GE(fd, 0);
 	sockaddr_un addr{};
 	addr.sun_family = AF_UNIX;
@@ -486,6 +486,17 @@ TEST_F(DbusKit, BusProbeTellsAnAnsweringBusARefusedOneAndOneThatDoesNotAnswer) {
 	ASSERT_TRUE(spin(loop, [&] { return silence.done; }));
 	EXPECT_EQ(silence.result, BusProbe::Result::NoAnswer);
 	EXPECT_EQ(silence.why, "no answer within 300 ms");
+
+	// A bus daemon that closes the connection (exiting, refusing to authenticate): sd-bus ends
+	// the pending call itself, which is no answer either.
+	Outcome closed;
+	probe = ask(closed, 60s);
+	ASSERT_TRUE(spin(loop, [&] {
+		if (int peer = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC); peer >= 0) ::close(peer);
+		return closed.done;
+	}));
+	EXPECT_EQ(closed.result, BusProbe::Result::NoAnswer);
+	EXPECT_FALSE(closed.why.empty());
 
 	// Still waiting for the silent bus when the loop exits: the exit does not wait for it
 	// (sd-bus flushes a bus it opened when its loop exits, unless told not to).
