@@ -59,12 +59,14 @@ class RealNm:
     def start(self):
         d = self.env.dir
         # A read-only /sys makes NetworkManager treat links as initialised without udev; tmpfs
-        # keeps its state off the host.
+        # keeps its state off the host. --debug logs to stderr, into the NM log the harness
+        # keeps with a failed test (QSD_TEST_KEEP=failed), instead of syslog; raise [logging]
+        # level to TRACE there to see each secrets request.
         script = (
             "mount -o remount,ro /sys && "
             "mount -t tmpfs tmpfs /var/lib/NetworkManager && "
             "mkdir -p /run/NetworkManager && mount -t tmpfs tmpfs /run/NetworkManager && "
-            f"exec NetworkManager --no-daemon --config={self.conf} --config-dir={d}/nm-none "
+            f"exec NetworkManager --no-daemon --debug --config={self.conf} --config-dir={d}/nm-none "
             "--state-file=/run/NetworkManager/state --pid-file=/run/NetworkManager/pid"
         )
         self.proc = self.env.spawn(["ip", "netns", "exec", self.ns, "unshare", "--mount", "sh", "-c", script],
