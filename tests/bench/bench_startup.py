@@ -24,7 +24,6 @@ selects the daemon, default build/daemon/qsd)
 """
 
 import os
-import socket
 import sys
 import time
 
@@ -35,7 +34,7 @@ os.environ.setdefault("QSD_BIN", os.path.join(HERE, "..", "..", "build", "daemon
 import bench_rss_backends as services  # noqa: E402
 import trayutil  # noqa: E402
 from benchstat import percentile as pct  # noqa: E402
-from qsdtest import Client, Env, pointer_get  # noqa: E402
+from qsdtest import Client, Env, NotifySocket, pointer_get  # noqa: E402
 
 
 def cpu_ms(pid):
@@ -62,18 +61,11 @@ def conditions(wayland):
     return found
 
 
-def ready(notify, timeout=10):
-    """Waits for qsd's READY=1 on the NOTIFY_SOCKET it was given (what systemd waits for)."""
-    notify.settimeout(timeout)
-    while b"READY=1" not in notify.recv(4096).split(b"\n"):
-        pass
-
-
 def one_run(env, qsd_env, found, notify):
     t0 = time.monotonic()
     env.start_qsd(debug_api=False, env=qsd_env, backends=services.ALL, wait=False)
     pid = env.daemon.pid
-    ready(notify)
+    notify.wait_for("READY", "1")
     at = {"listening": time.monotonic() - t0}
     c = Client(env.socket)
     sub = c.subscribe([""])
@@ -120,9 +112,8 @@ def main():
         env.stop_qsd()
 
         # qsd tells it listens as it tells systemd (Type=notify), on a socket of our own.
-        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        notify.bind(os.path.join(env.dir, "notify"))
-        run_env = dict(qsd_env, NOTIFY_SOCKET=os.path.join(env.dir, "notify"))
+        notify = NotifySocket(env.dir)
+        run_env = dict(qsd_env, NOTIFY_SOCKET=notify.path)
         results = [one_run(env, run_env, found, notify) for _ in range(runs)]
         notify.close()
         order = ["listening", "answer"] + sorted(found, key=lambda n: pct([r[0][n] for r in results], 50)) + ["settled"]

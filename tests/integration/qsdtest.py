@@ -420,6 +420,39 @@ class Client:
         self.call("hello", timeout=timeout)
 
 
+class NotifySocket:
+    """The datagram socket systemd would own: records every sd_notify message."""
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "notify.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.messages = []
+
+    def receive(self, timeout):
+        self.sock.settimeout(timeout)
+        data = self.sock.recv(4096).decode()
+        fields = dict(line.split("=", 1) for line in data.split("\n") if "=" in line)
+        self.messages.append(fields)
+        return fields
+
+    def wait_for(self, key, value, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no {key}={value} from qsd")
+            try:
+                fields = self.receive(remaining)
+            except socket.timeout:
+                continue
+            if fields.get(key) == value:
+                return fields
+
+    def close(self):
+        self.sock.close()
+
+
 class Env:
     """A private world: temp dirs for XDG variables, optional private system and session
     buses, python-dbusmock services, and qsd itself. Everything is stopped by close()."""

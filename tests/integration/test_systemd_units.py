@@ -11,11 +11,10 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
 
-from qsdtest import BUILD, QSD, Client, wait_until
+from qsdtest import BUILD, QSD, Client, NotifySocket, wait_until
 
 UNIT_DIR = os.path.join(BUILD, "systemd")
 SRC_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "systemd")
@@ -93,39 +92,6 @@ def test_systemd_accepts_the_units():
         assert not ours, "\n".join(ours)
     finally:
         shutil.rmtree(d, ignore_errors=True)
-
-
-class NotifySocket:
-    """The datagram socket systemd would own: records every sd_notify message."""
-
-    def __init__(self, directory):
-        self.path = os.path.join(directory, "notify.sock")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
-        self.messages = []
-
-    def receive(self, timeout):
-        self.sock.settimeout(timeout)
-        data = self.sock.recv(4096).decode()
-        fields = dict(line.split("=", 1) for line in data.split("\n") if "=" in line)
-        self.messages.append(fields)
-        return fields
-
-    def wait_for(self, key, value, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"no {key}={value} from qsd")
-            try:
-                fields = self.receive(remaining)
-            except socket.timeout:
-                continue
-            if fields.get(key) == value:
-                return fields
-
-    def close(self):
-        self.sock.close()
 
 
 @pytest.fixture
