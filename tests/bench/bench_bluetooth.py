@@ -6,6 +6,8 @@
    One small C program (tests/bench/listener.c) is both receivers in one poll loop, so both
    are timed by the same clock; the emission time comes from the mock itself (a method
    added to the device reads CLOCK_MONOTONIC, then emits PropertiesChanged, and returns it).
+   Then the same with a minimal C relay (tests/bench/relay.c) in qsd's place: the floor any
+   relaying daemon starts from on this machine.
 2. Memory: qsd's RSS and Pss with the bluetooth backend and BlueZ holding 2 adapters x 200
    devices, against the same qsd before the devices came.
 3. Idle: qsd's context switches (every wakeup is one) over a window with those 400 devices and
@@ -93,7 +95,9 @@ def latency(samples, warmup):
         args = ["--system", "--match", "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',"
                 f"member='PropertiesChanged',path='{dev}'", "--property", "RSSI:n", "--tree-scale", "1",
                 "--call", "org.bluez", dev, "org.qsd.Test", "BenchRssi", "n", "--values", "-30:-1:60", env.socket, path]
+        cpu0 = listener.cpu_ns(env.daemon.pid)
         bus, qsd, misses = listener.run(exe, args, samples + warmup, warmup, env.env)
+        cpu = (listener.cpu_ns(env.daemon.pid) - cpu0) / (samples + warmup) / 1000
         callgrind.stop(env.daemon.pid, env.dir, samples + warmup)
         b50, b99, q50, q99 = pct(bus, 50), pct(bus, 99), pct(qsd, 50), pct(qsd, 99)
         print(f"# Latency, a device's RSSI PropertiesChanged -> receiver ({len(qsd)} samples, {misses} missed)")
@@ -101,6 +105,12 @@ def latency(samples, warmup):
         print(f"  qsd tree.changed line : p50 {q50:8.1f} us   p99 {q99:8.1f} us   mean {statistics.mean(qsd):.1f} us")
         print(f"  ratio qsd / sd-bus    : p50 {q50 / b50:.2f}x (target <= 1.2x)   p99 {q99 / b99:.2f}x (target <= 1.5x)")
         print(f"  qsd's own share       : p50 {q50 - b50:.1f} us   p99 {q99 - b99:.1f} us")
+        print(f"  qsd CPU per signal (schedstat): {cpu:.1f} us")
+        if callgrind.ENABLED:
+            return
+        env.stop_qsd()   # or it takes its share of the two cores from the relay's samples
+        bus, rel, _, relay_cpu = listener.relay_floor(env, exe, args, samples + warmup, warmup)
+        listener.print_floor(bus, rel, relay_cpu, q50 / b50, q99 / b99)
     finally:
         env.close()
 

@@ -8,7 +8,9 @@ method, which returns CLOCK_MONOTONIC read just before the emission. One small C
 (tests/bench/listener.c) is both a qsd subscriber to the player's playbackStatus, timestamping
 the tree.changed line, and a plain sd-bus listener with a match on the same PropertiesChanged,
 timestamping its delivery; both get every signal, so each sample has both figures. Prints p50
-and p99 of each and their ratios (DESIGN.md target: p50 <= 1.2x, p99 <= 1.5x the listener's).
+and p99 of each and their ratios (DESIGN.md target: p50 <= 1.2x, p99 <= 1.5x the listener's),
+then the same with a minimal C relay (tests/bench/relay.c) in qsd's place: the floor any relaying
+daemon starts from on this machine.
 (2) Two mpv players with mpv-mpris (--no-video --ao=null) play; after a settling second the
 context switches of every qsd thread are counted over 10 s (/proc/<pid>/task/*/status), with one
 whole-tree subscriber connected.
@@ -38,15 +40,6 @@ def pct(values, p):
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
-def cpu_ns(pid):
-    """CPU time of every thread of pid, from /proc/<pid>/task/*/schedstat (ns)."""
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-            total += int(f.read().split()[0])
-    return total
-
-
 def switches(pid):
     total = 0
     for tid in os.listdir(f"/proc/{pid}/task"):
@@ -58,6 +51,14 @@ def switches(pid):
         except FileNotFoundError:
             pass
     return total
+
+
+def start(env):
+    env.start_qsd(backends=["mpris"], debug_api=False)
+    c = env.client()
+    sub = c.subscribe(["/media/available"])
+    c.wait_value(sub, "/media/available", True)
+    c.close()
 
 
 def latency(env, samples, warmup):
@@ -72,9 +73,9 @@ def latency(env, samples, warmup):
             "path='/org/mpris/MediaPlayer2'", "--call", name, "/org/mpris/MediaPlayer2", "org.qsdtest.Control", "Emit",
             "i", "--values", "1:0:1", "--timeout", "5", env.socket, "/media/players/bench/playbackStatus"]
     callgrind.start(env.daemon.pid)
-    cpu0 = cpu_ns(env.daemon.pid)
+    cpu0 = listener.cpu_ns(env.daemon.pid)
     bus, qsd, missed = listener.run(exe, args, samples + warmup, warmup, env.env)
-    cpu = (cpu_ns(env.daemon.pid) - cpu0) / (samples + warmup) / 1000
+    cpu = (listener.cpu_ns(env.daemon.pid) - cpu0) / (samples + warmup) / 1000
     print(f"PropertiesChanged(PlaybackStatus) -> delivery, {len(qsd)} samples ({missed} missed), µs:")
     print(f"  {'':<28} {'p50':>8} {'p99':>8}")
     print(f"  {'plain sd-bus listener':<28} {pct(bus, 50):8.0f} {pct(bus, 99):8.0f}")
@@ -83,6 +84,12 @@ def latency(env, samples, warmup):
           f"(target 1.2x / 1.5x)")
     print(f"  qsd CPU per signal (schedstat, with its Position reads): {cpu:.0f} µs")
     callgrind.stop(env.daemon.pid, env.dir, samples + warmup)
+    if not callgrind.ENABLED:
+        env.stop_qsd()   # or it takes its share of the two cores from the relay's samples
+        ratios = pct(qsd, 50) / pct(bus, 50), pct(qsd, 99) / pct(bus, 99)
+        bus, rel, _, relay_cpu = listener.relay_floor(env, exe, args, samples + warmup, warmup)
+        listener.print_floor(bus, rel, relay_cpu, *ratios)
+        start(env)
     player.terminate()
     player.wait(10)
 
@@ -126,11 +133,7 @@ def main():
     env = Env()
     qsdtest.QSD = callgrind.wrap(qsdtest.QSD, env.dir)
     try:
-        env.start_qsd(backends=["mpris"], debug_api=False)
-        c = env.client()
-        sub = c.subscribe(["/media/available"])
-        c.wait_value(sub, "/media/available", True)
-        c.close()
+        start(env)
         latency(env, samples, warmup)
         print()
         idle(env, 10.0)

@@ -21,7 +21,9 @@ reason to read the figures as "what a status bar pays per poll", not as a D-Bus 
 
 Then the latency of a change: the display device's Percentage PropertiesChanged -> the
 tree.changed line at a qsd subscriber, against a plain sd-bus listener of the same signal (one
-C program, tests/bench/listener.c, is both; target: p50 <= 1.2x, p99 <= 1.5x). QSD_BENCH_CALLGRIND=1
+C program, tests/bench/listener.c, is both; target: p50 <= 1.2x, p99 <= 1.5x), then the same with
+a minimal C relay (tests/bench/relay.c) in qsd's place: the floor any relaying daemon starts from
+on this machine, and qsd's CPU time per signal beside the relay's. QSD_BENCH_CALLGRIND=1
 prints qsd's instructions per signal instead of meaningful times (tests/bench/callgrind.py).
 
 Usage: bench_upower.py [RUNS]   (default 200, 10 with QSD_BENCH_QUICK=1; QSD_BIN and QSCTL_BIN select the binaries,
@@ -104,7 +106,9 @@ def latency(samples, warmup):
                 f"member='PropertiesChanged',path='{DISPLAY}'", "--property", "Percentage:d", "--tree-scale", "100",
                 "--call", UP, DISPLAY, "org.freedesktop.DBus.Mock", "BenchPercentage", "d", "--values", "10:1:80",
                 e.socket, path]
+        cpu0 = listener.cpu_ns(e.daemon.pid)
         bus, qsd, misses = listener.run(exe, args, samples + warmup, warmup, e.env)
+        cpu = (listener.cpu_ns(e.daemon.pid) - cpu0) / (samples + warmup) / 1000
         callgrind.stop(e.daemon.pid, e.dir, samples + warmup)
         b50, b99, q50, q99 = percentile(bus, 50), percentile(bus, 99), percentile(qsd, 50), percentile(qsd, 99)
         print(f"UPower latency, display device Percentage PropertiesChanged -> receiver ({len(qsd)} samples, "
@@ -113,6 +117,12 @@ def latency(samples, warmup):
         print(f"  qsd tree.changed line : p50 {q50:8.1f} us   p99 {q99:8.1f} us")
         print(f"  ratio qsd / sd-bus    : p50 {q50 / b50:.2f}x (target <= 1.2x)   p99 {q99 / b99:.2f}x (target <= 1.5x)")
         print(f"  qsd's own share       : p50 {q50 - b50:.1f} us")
+        print(f"  qsd CPU per signal (schedstat): {cpu:.1f} us")
+        if callgrind.ENABLED:
+            return
+        e.stop_qsd()   # or it takes its share of the two cores from the relay's samples
+        bus, rel, _, relay_cpu = listener.relay_floor(e, exe, args, samples + warmup, warmup)
+        listener.print_floor(bus, rel, relay_cpu, q50 / b50, q99 / b99)
     finally:
         e.close()
 
