@@ -5,11 +5,13 @@ SIGTERM ends qsd at once, and the backends on that bus start when it answers, ho
 
 The bus that does not answer is HeldBus: a socket that accepts D-Bus connections and sends
 nothing until release(); from then on it relays every connection, held and new, to the test's
-real private system bus."""
+real private system bus. With error_first, it answers its first connection itself instead, as a
+bus daemon without GetId would (ErrorAnswer), and relays the rest at once."""
 
 import os
 import signal
 import socket
+import struct
 import threading
 import time
 
@@ -23,11 +25,130 @@ ANSWER_TIMEOUT = 10
 FIRST_RETRY = 5
 
 
+def _pad(buf, n):
+    buf += b"\0" * (-len(buf) % n)
+
+
+def _marshal_field(buf, code, sig, value):
+    """One header field (a (yv) struct) of a little-endian D-Bus message, appended to buf."""
+    _pad(buf, 8)
+    buf += bytes([code, 1]) + sig.encode() + b"\0"
+    if sig == "u":
+        _pad(buf, 4)
+        buf += struct.pack("<I", value)
+    elif sig == "g":
+        buf += bytes([len(value)]) + value.encode() + b"\0"
+    else:
+        _pad(buf, 4)
+        buf += struct.pack("<I", len(value)) + value.encode() + b"\0"
+
+
+def _message(mtype, serial, fields, body_string):
+    """A little-endian D-Bus message (METHOD_RETURN 2, ERROR 3) whose body is one string."""
+    body = struct.pack("<I", len(body_string)) + body_string.encode() + b"\0"
+    head = bytearray(16)
+    for code, sig, value in fields + [(8, "g", "s")]:
+        _marshal_field(head, code, sig, value)
+    fields_len = len(head) - 16
+    _pad(head, 8)
+    head[0:16] = b"l" + bytes([mtype, 0, 1]) + struct.pack("<III", len(body), serial, fields_len)
+    return bytes(head) + body
+
+
+def _parse_member(data):
+    """(serial, member, total length) of the little-endian message at the start of data, or
+    None while it is incomplete."""
+    if len(data) < 16:
+        return None
+    body_len, serial, fields_len = struct.unpack_from("<III", data, 4)
+    total = 16 + fields_len + (-(16 + fields_len) % 8) + body_len
+    if len(data) < total:
+        return None
+    member, i = None, 16
+    while i < 16 + fields_len:
+        i += -i % 8
+        code, siglen = data[i], data[i + 1]
+        sig = chr(data[i + 2])
+        i += 3 + siglen
+        if sig == "g":
+            i += 1 + data[i] + 1
+        else:
+            i += -i % 4
+            if sig == "u":
+                i += 4
+            else:
+                n = struct.unpack_from("<I", data, i)[0]
+                if code == 3:
+                    member = data[i + 4:i + 4 + n].decode()
+                i += 4 + n + 1
+    return serial, member, total
+
+
+class ErrorAnswer:
+    """A bus daemon that authenticates a client, welcomes it (Hello) and answers every other
+    call with an error: a bus that works and does not know the method asked."""
+
+    ERROR = "org.freedesktop.DBus.Error.UnknownMethod"
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.calls = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        try:
+            data = self._authenticate()
+            serial = 0
+            while data is not None:
+                parsed = _parse_member(data)
+                if parsed is None:
+                    more = self.sock.recv(65536)
+                    if not more:
+                        return
+                    data += more
+                    continue
+                call_serial, member, total = parsed
+                data = data[total:]
+                self.calls.append(member)
+                serial += 1
+                fields = [(5, "u", call_serial), (6, "s", ":1.1"), (7, "s", "org.freedesktop.DBus")]
+                if member == "Hello":
+                    self.sock.sendall(_message(2, serial, fields, ":1.1"))
+                else:
+                    self.sock.sendall(_message(3, serial, fields + [(4, "s", self.ERROR)], f"no {member} here"))
+        except OSError:
+            pass
+
+    def _authenticate(self):
+        """The SASL exchange, line by line; returns what the client sent after BEGIN."""
+        data = b""
+        while True:
+            while b"\r\n" not in data:
+                more = self.sock.recv(4096)
+                if not more:
+                    return None
+                data += more
+            line, data = data.split(b"\r\n", 1)
+            line = line.lstrip(b"\0")
+            if line == b"AUTH EXTERNAL":
+                self.sock.sendall(b"DATA\r\n")
+            elif line.startswith((b"AUTH EXTERNAL ", b"DATA")):
+                self.sock.sendall(b"OK " + b"0" * 32 + b"\r\n")
+            elif line == b"NEGOTIATE_UNIX_FD":
+                self.sock.sendall(b"AGREE_UNIX_FD\r\n")
+            elif line == b"BEGIN":
+                return data
+            else:
+                self.sock.sendall(b"ERROR\r\n")
+
+
 class HeldBus:
-    def __init__(self, path, target):
+    def __init__(self, path, target, error_first=False):
         self.path = path
         self.target = target
-        self.released = False
+        self.released = error_first
+        self.error_first = error_first
+        self.error_answer = None
         self.held = []
         self.sockets = []
         self.open = 0   # relayed connections the client has not closed
@@ -55,7 +176,10 @@ class HeldBus:
             except OSError:
                 return
             with self.lock:
-                if self.released:
+                if self.error_first and not self.error_answer:
+                    self.held.append(client)   # counted and closed as a held one
+                    self.error_answer = ErrorAnswer(client)
+                elif self.released:
                     self._relay(client)
                 else:
                     self.held.append(client)
@@ -170,4 +294,35 @@ def test_a_bus_that_did_not_answer_in_time_is_asked_again(world):
     # answered, the backends' connection), qsd keeps one open: the probes' are closed.
     assert held.connections() >= 3
     wait_until(lambda: held.open_clients() == 1, 10, what="qsd to close its probes' connections")
+    assert env.stop_qsd() == 0
+
+
+@pytest.fixture
+def error_first():
+    env = Env()
+    upmock.start_upower(env)
+    upmock.add_battery(env)
+    system = env.env["DBUS_SYSTEM_BUS_ADDRESS"]
+    bus = HeldBus(os.path.join(env.dir, "error-first-system-bus"), system[len("unix:path="):].split(",")[0],
+                  error_first=True)
+    yield env, bus, dict(env.env, DBUS_SYSTEM_BUS_ADDRESS=bus.address())
+    bus.close()
+    env.close()
+
+
+def test_an_error_from_the_bus_daemon_is_an_answer(error_first):
+    """A bus daemon that answers qsd's question (GetId) with an error works: qsd connects at
+    once, as it does when the answer is the bus's id, and neither waits nor asks again."""
+    env, bus, qsd_env = error_first
+    env.start_qsd(backends=["upower"], env=qsd_env)
+    c = env.client()
+    sub = c.subscribe(["/daemon/backends", "/power"])
+    # Taken for no answer, the error would fail the backend and bring it up FIRST_RETRY later,
+    # on a second question (which the relay answers): both are checked below.
+    c.wait_value(sub, "/daemon/backends/upower/state", "running", timeout=FIRST_RETRY + ANSWER_TIMEOUT + 10)
+    c.wait_value(sub, "/power/available", True)
+    assert bus.error_answer.calls[:2] == ["Hello", "GetId"]
+    assert "cannot connect to the system bus" not in env.qsd_log()
+    # One question, then the backends' connection: no second question was asked.
+    assert bus.connections() == 2
     assert env.stop_qsd() == 0
