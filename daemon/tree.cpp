@@ -76,7 +76,10 @@ Tree::Tree(EventLoop& loop, Clock clock): loop_(loop), clock_(std::move(clock)),
 	// D-Bus message burst, one client request) become one batch, and it reaches subscribers
 	// without another loop iteration.
 	afterDispatch_ = loop_.afterDispatch([this] { flushSoon(); });
-	window_ = loop_.addIdleTimer([this] { flush(); }, "tree-flush-window");
+	window_ = loop_.addIdleTimer([this] {
+		windowEnded_ = true;
+		flush();
+	}, "tree-flush-window");
 	// Writes made outside any handler of the loop's own sources (start-up, a source added to
 	// the raw sd_event) have no after-dispatch hook to follow; this defer source gives them one.
 	defer_ = loop_.addDefer([this] { flushSoon(); }, "tree-flush-startup");
@@ -203,6 +206,7 @@ void Tree::remove(std::string_view path) {
 void Tree::setCoalescing(Coalescing coalescing) {
 	coalescing_ = coalescing;
 	if (coalescing_.dutyFactor == 0) holdUntilUs_ = 0;
+	lastCosts_[0] = lastCosts_[1] = 0;
 }
 
 void Tree::flushSoon() {
@@ -221,6 +225,7 @@ void Tree::flushSoon() {
 }
 
 void Tree::flush() {
+	bool windowEnded = std::exchange(windowEnded_, false);
 	if (dirty_.empty()) return;
 	// The flush's CPU time, not its wall time: being preempted on a loaded machine must not
 	// stretch the window.
@@ -262,7 +267,17 @@ void Tree::flush() {
 	}
 	if (coalescing_.dutyFactor && !patch.empty()) {
 		uint64_t cost = clockUs(CLOCK_THREAD_CPUTIME_ID) - start;
-		holdUntilUs_ = clock_() + std::min(cost * coalescing_.dutyFactor, coalescing_.maxWindowUs);
+		// While changes are frequent (this flush ended a window), the window follows this
+		// flush's cost. After a quiet moment it follows the median of the last three: one slow
+		// flush among quick ones (preempted by the hypervisor, which this clock cannot tell from
+		// running; a cold cache) would otherwise hold the next change, however rare changes are,
+		// by up to 29 times its cost (docs/performance.md, "The relay floor for every D-Bus backend").
+		uint64_t typical = cost;
+		if (!windowEnded && lastCosts_[0])
+			typical = std::max(std::min(cost, lastCosts_[0]), std::min(std::max(cost, lastCosts_[0]), lastCosts_[1]));
+		lastCosts_[1] = lastCosts_[0] ? lastCosts_[0] : cost;
+		lastCosts_[0] = cost;
+		holdUntilUs_ = clock_() + std::min(typical * coalescing_.dutyFactor, coalescing_.maxWindowUs);
 	}
 }
 

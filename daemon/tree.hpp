@@ -54,7 +54,8 @@ public:
 
 	// Coalescing over time while changes are frequent (docs/architecture.md, "Coalescing under
 	// load"). After a flush that took d µs of CPU time, the next automatic flush waits until
-	// min(d × dutyFactor, maxWindowUs) after it ended; writes made meanwhile join that batch. A
+	// min(d × dutyFactor, maxWindowUs) after it ended; writes made meanwhile join that batch
+	// (after a flush no window held, d is the median of the last three flushes' costs). A
 	// write after a quiet moment is flushed at once, as without coalescing. Explicit flush()
 	// calls (tree.get, subscribe) are never held. dutyFactor 0 (the default) turns it off.
 	struct Coalescing {
@@ -119,6 +120,8 @@ private:
 	EventSource window_;
 	Coalescing coalescing_;
 	uint64_t holdUntilUs_ = 0;   // automatic flushes wait until then (CLOCK_MONOTONIC, µs)
+	uint64_t lastCosts_[2] = {};   // the CPU time of the two flushes before the last (µs)
+	bool windowEnded_ = false;     // this flush is the one a window held
 	bool fresh_ = false;    // written since the after-dispatch flush last ran
 	uint64_t writeCount_ = 0;
 	bool urgent_ = false;   // see flushAfterDispatch()

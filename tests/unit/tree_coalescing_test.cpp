@@ -1,6 +1,7 @@
 // Tree coalescing under load (docs/architecture.md, "Coalescing under load"): after a flush
-// that took d of CPU time, automatic flushes wait until min(d × dutyFactor, maxWindowUs) after it; a write
-// after a quiet moment, and every explicit flush(), go out at once. Off by default.
+// that took d of CPU time, automatic flushes wait until min(d × dutyFactor, maxWindowUs) after it
+// (after a quiet moment, d is the median of the last three flushes' costs); a write after a
+// quiet moment, and every explicit flush(), go out at once. Off by default.
 
 #include "event_loop.hpp"
 #include "helpers.hpp"
@@ -86,6 +87,39 @@ TEST(TreeCoalescing, FrequentWritesWaitForTheWindowAndLandInOneBatch) {
 	EXPECT_EQ(rec.batches[1].first, 2u);
 	EXPECT_EQ(rec.batches[1].second, json::parse(R"([{"op":"add","path":"/d/b","value":4},{"op":"add","path":"/d/c","value":3}])"));
 	EXPECT_EQ(tree.root()["d"], json::parse(R"({"a":1,"b":4,"c":3})"));
+}
+
+// Changes that come rarely are not held after one slow flush among quick ones (one preempted by
+// the hypervisor, whose CPU clock cannot tell); after two slow ones in a row they are.
+TEST(TreeCoalescing, OneSlowFlushAfterAQuietMomentDoesNotHoldTheNextWrite) {
+	EventLoop loop;
+	// The tree's clock is moved by hand; the loop's timers keep the real one.
+	uint64_t now = EventLoop::clock();
+	Tree tree(loop, [&] { return now; });
+	// A 0.1 ms flush opens a window of 0.1 s, a 2 ms one of 2 s.
+	tree.setCoalescing({1000, 5'000'000});
+	SlowRecorder rec(tree, std::chrono::microseconds(100));
+	auto write = [&](int value) {
+		tree.set("/d/a", value);
+		runDue(loop);
+	};
+	write(1);
+	now += 1'000'000;
+	write(2);
+	now += 1'000'000;
+	ASSERT_EQ(rec.batches.size(), 2u);
+	rec.cost = std::chrono::microseconds(2000);
+	write(3);
+	ASSERT_EQ(rec.batches.size(), 3u);
+	// Past the quick flushes' window, within the slow one's own.
+	now += 500'000;
+	write(4);
+	EXPECT_EQ(rec.batches.size(), 4u) << "one slow flush held the next write";
+	now += 500'000;
+	write(5);
+	EXPECT_EQ(rec.batches.size(), 4u) << "two slow flushes in a row did not hold the next write";
+	tree.flush();
+	EXPECT_EQ(rec.batches.size(), 5u);
 }
 
 TEST(TreeCoalescing, AnExplicitFlushIsNeverHeld) {
