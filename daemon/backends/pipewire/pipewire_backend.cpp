@@ -69,9 +69,15 @@ bool PipewireBackend::openContext() {
 		// D-Bus support plugin): their pages are memory; client-node comes with the first level
 		// meter.
 		// libpipewire's own logging stays off, as client.conf has it: qsd logs what matters.
-		pwContext_ = pw_context_new(
-		    pwLoop_->get(), pw_properties_new(PW_KEY_CONFIG_NAME, "null", "support.dbus", "false", "log.level", "0", nullptr),
-		    0);
+		// loop.cancel: the data-loop thread stopped below is cancelled, not asked to stop. Asked
+		// (libpipewire 0.3.65, data-loop.c), the request runs on the asking thread when the new
+		// thread has not entered its loop yet; if it enters just then, it waits in epoll_wait for
+		// a wake-up that never comes, and qsd waited forever in pw_data_loop_stop at start (seen
+		// once in 600 starts on a loaded machine). Cancelling works whenever the thread got to.
+		pwContext_ = pw_context_new(pwLoop_->get(),
+		                            pw_properties_new(PW_KEY_CONFIG_NAME, "null", "support.dbus", "false", "log.level", "0",
+		                                              "loop.cancel", "true", nullptr),
+		                            0);
 		if (!pwContext_) throw std::runtime_error(std::string("pw_context_new failed: ") + std::strerror(errno));
 		// libpipewire 0.3's pw_context_new starts a data-loop thread (context.c) for realtime
 		// processing. qsd runs no realtime graph — its only streams are level meters, which
