@@ -120,7 +120,7 @@ private:
 	EventSource window_;
 	Coalescing coalescing_;
 	uint64_t holdUntilUs_ = 0;   // automatic flushes wait until then (CLOCK_MONOTONIC, µs)
-	uint64_t lastCosts_[2] = {};   // the CPU time of the two flushes before the last (µs)
+	uint64_t lastCosts_[2] = {};   // the CPU time of the last two flushes (µs), the latest first
 	bool windowEnded_ = false;     // this flush is the one a window held
 	bool fresh_ = false;    // written since the after-dispatch flush last ran
 	uint64_t writeCount_ = 0;

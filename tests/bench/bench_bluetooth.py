@@ -95,9 +95,7 @@ def latency(samples, warmup):
         args = ["--system", "--match", "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',"
                 f"member='PropertiesChanged',path='{dev}'", "--property", "RSSI:n", "--tree-scale", "1",
                 "--call", "org.bluez", dev, "org.qsd.Test", "BenchRssi", "n", "--values", "-30:-1:60", env.socket, path]
-        cpu0 = listener.cpu_ns(env.daemon.pid)
-        bus, qsd, misses = listener.run(exe, args, samples + warmup, warmup, env.env)
-        cpu = (listener.cpu_ns(env.daemon.pid) - cpu0) / (samples + warmup) / 1000
+        bus, qsd, misses, cpu = listener.run_timed(exe, args, samples + warmup, warmup, env.env, env.daemon.pid)
         callgrind.stop(env.daemon.pid, env.dir, samples + warmup)
         b50, b99, q50, q99 = pct(bus, 50), pct(bus, 99), pct(qsd, 50), pct(qsd, 99)
         print(f"# Latency, a device's RSSI PropertiesChanged -> receiver ({len(qsd)} samples, {misses} missed)")
@@ -106,11 +104,7 @@ def latency(samples, warmup):
         print(f"  ratio qsd / sd-bus    : p50 {q50 / b50:.2f}x (target <= 1.2x)   p99 {q99 / b99:.2f}x (target <= 1.5x)")
         print(f"  qsd's own share       : p50 {q50 - b50:.1f} us   p99 {q99 - b99:.1f} us")
         print(f"  qsd CPU per signal (schedstat): {cpu:.1f} us")
-        if callgrind.ENABLED:
-            return
-        env.stop_qsd()   # or it takes its share of the two cores from the relay's samples
-        bus, rel, _, relay_cpu = listener.relay_floor(env, exe, args, samples + warmup, warmup)
-        listener.print_floor(bus, rel, relay_cpu, q50 / b50, q99 / b99)
+        listener.floor_after_qsd(env, exe, args, samples + warmup, warmup, q50 / b50, q99 / b99)
     finally:
         env.close()
 

@@ -73,9 +73,7 @@ def latency(env, samples, warmup):
             "path='/org/mpris/MediaPlayer2'", "--call", name, "/org/mpris/MediaPlayer2", "org.qsdtest.Control", "Emit",
             "i", "--values", "1:0:1", "--timeout", "5", env.socket, "/media/players/bench/playbackStatus"]
     callgrind.start(env.daemon.pid)
-    cpu0 = listener.cpu_ns(env.daemon.pid)
-    bus, qsd, missed = listener.run(exe, args, samples + warmup, warmup, env.env)
-    cpu = (listener.cpu_ns(env.daemon.pid) - cpu0) / (samples + warmup) / 1000
+    bus, qsd, missed, cpu = listener.run_timed(exe, args, samples + warmup, warmup, env.env, env.daemon.pid)
     print(f"PropertiesChanged(PlaybackStatus) -> delivery, {len(qsd)} samples ({missed} missed), µs:")
     print(f"  {'':<28} {'p50':>8} {'p99':>8}")
     print(f"  {'plain sd-bus listener':<28} {pct(bus, 50):8.0f} {pct(bus, 99):8.0f}")
@@ -84,11 +82,8 @@ def latency(env, samples, warmup):
           f"(target 1.2x / 1.5x)")
     print(f"  qsd CPU per signal (schedstat, with its Position reads): {cpu:.0f} µs")
     callgrind.stop(env.daemon.pid, env.dir, samples + warmup)
-    if not callgrind.ENABLED:
-        env.stop_qsd()   # or it takes its share of the two cores from the relay's samples
-        ratios = pct(qsd, 50) / pct(bus, 50), pct(qsd, 99) / pct(bus, 99)
-        bus, rel, _, relay_cpu = listener.relay_floor(env, exe, args, samples + warmup, warmup)
-        listener.print_floor(bus, rel, relay_cpu, *ratios)
+    if listener.floor_after_qsd(env, exe, args, samples + warmup, warmup, pct(qsd, 50) / pct(bus, 50),
+                                pct(qsd, 99) / pct(bus, 99)):
         start(env)
     player.terminate()
     player.wait(10)

@@ -70,9 +70,8 @@ def main():
         c.close()
 
         callgrind.start(env.daemon.pid)
-        cpu0 = listener.cpu_ns(env.daemon.pid)
-        bus, qsd, misses = listener.run(exe, listener_args(env.socket, ap, path), samples + warmup, warmup, env.env)
-        cpu = (listener.cpu_ns(env.daemon.pid) - cpu0) / (samples + warmup) / 1000
+        bus, qsd, misses, cpu = listener.run_timed(exe, listener_args(env.socket, ap, path), samples + warmup, warmup,
+                                                   env.env, env.daemon.pid)
         callgrind.stop(env.daemon.pid, env.dir, samples + warmup)
         b50, b99, q50, q99 = percentile(bus, 50), percentile(bus, 99), percentile(qsd, 50), percentile(qsd, 99)
         print(f"NetworkManager latency, AP Strength PropertiesChanged -> receiver ({len(qsd)} samples, {misses} missed)")
@@ -81,13 +80,8 @@ def main():
         print(f"  ratio qsd / sd-bus    : p50 {q50 / b50:.2f}x (target <= 1.2x)   p99 {q99 / b99:.2f}x (target <= 1.5x)")
         print(f"  qsd's own share       : p50 {q50 - b50:.1f} us   p99 {q99 - b99:.1f} us")
         print(f"  qsd CPU per signal (schedstat): {cpu:.1f} us")
-        if callgrind.ENABLED:
-            return
-        # qsd stops first: it would take its share of the two cores from the relay's samples.
-        env.stop_qsd()
-        bus, rel, _, relay_cpu = listener.relay_floor(env, exe, listener_args(env.socket, ap, path), samples + warmup,
-                                                      warmup)
-        listener.print_floor(bus, rel, relay_cpu, q50 / b50, q99 / b99)
+        listener.floor_after_qsd(env, exe, listener_args(env.socket, ap, path), samples + warmup, warmup, q50 / b50,
+                                 q99 / b99)
     finally:
         env.close()
 

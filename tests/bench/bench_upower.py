@@ -106,9 +106,7 @@ def latency(samples, warmup):
                 f"member='PropertiesChanged',path='{DISPLAY}'", "--property", "Percentage:d", "--tree-scale", "100",
                 "--call", UP, DISPLAY, "org.freedesktop.DBus.Mock", "BenchPercentage", "d", "--values", "10:1:80",
                 e.socket, path]
-        cpu0 = listener.cpu_ns(e.daemon.pid)
-        bus, qsd, misses = listener.run(exe, args, samples + warmup, warmup, e.env)
-        cpu = (listener.cpu_ns(e.daemon.pid) - cpu0) / (samples + warmup) / 1000
+        bus, qsd, misses, cpu = listener.run_timed(exe, args, samples + warmup, warmup, e.env, e.daemon.pid)
         callgrind.stop(e.daemon.pid, e.dir, samples + warmup)
         b50, b99, q50, q99 = percentile(bus, 50), percentile(bus, 99), percentile(qsd, 50), percentile(qsd, 99)
         print(f"UPower latency, display device Percentage PropertiesChanged -> receiver ({len(qsd)} samples, "
@@ -118,11 +116,7 @@ def latency(samples, warmup):
         print(f"  ratio qsd / sd-bus    : p50 {q50 / b50:.2f}x (target <= 1.2x)   p99 {q99 / b99:.2f}x (target <= 1.5x)")
         print(f"  qsd's own share       : p50 {q50 - b50:.1f} us")
         print(f"  qsd CPU per signal (schedstat): {cpu:.1f} us")
-        if callgrind.ENABLED:
-            return
-        e.stop_qsd()   # or it takes its share of the two cores from the relay's samples
-        bus, rel, _, relay_cpu = listener.relay_floor(e, exe, args, samples + warmup, warmup)
-        listener.print_floor(bus, rel, relay_cpu, q50 / b50, q99 / b99)
+        listener.floor_after_qsd(e, exe, args, samples + warmup, warmup, q50 / b50, q99 / b99)
     finally:
         e.close()
 

@@ -32,6 +32,8 @@
  * Prints one line a sample: "EMIT BUS QSD" (CLOCK_MONOTONIC ns; "-" for a receiver not timed on
  * that sample), or "miss".
  */
+#include "bench_options.h"
+
 #include <systemd/sd-bus.h>
 #include <math.h>
 #include <poll.h>
@@ -51,12 +53,10 @@ static uint64_t now_ns(void) {
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static const char *prop_name;
-static char prop_type;
+static struct signal_options opt;
 static const char *get_iface;
 static char *get_props[8];
 static int n_get_props;
-static double tree_scale;
 static bool notify_mode;
 static char want[64];
 static uint32_t notification;
@@ -72,7 +72,7 @@ static void fail(const char *what) {
 }
 
 static bool holds_expected(sd_bus_message *m) {
-	switch (prop_type) {
+	switch (opt.prop_type) {
 	case 'y': { uint8_t v; return sd_bus_message_read(m, "v", "y", &v) >= 0 && v == expected; }
 	case 'n': { int16_t v; return sd_bus_message_read(m, "v", "n", &v) >= 0 && v == expected; }
 	case 'i': { int32_t v; return sd_bus_message_read(m, "v", "i", &v) >= 0 && v == expected; }
@@ -91,7 +91,7 @@ static bool changes_property(sd_bus_message *m) {
 	while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
 		const char *key;
 		sd_bus_message_read(m, "s", &key);
-		if (strcmp(key, prop_name) == 0) found = holds_expected(m) || found;
+		if (strcmp(key, opt.prop_name) == 0) found = holds_expected(m) || found;
 		else sd_bus_message_skip(m, "v");
 		sd_bus_message_exit_container(m);
 	}
@@ -114,7 +114,7 @@ static int on_signal(sd_bus_message *m, void *ud, sd_bus_error *err) {
 			sd_bus_call_method_async(ud, NULL, sd_bus_message_get_sender(m), sd_bus_message_get_path(m),
 			                         "org.freedesktop.DBus.Properties", "Get", on_get, NULL, "ss", get_iface,
 			                         get_props[i]);
-	} else if (!prop_name || changes_property(m)) {
+	} else if (!opt.prop_name || changes_property(m)) {
 		t_bus = t;
 	}
 	return 0;
@@ -157,7 +157,7 @@ static void read_lines(int fd, uint64_t t) {
 		/* the subscription's answer (with the snapshot) is not a tree.changed */
 		if (strstr(start, "\"tree.changed\"") && !t_qsd) {
 			char *v = strstr(start, "\"value\":");
-			if ((tree_scale == 0 || (v && lround(strtod(v + 8, NULL) * tree_scale) == expected)) &&
+			if ((opt.tree_scale == 0 || (v && lround(strtod(v + 8, NULL) * opt.tree_scale) == expected)) &&
 			    (!want[0] || strstr(start, want)))
 				t_qsd = t;
 		}
@@ -191,25 +191,17 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-	bool system_bus = false;
-	const char *rule = NULL, *call[5] = {0}, *pos[3] = {0};
+	const char *call[5] = {0}, *pos[3] = {0};
 	long first = 0, step = 1, period = 0;
 	double timeout = 2;
 	int npos = 0;
 	for (int i = 1; i < argc; ++i) {
+		int parsed = parse_signal_option(argc, argv, &i, "ynuid", &opt);
+		if (parsed < 0) usage();
+		if (parsed) continue;
 		const char *a = argv[i];
 		bool more = i + 1 < argc;
-		if (strcmp(a, "--system") == 0) {
-			system_bus = true;
-		} else if (strcmp(a, "--match") == 0 && more) {
-			rule = argv[++i];
-		} else if (strcmp(a, "--property") == 0 && more) {
-			char *colon = strrchr(argv[++i], ':');
-			if (!colon || !is_value_type(colon + 1)) usage();
-			*colon = 0;
-			prop_name = argv[i];
-			prop_type = colon[1];
-		} else if (strcmp(a, "--host-get") == 0 && more) {
+		if (strcmp(a, "--host-get") == 0 && more) {
 			char *colon = strchr(argv[++i], ':');
 			if (!colon) usage();
 			*colon = 0;
@@ -217,8 +209,6 @@ int main(int argc, char **argv) {
 			for (char *p = strtok(colon + 1, ","); p && n_get_props < 8; p = strtok(NULL, ","))
 				get_props[n_get_props++] = p;
 			if (n_get_props == 0) usage();
-		} else if (strcmp(a, "--tree-scale") == 0 && more) {
-			tree_scale = strtod(argv[++i], NULL);
 		} else if (strcmp(a, "--call") == 0 && i + 5 < argc) {
 			for (int k = 0; k < 5; ++k) call[k] = argv[++i];
 			if (!is_value_type(call[4])) usage();
@@ -236,13 +226,13 @@ int main(int argc, char **argv) {
 			usage();
 		}
 	}
-	if (npos != 3 || (prop_name && get_iface) || (notify_mode ? rule || call[0] : !rule || !call[0])) usage();
+	if (npos != 3 || (opt.prop_name && get_iface) || (notify_mode ? opt.rule || call[0] : !opt.rule || !call[0])) usage();
 	const char *sock = pos[0], *tree = pos[1];
 	int count = atoi(pos[2]);
 
 	sd_bus *bus;
-	if ((system_bus ? sd_bus_open_system(&bus) : sd_bus_open_user(&bus)) < 0) fail("no bus");
-	if (rule && sd_bus_add_match(bus, NULL, rule, on_signal, bus) < 0) fail("match failed");
+	if ((opt.system_bus ? sd_bus_open_system(&bus) : sd_bus_open_user(&bus)) < 0) fail("no bus");
+	if (opt.rule && sd_bus_add_match(bus, NULL, opt.rule, on_signal, bus) < 0) fail("match failed");
 
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};

@@ -6,6 +6,7 @@ that a benchmark also runs against a build that has not made them."""
 import os
 import subprocess
 
+import callgrind
 import qsdtest
 from benchstat import percentile
 
@@ -80,6 +81,24 @@ def cpu_ns(pid):
         except FileNotFoundError:
             pass
     return total
+
+
+def run_timed(exe, args, count, warmup, env, pid):
+    """run(), and the CPU time per sample in µs that process pid (qsd) spent meanwhile."""
+    cpu0 = cpu_ns(pid)
+    bus, qsd, misses = run(exe, args, count, warmup, env)
+    return bus, qsd, misses, (cpu_ns(pid) - cpu0) / count / 1000
+
+
+def floor_after_qsd(env, exe, args, count, warmup, qsd_p50_ratio, qsd_p99_ratio):
+    """Stops qsd, measures the relay in its place (relay_floor) and prints it against qsd's
+    ratios. Does nothing under callgrind, whose qsd times mean nothing; returns whether it ran."""
+    if callgrind.ENABLED:
+        return False
+    env.stop_qsd()   # or it takes its share of the two cores from the relay's samples
+    bus, rel, _, relay_cpu = relay_floor(env, exe, args, count, warmup)
+    print_floor(bus, rel, relay_cpu, qsd_p50_ratio, qsd_p99_ratio)
+    return True
 
 
 def print_floor(bus, relay, relay_cpu_us, qsd_p50_ratio, qsd_p99_ratio):

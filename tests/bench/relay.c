@@ -14,6 +14,8 @@
  * Runs until killed.
  */
 #define _GNU_SOURCE /* accept4 */
+#include "bench_options.h"
+
 #include <systemd/sd-bus.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -26,27 +28,27 @@
 #include <unistd.h>
 
 static int clients[64], nclients;
-static const char *tree_path, *prop_name;
-static char prop_type;
-static double scale = 1;
+static const char *tree_path;
+static struct signal_options opt;
 static unsigned long long revision;
 
 /* The value of prop_name in a PropertiesChanged, as JSON text in out ("null" when absent). */
 static void read_value(sd_bus_message *m, char *out, size_t size) {
 	const char *iface;
 	snprintf(out, size, "null");
-	if (!prop_name || sd_bus_message_read(m, "s", &iface) < 0) return;
+	if (!opt.prop_name || sd_bus_message_read(m, "s", &iface) < 0) return;
 	if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0) return;
 	while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
 		const char *key;
 		if (sd_bus_message_read(m, "s", &key) < 0) return;
-		if (strcmp(key, prop_name) != 0) {
+		if (strcmp(key, opt.prop_name) != 0) {
 			sd_bus_message_skip(m, "v");
 		} else {
 			union { uint8_t y; int16_t n; int32_t i; uint32_t u; double d; const char *s; } v;
-			char sig[2] = {prop_type, 0};
+			char sig[2] = {opt.prop_type, 0};
+			double scale = opt.tree_scale ? opt.tree_scale : 1;
 			if (sd_bus_message_read(m, "v", sig, &v) < 0) return;
-			switch (prop_type) {
+			switch (opt.prop_type) {
 			case 'y': snprintf(out, size, "%.17g", v.y / scale); break;
 			case 'n': snprintf(out, size, "%.17g", v.n / scale); break;
 			case 'i': snprintf(out, size, "%.17g", v.i / scale); break;
@@ -78,26 +80,14 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-	bool system_bus = false;
-	const char *rule = NULL, *pos[2] = {0};
+	const char *pos[2] = {0};
 	int npos = 0;
 	for (int i = 1; i < argc; ++i) {
+		int parsed = parse_signal_option(argc, argv, &i, "ynuids", &opt);
+		if (parsed < 0) usage();
+		if (parsed) continue;
 		const char *a = argv[i];
-		bool more = i + 1 < argc;
-		if (strcmp(a, "--system") == 0) {
-			system_bus = true;
-		} else if (strcmp(a, "--match") == 0 && more) {
-			rule = argv[++i];
-		} else if (strcmp(a, "--property") == 0 && more) {
-			char *colon = strrchr(argv[++i], ':');
-			if (!colon || !colon[1] || colon[2] || !strchr("ynuids", colon[1])) usage();
-			*colon = 0;
-			prop_name = argv[i];
-			prop_type = colon[1];
-		} else if (strcmp(a, "--tree-scale") == 0 && more) {
-			scale = strtod(argv[++i], NULL);
-			if (scale == 0) usage();
-		} else if (a[0] == '-' && a[1] == '-') {
+		if (a[0] == '-' && a[1] == '-') {
 			usage();
 		} else if (npos < 2) {
 			pos[npos++] = a;
@@ -105,15 +95,15 @@ int main(int argc, char **argv) {
 			usage();
 		}
 	}
-	if (npos != 2 || !rule) usage();
+	if (npos != 2 || !opt.rule) usage();
 	tree_path = pos[1];
 
 	sd_bus *bus;
-	if ((system_bus ? sd_bus_open_system(&bus) : sd_bus_open_user(&bus)) < 0) {
+	if ((opt.system_bus ? sd_bus_open_system(&bus) : sd_bus_open_user(&bus)) < 0) {
 		fprintf(stderr, "relay: no bus\n");
 		return 1;
 	}
-	if (sd_bus_add_match(bus, NULL, rule, on_signal, NULL) < 0) {
+	if (sd_bus_add_match(bus, NULL, opt.rule, on_signal, NULL) < 0) {
 		fprintf(stderr, "relay: match failed\n");
 		return 1;
 	}

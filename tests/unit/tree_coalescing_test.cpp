@@ -96,26 +96,27 @@ TEST(TreeCoalescing, OneSlowFlushAfterAQuietMomentDoesNotHoldTheNextWrite) {
 	// The tree's clock is moved by hand; the loop's timers keep the real one.
 	uint64_t now = EventLoop::clock();
 	Tree tree(loop, [&] { return now; });
-	// A 0.1 ms flush opens a window of 0.1 s, a 2 ms one of 2 s.
-	tree.setCoalescing({1000, 5'000'000});
+	// A 0.1 ms flush opens a window of 0.1 s, a 4 ms one of 4 s. The quiet moments below (2 s,
+	// then 1.5 s) leave a quick flush 15 times its cost before it would hold the next write.
+	tree.setCoalescing({1000, 10'000'000});
 	SlowRecorder rec(tree, std::chrono::microseconds(100));
 	auto write = [&](int value) {
 		tree.set("/d/a", value);
 		runDue(loop);
 	};
 	write(1);
-	now += 1'000'000;
+	now += 2'000'000;
 	write(2);
-	now += 1'000'000;
+	now += 2'000'000;
 	ASSERT_EQ(rec.batches.size(), 2u);
-	rec.cost = std::chrono::microseconds(2000);
+	rec.cost = std::chrono::microseconds(4000);
 	write(3);
 	ASSERT_EQ(rec.batches.size(), 3u);
 	// Past the quick flushes' window, within the slow one's own.
-	now += 500'000;
+	now += 1'500'000;
 	write(4);
 	EXPECT_EQ(rec.batches.size(), 4u) << "one slow flush held the next write";
-	now += 500'000;
+	now += 1'500'000;
 	write(5);
 	EXPECT_EQ(rec.batches.size(), 4u) << "two slow flushes in a row did not hold the next write";
 	tree.flush();
