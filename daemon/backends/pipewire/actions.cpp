@@ -27,6 +27,8 @@ using rpc::Params;
 using rpc::RpcException;
 
 constexpr uint64_t kTimeoutUs = 5'000'000;
+// How long a write to the default metadata may go unseen before qsd reads the metadata again.
+constexpr uint64_t kMetadataRereadUs = 1'000'000;
 constexpr uint64_t kPeakIntervalUs = 40'000;   // 25 Hz
 constexpr uint64_t kPeakSilenceUs = 250'000;   // no buffers for this long: the meter drops to 0
 // 10 on the cubic scale is 1000 % (linear 1000); PipeWire itself takes any float.
@@ -187,6 +189,7 @@ void PipewireBackend::setPreferredDefault(Call& c) {
 	Waiter w;
 	w.answer = c.answer();
 	w.object = graph_->defaults()->id;
+	w.metadata = true;
 	w.what = metadataKey;
 	w.check = [this, metadataKey, name, key, kind = *kind]() -> std::optional<json> {
 		const Metadata* m = graph_->defaults();
@@ -233,6 +236,7 @@ void PipewireBackend::moveStream(Call& c) {
 	Waiter w;
 	w.answer = c.answer();
 	w.object = graph_->defaults()->id;
+	w.metadata = true;
 	w.what = "the move of stream " + s->key;
 	w.check = [this, stream = s->key, targetKey = t ? t->key : std::string(), output]() -> std::optional<json> {
 		const Node* sn = nodeByKey(stream);
@@ -391,7 +395,13 @@ void PipewireBackend::wait(Waiter w) {
 		w.answer->error(e.error.code, e.error.message, e.error.data);
 		return;
 	}
+	bool metadata = w.metadata;
 	waiters_.push_back(std::move(w));
+	if (metadata && !waiterRereadTimer_.enabled()) {
+		if (!waiterRereadTimer_)
+			waiterRereadTimer_ = context_.loop.addIdleTimer([this] { rereadForWaiters(); }, "pipewire-write-reread");
+		waiterRereadTimer_.setTime(context_.loop.now() + kMetadataRereadUs);
+	}
 	if (!waitTimer_) waitTimer_ = context_.loop.addIdleTimer([this] { expireWaiters(); }, "pipewire-action-timeout");
 	uint64_t first = UINT64_MAX;
 	for (const auto& x: waiters_) first = std::min(first, x.deadline);
@@ -420,7 +430,26 @@ void PipewireBackend::checkWaiters() {
 		}
 		it = waiters_.erase(it);
 	}
-	if (waiters_.empty()) waitTimer_.setEnabled(SD_EVENT_OFF);
+	if (waiters_.empty()) {
+		waitTimer_.setEnabled(SD_EVENT_OFF);
+		if (waiterRereadTimer_) waiterRereadTimer_.setEnabled(SD_EVENT_OFF);
+	}
+}
+
+// qsd's own write to the default metadata that has not come back within a second: PipeWire's
+// metadata module sends the clients bound to it none of its changes while another client's bind
+// waits for WirePlumber (docs/backends/pipewire.md), and the state qsd then holds can look
+// consistent (the preferred default unchanged), so the check of the defaults does not read it
+// again. The waiting action does: the metadata is bound and read once more, and the waiting
+// actions are checked against what that reading brings. Once a second while such writes wait,
+// never for other changes.
+void PipewireBackend::rereadForWaiters() {
+	bool waiting = std::any_of(waiters_.begin(), waiters_.end(), [](const Waiter& w) { return w.metadata; });
+	if (!waiting || !graph_) return;
+	if (graph_->rereadMetadata())
+		log::info("pipewire", "a write to the default metadata has not come back for a second: reading the metadata again, "
+		                "in case PipeWire did not send qsd the change");
+	waiterRereadTimer_.setTime(context_.loop.now() + kMetadataRereadUs);
 }
 
 void PipewireBackend::expireWaiters() {
@@ -444,6 +473,7 @@ void PipewireBackend::failWaiters(rpc::ErrorCode code, const std::string& messag
 	for (auto& w: waiters_) w.answer->error(code, message, {{"backend", "pipewire"}});
 	waiters_.clear();
 	if (waitTimer_) waitTimer_.setEnabled(SD_EVENT_OFF);
+	if (waiterRereadTimer_) waiterRereadTimer_.setEnabled(SD_EVENT_OFF);
 }
 
 // ---------------------------------------------------------------------------------------------

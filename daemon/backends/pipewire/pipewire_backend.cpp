@@ -121,6 +121,7 @@ void PipewireBackend::onStop() {
 	dropAllMonitors();
 	failWaiters(rpc::ErrorCode::BackendUnavailable, "the pipewire backend stopped");
 	waitTimer_.reset();
+	waiterRereadTimer_.reset();
 	peakTimer_.reset();
 	rereadTimer_.reset();
 	paramRereadTimer_.reset();

@@ -64,6 +64,7 @@ private:
 		uint32_t object = 0;                          // global id whose errors fail it
 		uint64_t deadline = 0;
 		std::string what;
+		bool metadata = false;   // a write to the "default" metadata (see rereadForWaiters)
 	};
 
 	// A level meter shared by the clients that asked for it.
@@ -118,6 +119,7 @@ private:
 	                 std::optional<bool> mute, std::shared_ptr<Answer> answer);
 	void wait(Waiter waiter);
 	void checkWaiters();
+	void rereadForWaiters();
 	void expireWaiters();
 	void failWaiters(rpc::ErrorCode code, const std::string& message);
 	void answer(Waiter& w, const json& result);
@@ -160,6 +162,7 @@ private:
 
 	std::list<Waiter> waiters_;
 	EventSource waitTimer_;
+	EventSource waiterRereadTimer_;   // a write to the default metadata not seen back a second later
 
 	std::map<std::string, Monitor> monitors_;   // by node key
 	EventSource peakTimer_;
