@@ -144,10 +144,69 @@ def test_runtime_dir_and_remote_name_are_honoured(env):
     node_key(c, sub, "qsd_sink_b")
 
 
+def _one_default_sink(env):
+    """PipeWire and WirePlumber with one sink, qsd showing it as the default sink; returns the
+    PipeWire, qsd's client and subscription to /audio, and the sink's key."""
+    pw = PipeWire(env)
+    pw.add_null("qsd_sink_a")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    ka = node_key(c, sub, "qsd_sink_a")
+    c.wait_value(sub, "/audio/defaultAudioSink", ka, timeout=20)
+    return pw, c, sub, ka
+
+
 def _read_line_of(proc, timeout):
     """The next line proc writes on its stdout (a pipe), or None after timeout."""
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     return proc.stdout.readline() if ready else None
+
+
+def _write_in_the_gap(env, pw, params):
+    """Plays the scene that makes PipeWire keep a change from qsd (docs/backends/pipewire.md):
+    WirePlumber stopped, qsd's audio.setPreferredDefault(params) queued for it, then a
+    pw-metadata bind of the metadata (its ping queued there too), then WirePlumber continued.
+    Whether the bind reached PipeWire first is seen only roughly (the bytes queued for
+    WirePlumber). Returns the client waiting for the call's answer and the pw-metadata process."""
+    wp = pw.wp.pid
+    os.kill(wp, signal.SIGSTOP)
+    try:
+        queued = receive_queue(wp)
+        w = env.client()
+        w.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "audio.setPreferredDefault", "params": params}) + "\n")
+        wait_until(lambda: receive_queue(wp) > queued, 10, what="qsd's write queued for WirePlumber")
+        queued = receive_queue(wp)
+        binder = subprocess.Popen(["pw-metadata", "-m", "-n", "default"], env=pw.penv, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        # pw-metadata prints this just before it binds; then its bind's ping is queued too.
+        line = ""
+        while line is not None and "Found" not in line:
+            line = _read_line_of(binder, 10)
+        assert line is not None, "pw-metadata did not find the default metadata"
+        wait_until(lambda: receive_queue(wp) > queued, 10, what="pw-metadata's bind waiting for WirePlumber")
+    finally:
+        os.kill(wp, signal.SIGCONT)
+    return w, binder
+
+
+def _until_pipewire_keeps_a_write(env, pw, params_of, check, sign):
+    """Plays _write_in_the_gap up to five times (params_of(attempt): the call's params) and
+    check(attempt, answer) after each, until qsd's log shows sign: the gap was made, and what
+    qsd does about it was checked."""
+    for attempt in range(1, 6):
+        w, binder = _write_in_the_gap(env, pw, params_of(attempt))
+        t0 = time.monotonic()
+        answer = w.read_line(timeout=20)
+        took = time.monotonic() - t0
+        check(attempt, answer)
+        w.close()
+        binder.terminate()
+        binder.wait(10)
+        if sign in env.qsd_log():
+            print(f"PipeWire kept the change from qsd at attempt {attempt}; answered {took:.2f} s after WirePlumber ran")
+            return
+    raise AssertionError("PipeWire never kept qsd's change from it in 5 attempts: the gap was not made")
 
 
 def test_a_default_change_pipewire_kept_from_qsd_is_read_again(env):
@@ -175,42 +234,16 @@ def test_a_default_change_pipewire_kept_from_qsd_is_read_again(env):
     assert c.call("audio.setPreferredDefault", {"node": keys[0]}) == {"kind": "sink", "node": keys[0]}
     c.wait_value(sub, "/audio/defaultAudioSink", keys[0], timeout=20)
 
-    wp = pw.wp.pid
-    for attempt in range(1, 6):
+    def check(attempt, answer):
         target = keys[attempt % 2]
-        os.kill(wp, signal.SIGSTOP)
-        binder = None
-        try:
-            queued = receive_queue(wp)
-            w = env.client()
-            w.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "audio.setPreferredDefault",
-                                   "params": {"node": target}}) + "\n")
-            wait_until(lambda: receive_queue(wp) > queued, 10, what="qsd's write queued for WirePlumber")
-            queued = receive_queue(wp)
-            binder = subprocess.Popen(["pw-metadata", "-m", "-n", "default"], env=pw.penv, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            # pw-metadata prints this just before it binds; then its bind's ping is queued too.
-            line = ""
-            while line is not None and "Found" not in line:
-                line = _read_line_of(binder, 10)
-            assert line is not None, "pw-metadata did not find the default metadata"
-            wait_until(lambda: receive_queue(wp) > queued, 10, what="pw-metadata's bind waiting for WirePlumber")
-        finally:
-            os.kill(wp, signal.SIGCONT)
+        assert answer.get("result") == {"kind": "sink", "node": target}, answer
         # What qsd shows ends as chosen: told at once, or read again a second after it showed
         # a preferred default that is not the default.
         c.wait_value(sub, "/audio/preferredDefaultAudioSink", target, timeout=20)
         c.wait_value(sub, "/audio/defaultAudioSink", target, timeout=20)
-        answer = w.read_line(timeout=20)
-        assert answer.get("result") == {"kind": "sink", "node": target}, answer
-        w.close()
-        binder.terminate()
-        binder.wait(10)
-        if "read the default metadata again: it had changed" in env.qsd_log():
-            print(f"PipeWire kept the change from qsd at attempt {attempt}")
-            break
-    else:
-        raise AssertionError("PipeWire never kept qsd's change from it in 5 attempts: the gap was not made")
+
+    _until_pipewire_keeps_a_write(env, pw, lambda attempt: {"node": keys[attempt % 2]}, check,
+                                  "read the default metadata again: it had changed")
 
 
 def test_a_write_of_qsd_pipewire_kept_from_it_is_read_again(env):
@@ -221,49 +254,16 @@ def test_a_write_of_qsd_pipewire_kept_from_it_is_read_again(env):
     default.configured.audio.sink within 5 s", once in 600 runs under load, while WirePlumber
     started). The preferred sink is set and cleared in turn, up to five times, until PipeWire
     did keep a change from qsd once."""
-    pw = PipeWire(env)
-    pw.add_null("qsd_sink_a")
-    env.start_qsd(backends=["pipewire"])
-    c, sub = env.watch("/audio")
-    c.wait_value(sub, "/audio/available", True, timeout=30)
-    ka = node_key(c, sub, "qsd_sink_a")
-    c.wait_value(sub, "/audio/defaultAudioSink", ka, timeout=20)
+    pw, c, sub, ka = _one_default_sink(env)
 
-    wp = pw.wp.pid
-    for attempt in range(1, 6):
+    def check(attempt, answer):
         target = ka if attempt % 2 else None
-        os.kill(wp, signal.SIGSTOP)
-        binder = None
-        try:
-            queued = receive_queue(wp)
-            w = env.client()
-            w.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "audio.setPreferredDefault",
-                                   "params": {"node": target, "kind": "sink"}}) + "\n")
-            wait_until(lambda: receive_queue(wp) > queued, 10, what="qsd's write queued for WirePlumber")
-            queued = receive_queue(wp)
-            binder = subprocess.Popen(["pw-metadata", "-m", "-n", "default"], env=pw.penv, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            line = ""
-            while line is not None and "Found" not in line:
-                line = _read_line_of(binder, 10)
-            assert line is not None, "pw-metadata did not find the default metadata"
-            wait_until(lambda: receive_queue(wp) > queued, 10, what="pw-metadata's bind waiting for WirePlumber")
-        finally:
-            os.kill(wp, signal.SIGCONT)
-        t0 = time.monotonic()
-        answer = w.read_line(timeout=20)
-        took = time.monotonic() - t0
         assert answer.get("result") == {"kind": "sink", "node": target}, answer
         c.wait_value(sub, "/audio/preferredDefaultAudioSink", target, timeout=20)
         assert c.mirror(sub)["audio"]["defaultAudioSink"] == ka
-        w.close()
-        binder.terminate()
-        binder.wait(10)
-        if "a write to the default metadata has not come back" in env.qsd_log():
-            print(f"PipeWire kept the change from qsd at attempt {attempt}; answered {took:.2f} s after WirePlumber ran")
-            break
-    else:
-        raise AssertionError("PipeWire never kept qsd's change from it in 5 attempts: the gap was not made")
+
+    _until_pipewire_keeps_a_write(env, pw, lambda attempt: {"node": ka if attempt % 2 else None, "kind": "sink"},
+                                  check, "a write to the default metadata has not come back")
 
 
 def _delete_default_sink(pw, c, sub, attempts=4):
@@ -294,13 +294,7 @@ def test_a_missing_default_is_read_again_once_and_changes_still_arrive(env):
     like. Made here without the gap (the key deleted; WirePlumber does not write it again), so
     the metadata read again holds the same: one reading for that state, not one per second, and
     the binding read again is the one later changes come through."""
-    pw = PipeWire(env)
-    pw.add_null("qsd_sink_a")
-    env.start_qsd(backends=["pipewire"])
-    c, sub = env.watch("/audio")
-    c.wait_value(sub, "/audio/available", True, timeout=30)
-    ka = node_key(c, sub, "qsd_sink_a")
-    c.wait_value(sub, "/audio/defaultAudioSink", ka, timeout=20)
+    pw, c, sub, ka = _one_default_sink(env)
     _delete_default_sink(pw, c, sub)
     wait_until(lambda: "read the default metadata again: nothing had changed" in env.qsd_log(), 20,
                what="the metadata read again")
