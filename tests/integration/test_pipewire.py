@@ -9,7 +9,7 @@ import json
 import jsonschema
 import pytest
 
-from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key
+from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key, write_tone
 from qsdtest import pointer_get, wait_until
 
 
@@ -471,3 +471,26 @@ def test_pulse_clients_show_up_too(env):
     sink = next(s for s in info if s["name"] == "qsd_sink_a")
     assert sink["mute"] is False
     assert all(v["value_percent"] == "50%" for v in sink["volume"].values())
+
+
+def test_an_applications_long_properties_are_cut_at_a_character(env):
+    """Any application that plays sound sets its own stream's properties, of any length; qsd keeps
+    kMaxPropBytes (1024) of each, cut where a character starts, and the rest of the node as is."""
+    pw = world(env)
+    pw.add_null("qsd_sink_a")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    if not os.path.exists(pw.tone):
+        write_tone(pw.tone)
+    # 1 + 2 × 20 000 bytes: byte 1024 is the middle of an "é", which must not be kept half.
+    long = "a" + "é" * 20000
+    env.spawn(["pw-cat", "--playback", "-P",
+               '{ node.name=long-props node.description="%s" application.name="%s" }' % (long, long), pw.tone],
+              "pw-cat-long-props", env=pw.penv)
+    k = node_key(c, sub, "long-props")
+    node = audio_nodes(c, sub)[k]
+    kept = "a" + "é" * 511
+    assert len(kept.encode()) == 1023
+    assert node["description"] == kept and node["application"]["name"] == kept
+    assert node["name"] == "long-props" and node["application"]["binary"] == "pw-cat"

@@ -1,5 +1,7 @@
 #include "mapping.hpp"
 
+#include "../../text.hpp"
+
 #include <cmath>
 #include <limits>
 #include <map>
@@ -19,11 +21,7 @@ std::optional<std::string> playerKey(std::string_view busName) {
 }
 
 std::string cutText(std::string s, size_t max) {
-	if (s.size() <= max) return s;
-	size_t end = max;
-	// Back up over continuation bytes (10xxxxxx) to the start of the character that does not fit.
-	while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-	s.resize(end);
+	s.resize(cutAtCharacter(s, max).size());
 	return s;
 }
 

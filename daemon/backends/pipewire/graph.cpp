@@ -1,6 +1,7 @@
 #include "graph.hpp"
 
 #include "../../log.hpp"
+#include "../../text.hpp"
 #include "pod.hpp"
 
 #include <pipewire/extensions/metadata.h>
@@ -38,7 +39,7 @@ Props toProps(const spa_dict* dict, const std::set<std::string_view>& keep) {
 	if (!dict) return p;
 	const spa_dict_item* item = nullptr;
 	spa_dict_for_each(item, dict) {
-		if (item->key && item->value && keep.count(item->key)) p.emplace(item->key, item->value);
+		if (item->key && item->value && keep.count(item->key)) p.emplace(item->key, cutAtCharacter(item->value, kMaxPropBytes));
 	}
 	return p;
 }

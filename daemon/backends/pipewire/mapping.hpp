@@ -20,6 +20,12 @@ using json = nlohmann::json;
 // A PipeWire property dictionary (object info props, registry global props).
 using Props = std::map<std::string, std::string, std::less<>>;
 
+// The bytes of a property value that are kept (cut at a character): any client of the session's
+// PipeWire (any application that plays sound) sets its own, of any length, and every subscriber
+// of /audio is sent them. Names and descriptions are far shorter; an application's media.name
+// (a page's title) is at most a few hundred bytes.
+constexpr size_t kMaxPropBytes = 1024;
+
 // ---- volumes
 
 // PipeWire keeps linear channel volumes (SPA_PROP_channelVolumes); the tree uses the cubic
