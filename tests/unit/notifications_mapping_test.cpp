@@ -6,6 +6,7 @@
 
 #include "backends/notifications/mapping.hpp"
 #include "backends/notifications/state.hpp"
+#include "backends/notifications/wire.hpp"
 
 #include <gtest/gtest.h>
 
@@ -169,6 +170,33 @@ TEST(NotificationsMapping, WhatAnImagePathNames) {
 	EXPECT_EQ(iconSpec("file:///x%00.png").kind, IconSpec::Kind::None);
 	EXPECT_EQ(pathOfFileUrl("file:///run/q/history/3-image.png"), "/run/q/history/3-image.png");
 	EXPECT_EQ(pathOfFileUrl("/not/a/url"), "");
+}
+
+// What a Notify call's text becomes, as the backend shows it: each part made valid and cut to
+// its bound (and marked with an ellipsis), the plain body taken from the cut markup, every
+// dropped action element counted.
+TEST(NotificationsMapping, TheTextOfACall) {
+	NotifyArgs a;
+	a.appName = "app\xFF";
+	a.summary = std::string(kMaxSummaryBytes + 10, 's');
+	a.body = "<b>bold</b> &amp; " + std::string(kMaxBodyBytes, 'b');
+	a.actions = {"default", "Open", "default", "Again", "odd"};
+	a.extraActions = 3;
+	a.hints.category = std::string(kMaxNameBytes + 1, 'c');
+	auto t = mapText(a);
+	EXPECT_EQ(t.appName, "app" + kFFFD);
+	EXPECT_TRUE(t.cutSummary);
+	EXPECT_EQ(t.summary, std::string(kMaxSummaryBytes, 's') + kEllipsis);
+	EXPECT_TRUE(t.cutBody);
+	EXPECT_EQ(t.body.size(), kMaxBodyBytes + kEllipsis.size());
+	EXPECT_EQ(t.bodyText.substr(0, 9), "bold & bb");
+	EXPECT_EQ(t.bodyText.size(), t.body.size() - 11);   // "<b>", "</b>" and "amp;" gone
+	ASSERT_EQ(t.actions.size(), 1u);
+	EXPECT_EQ(t.actions[0].label, "Open");
+	EXPECT_EQ(t.droppedActions, 3u + 3u);   // the repeated pair, the odd one, the three not read
+	ASSERT_TRUE(t.category);
+	EXPECT_EQ(*t.category, std::string(kMaxNameBytes, 'c') + kEllipsis);
+	EXPECT_FALSE(t.desktopEntry);
 }
 
 TEST(NotificationsState, RoundTripAndDefaults) {

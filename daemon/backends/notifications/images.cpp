@@ -36,13 +36,17 @@ Images::~Images() = default;
 
 std::optional<std::string> Images::iconUrl(const std::string& name) { return impl_->theme.url(name, kIconSize); }
 
+Rgba Images::fitted(const Rgba& rgba) {
+	if (rgba.width <= kStoredImageSide && rgba.height <= kStoredImageSide) return rgba;
+	double f = double(kStoredImageSide) / std::max(rgba.width, rgba.height);
+	auto image = tray::scaled(tray::Image{rgba.width, rgba.height, rgba.pixels}, std::max(1, int(rgba.width * f + 0.5)),
+	                          std::max(1, int(rgba.height * f + 0.5)));
+	return {image.width, image.height, std::move(image.rgba)};
+}
+
 std::optional<StoredImage> Images::storePixels(const Rgba& rgba, const std::string& sender) {
-	tray::Image image{rgba.width, rgba.height, rgba.pixels};
-	if (image.width > kStoredImageSide || image.height > kStoredImageSide) {
-		double f = double(kStoredImageSide) / std::max(image.width, image.height);
-		image = tray::scaled(image, std::max(1, int(image.width * f + 0.5)), std::max(1, int(image.height * f + 0.5)));
-	}
-	auto ref = impl_->store.put(image, sender);
+	auto fit = fitted(rgba);
+	auto ref = impl_->store.put(tray::Image{fit.width, fit.height, std::move(fit.pixels)}, sender);
 	if (!ref) return std::nullopt;
 	return stored(ref);
 }

@@ -41,6 +41,8 @@ public:
 	// "Bounds"); an image beyond that is not stored (std::nullopt).
 	// The pixels as a PNG file, scaled down to fit kStoredImageSide first.
 	[[nodiscard]] std::optional<StoredImage> storePixels(const Rgba& image, const std::string& sender);
+	// The pixels storePixels writes: `image` scaled down to fit kStoredImageSide, or as it is.
+	[[nodiscard]] static Rgba fitted(const Rgba& image);
 	// A copy of a PNG file (up to kMaxImageFileBytes); std::nullopt for another kind of file, one
 	// that cannot be read, or one too large.
 	[[nodiscard]] std::optional<StoredImage> storePngFile(const std::string& path, const std::string& sender);

@@ -79,33 +79,23 @@ NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::stri
 
 void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, const std::string& sender) {
 	ensureImages();
-	auto appName = cutUtf8(validUtf8(a.appName), kMaxNameBytes);
-	const auto& who = appName.empty() ? sender : appName;
+	auto t = mapText(a);
+	const auto& who = t.appName.empty() ? sender : t.appName;
 	for (const auto& [hint, signature]: a.hints.wrongTypes)
 		warnOnce("hint:" + hint + ":" + signature,
 		         fmt::format("{} sent the hint \"{}\" as {}, which is not its type; the hint is ignored", who, hint, signature));
-	size_t dropped = 0;
-	auto actions = parseActions(a.actions, &dropped);
-	dropped += a.extraActions;
-	if (dropped)
+	if (t.droppedActions)
 		warnOnce("actions:" + who, fmt::format("{} sent actions qsd dropped ({} elements: an odd one, empty or repeated keys, "
-		                                       "or more than {} actions)", who, dropped, kMaxActions));
-	bool cutSummary = false, cutBody = false;
-	auto summary = cutUtf8(validUtf8(a.summary), kMaxSummaryBytes, &cutSummary);
-	auto body = cutUtf8(validUtf8(a.body), kMaxBodyBytes, &cutBody);
-	if (cutSummary || cutBody)
-		warnOnce("long:" + who, fmt::format("{} sent a {} longer than qsd keeps; it is cut", who, cutSummary ? "summary" : "body"));
-	auto text = [](const std::optional<std::string>& s) -> std::optional<std::string> {
-		if (!s) return std::nullopt;
-		return cutUtf8(validUtf8(*s), kMaxNameBytes);
-	};
+		                                       "or more than {} actions)", who, t.droppedActions, kMaxActions));
+	if (t.cutSummary || t.cutBody)
+		warnOnce("long:" + who, fmt::format("{} sent a {} longer than qsd keeps; it is cut", who, t.cutSummary ? "summary" : "body"));
 	auto urgency = urgencyFromByte(a.hints.urgency.value_or(1));
 
 	Live live;
 	live.urgency = urgency;
 	live.resident = a.hints.resident.value_or(false);
 	live.transient = a.hints.transient.value_or(false);
-	for (const auto& action: actions) live.actions.push_back(action.key);
+	for (const auto& action: t.actions) live.actions.push_back(action.key);
 
 	// image-data (and its older names) > image-path > app_icon.
 	auto appIcon = resolveIcon(a.appIcon, sender);
@@ -132,18 +122,17 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	if (timeout) live.deadline = EventLoop::clock() + *timeout * 1000;
 
 	json actionList = json::array();
-	for (auto& action: actions) actionList.push_back({{"key", std::move(action.key)}, {"label", std::move(action.label)}});
-	auto bodyText = plainText(body);
+	for (auto& action: t.actions) actionList.push_back({{"key", std::move(action.key)}, {"label", std::move(action.label)}});
 	json item = {{"id", id},
-	             {"appName", std::move(appName)},
+	             {"appName", std::move(t.appName)},
 	             {"appIcon", std::move(appIcon.url)},
-	             {"summary", std::move(summary)},
-	             {"body", std::move(body)},
-	             {"bodyText", std::move(bodyText)},
+	             {"summary", std::move(t.summary)},
+	             {"body", std::move(t.body)},
+	             {"bodyText", std::move(t.bodyText)},
 	             {"actions", std::move(actionList)},
 	             {"urgency", toString(urgency)},
-	             {"category", orNull(text(a.hints.category))},
-	             {"desktopEntry", orNull(text(a.hints.desktopEntry))},
+	             {"category", orNull(t.category)},
+	             {"desktopEntry", orNull(t.desktopEntry)},
 	             {"image", std::move(image.url)},
 	             {"resident", live.resident},
 	             {"transient", live.transient},

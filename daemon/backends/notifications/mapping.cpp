@@ -1,5 +1,7 @@
 #include "mapping.hpp"
 
+#include "wire.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -270,6 +272,23 @@ std::string pathOfFileUrl(std::string_view url) {
 	auto spec = iconSpec(url);
 	if (url.rfind("file://", 0) != 0 || spec.kind != IconSpec::Kind::File) return {};
 	return spec.value;
+}
+
+NotifyText mapText(const NotifyArgs& a) {
+	NotifyText t;
+	t.appName = cutUtf8(validUtf8(a.appName), kMaxNameBytes);
+	t.actions = parseActions(a.actions, &t.droppedActions);
+	t.droppedActions += a.extraActions;
+	t.summary = cutUtf8(validUtf8(a.summary), kMaxSummaryBytes, &t.cutSummary);
+	t.body = cutUtf8(validUtf8(a.body), kMaxBodyBytes, &t.cutBody);
+	t.bodyText = plainText(t.body);
+	auto name = [](const std::optional<std::string>& s) -> std::optional<std::string> {
+		if (!s) return std::nullopt;
+		return cutUtf8(validUtf8(*s), kMaxNameBytes);
+	};
+	t.category = name(a.hints.category);
+	t.desktopEntry = name(a.hints.desktopEntry);
+	return t;
 }
 
 } // namespace qsd::notifications

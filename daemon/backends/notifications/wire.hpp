@@ -46,4 +46,20 @@ struct NotifyArgs {
 // message sd-bus cannot read.
 [[nodiscard]] NotifyArgs readNotify(sdbus::Message& call);
 
+// What the text of a Notify call becomes in the tree: every string valid UTF-8 and within its
+// bound (docs/backends/notifications.md, "Bounds"). Pure; defined in mapping.cpp.
+struct NotifyText {
+	std::string appName;
+	std::string summary;
+	std::string body;       // the markup as sent, made valid and cut
+	std::string bodyText;   // the same without markup
+	std::vector<Action> actions;
+	std::optional<std::string> category;
+	std::optional<std::string> desktopEntry;
+	bool cutSummary = false;
+	bool cutBody = false;
+	size_t droppedActions = 0;   // elements of the actions array not kept (extraActions included)
+};
+[[nodiscard]] NotifyText mapText(const NotifyArgs& args);
+
 } // namespace qsd::notifications
