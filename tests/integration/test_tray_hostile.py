@@ -425,3 +425,25 @@ def test_menu_icon_data_is_bounded_per_item_and_in_all(env):
     c.wait_for(lambda: key_of(name) not in c.mirror(sub)["tray"]["items"], timeout=30, what="the item gone")
     assert icon_dir_bytes(env) == 2000
     responsive(env)
+
+
+def test_long_texts_are_cut_at_a_character(env):
+    # Any process on the session bus can be an item, and every subscriber of /tray is sent what
+    # it shows: 100 KB titles, tooltips and menu labels are kept as their first 1 KiB (the
+    # tooltip's markup 16 KiB), each ending with a whole character.
+    import json
+    c, sub = start(env)
+    name = "org.qsdtest.LongTexts"
+    long = "a" + "é" * 50000   # byte 1024 (and 16 384) is the middle of an "é"
+    t.start_items(env, [{"register": "name", "name": name, "menu": "demo", "props": {"Id": "long"}}])
+    wait_item(c, sub, key_of(name), predicate=lambda it: it["menu"] is not None)
+    item = t.control(env, name)
+    item.Set("ToolTip", json.dumps({"title": long, "description": long}), "NewToolTip")
+    item.Set("Title", json.dumps(long), "NewTitle")
+    item.AddMenuEntry(long)
+    it = wait_item(c, sub, key_of(name), predicate=lambda it: it["title"] != "" and it["tooltipTitle"] != ""
+                   and len(it["menu"]["children"]) == 6)
+    assert it["title"] == it["tooltipTitle"] == "a" + "é" * 511
+    assert it["tooltipDescription"] == "a" + "é" * 8191
+    assert it["menu"]["children"][-1]["label"] == "a" + "é" * 511
+    responsive(env)

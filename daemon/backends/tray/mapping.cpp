@@ -1,5 +1,7 @@
 #include "mapping.hpp"
 
+#include "../../text.hpp"
+
 #include <array>
 #include <cctype>
 
@@ -133,8 +135,13 @@ MappedItem mapItem(const dbus::Properties& props, const ItemPixmaps* pixmaps) {
 	};
 	auto put = [&](const char* field, const std::optional<std::string>& s) { v[field] = s ? json(*s) : json(nullptr); };
 
-	put("id", str("Id", ""));
-	put("title", str("Title", ""));
+	auto text = [&](const char* name) -> std::optional<std::string> {
+		auto s = str(name, "");
+		if (s && s->size() > kMaxItemText) s->resize(cutAtCharacter(*s, kMaxItemText).size());
+		return s;
+	};
+	put("id", text("Id"));
+	put("title", text("Title"));
 	auto status = str("Status", "Active");
 	v["status"] = status ? json(statusName(*status)) : json(nullptr);
 	auto category = str("Category", "ApplicationStatus");
@@ -170,8 +177,8 @@ MappedItem mapItem(const dbus::Properties& props, const ItemPixmaps* pixmaps) {
 	v["tooltipDescription"] = "";
 	if (const auto* p = dbus::find(props, "ToolTip")) {
 		if (auto t = dbus::as<ToolTipStruct>(*p)) {
-			v["tooltipTitle"] = std::get<2>(*t);
-			v["tooltipDescription"] = std::get<3>(*t);
+			v["tooltipTitle"] = cutAtCharacter(std::get<2>(*t), kMaxItemText);
+			v["tooltipDescription"] = cutAtCharacter(std::get<3>(*t), kMaxTooltipBytes);
 		} else {
 			m.badProperties.emplace_back("ToolTip");
 			v["tooltipTitle"] = nullptr;
@@ -253,7 +260,7 @@ std::string shortcutText(const std::vector<std::vector<std::string>>& shortcut) 
 void setMenuProperty(MenuProps& p, const std::string& key, const sdbus::Variant& value) {
 	auto str = [&] { return dbus::asString(value).value_or(""); };
 	auto boolean = [&](bool fallback) { return dbus::asBool(value).value_or(fallback); };
-	if (key == "label") p.label = str();
+	if (key == "label") p.label = cutAtCharacter(str(), kMaxItemText);
 	else if (key == "enabled") p.enabled = boolean(true);
 	else if (key == "visible") p.visible = boolean(true);
 	else if (key == "type") p.separator = str() == "separator";
@@ -271,7 +278,7 @@ void setMenuProperty(MenuProps& p, const std::string& key, const sdbus::Variant&
 	}
 	else if (key == "shortcut") {
 		auto s = dbus::as<std::vector<std::vector<std::string>>>(value);
-		p.shortcut = s ? shortcutText(*s) : std::string();
+		p.shortcut = s ? std::string(cutAtCharacter(shortcutText(*s), kMaxItemText)) : std::string();
 	} else if (key == "children-display") p.submenu = str() == "submenu";
 	// Others (disposition, accessible-desc...) are not shown.
 }

@@ -145,6 +145,13 @@ struct MenuNode {
 	std::vector<MenuNode> children;
 };
 
+// The texts an item sets that qsd shows (Id, Title, the tooltip's title, a menu entry's label and
+// shortcut) are kept up to kMaxItemText bytes, the tooltip's description (markup) up to
+// kMaxTooltipBytes, each cut where a character starts: any process on the session bus can be an
+// item, and every subscriber of /tray is sent them.
+constexpr size_t kMaxItemText = 1024;
+constexpr size_t kMaxTooltipBytes = 16 * 1024;
+
 // Bounds on what a peer may send: deeper levels and entries beyond the count are dropped
 // (wire.hpp reads layouts).
 constexpr size_t kMaxMenuDepth = 16;
