@@ -6,154 +6,46 @@
 // entries of that layout or not, then an item's GetAll reply (a{sv}) with pixmaps and tooltips
 // of any shape. Each is parsed as the backend does, indexed, updated and turned into the tree's
 // JSON. Besides crashes and sanitizer reports, the limits are checked: no more entries or
-// depth than kMaxMenuEntries and kMaxMenuDepth, no more icon-data than kMaxMenuIconBytes.
+// depth than kMaxMenuEntries and kMaxMenuDepth, no more icon-data than kMaxMenuIconBytes, no text
+// longer than kMaxItemText (kMaxTooltipBytes for the tooltip's description).
 
 #include "backends/tray/mapping.hpp"
 #include "backends/tray/wire.hpp"
 
-#include <fuzzer/FuzzedDataProvider.h>
-#include <sdbus-c++/sdbus-c++.h>
-#include <systemd/sd-bus.h>
+#include "dbus_builder.hpp"
 
-#include <cstdio>
-#include <cstdlib>
-#include <functional>
 #include <string>
 #include <vector>
 
-namespace sdbus {
-// Exported by libsdbus-c++ (a message on a pseudo connection, as its Variant uses), not declared
-// in its public headers.
-PlainMessage createPlainMessage();
-} // namespace sdbus
-
 using namespace qsd::tray;
+using qsd::fuzz::ok;
+using qsd::fuzz::sealed;
+using qsd::fuzz::Unbuildable;
 
 namespace {
 
-// The sd_bus_message under an sdbus::Message (as wire.cpp reaches it).
-struct Raw: sdbus::Message {
-	static sd_bus_message* of(const sdbus::Message& m) { return static_cast<sd_bus_message*>(m.*(&Raw::msg_)); }
-};
+[[noreturn]] void die(const char* what) { qsd::fuzz::die("qsd-fuzz-tray-wire", what); }
 
-[[noreturn]] void die(const char* what) {
-	std::fprintf(stderr, "qsd-fuzz-tray-wire: %s\n", what);
-	std::abort();
-}
-
-struct Unbuildable {};
-
-void ok(int r) {
-	// sd-bus refuses what no peer could send either (a message over its size limit, nesting
-	// past its depth): that input is skipped.
-	if (r < 0) throw Unbuildable{};
-}
-
-constexpr const char* kMenuKeys[] = {"label",      "enabled",   "visible",          "type",        "toggle-type",
-                                     "toggle-state", "icon-name", "icon-data",       "shortcut",    "children-display",
-                                     "disposition", "accessible-desc", ""};
-constexpr const char* kItemKeys[] = {"Id",          "Title",           "Status",         "Category",  "IconName",
-                                     "IconPixmap",  "AttentionIconPixmap", "OverlayIconPixmap", "ToolTip", "Menu",
-                                     "ItemIsMenu",  "IconThemePath",   "WindowId",       "AttentionIconName", "X"};
+const std::vector<std::string> kMenuKeys = {"label",       "enabled",         "visible",   "type",      "toggle-type",
+                                            "toggle-state", "icon-name",      "icon-data", "shortcut",  "children-display",
+                                            "disposition",  "accessible-desc", ""};
+const std::vector<std::string> kItemKeys = {"Id",         "Title",      "Status",              "Category",
+                                            "IconName",   "IconPixmap", "AttentionIconPixmap", "OverlayIconPixmap",
+                                            "ToolTip",    "Menu",       "ItemIsMenu",          "IconThemePath",
+                                            "WindowId",   "AttentionIconName", "X"};
 // Types a value may have: the expected ones and others.
-constexpr const char* kTypes[] = {"s", "b", "i", "u", "x", "d", "y", "o", "g", "ay", "as", "aas", "a{sv}", "(iiay)",
-                                  "a(iiay)", "(sa(iiay)ss)", "v", "ai", "(ia{sv}av)"};
+const std::vector<std::string> kTypes = {"s",    "b",     "i",       "u",            "x",  "d",  "y",
+                                         "o",    "g",     "ay",      "as",           "aas", "a{sv}", "(iiay)",
+                                         "a(iiay)", "(sa(iiay)ss)", "v", "ai", "(ia{sv}av)"};
 
-class Builder {
+class Builder: public qsd::fuzz::ValueBuilder {
 public:
-	explicit Builder(FuzzedDataProvider& in): in_(in) {}
-
-	std::string text() { return in_.ConsumeRandomLengthString(64); }
-
-	// A value of type `sig` (one of kTypes), depth-limited.
-	void value(sd_bus_message* m, const std::string& sig, int depth) {
-		if (sig == "s") ok(sd_bus_message_append_basic(m, 's', text().c_str()));
-		else if (sig == "b") {
-			int b = in_.ConsumeBool();
-			ok(sd_bus_message_append_basic(m, 'b', &b));
-		} else if (sig == "i") {
-			int32_t v = in_.ConsumeIntegral<int32_t>();
-			ok(sd_bus_message_append_basic(m, 'i', &v));
-		} else if (sig == "u") {
-			uint32_t v = in_.ConsumeIntegral<uint32_t>();
-			ok(sd_bus_message_append_basic(m, 'u', &v));
-		} else if (sig == "x") {
-			int64_t v = in_.ConsumeIntegral<int64_t>();
-			ok(sd_bus_message_append_basic(m, 'x', &v));
-		} else if (sig == "d") {
-			double v = in_.ConsumeFloatingPoint<double>();
-			ok(sd_bus_message_append_basic(m, 'd', &v));
-		} else if (sig == "y") {
-			uint8_t v = in_.ConsumeIntegral<uint8_t>();
-			ok(sd_bus_message_append_basic(m, 'y', &v));
-		} else if (sig == "o") ok(sd_bus_message_append_basic(m, 'o', in_.ConsumeBool() ? "/StatusNotifierItem/Menu" : "/"));
-		else if (sig == "g") ok(sd_bus_message_append_basic(m, 'g', "a{sv}"));
-		else if (sig == "ay") bytes(m);
-		else if (sig == "ai") {
-			ok(sd_bus_message_open_container(m, 'a', "i"));
-			for (size_t n = count(8); n > 0; --n) value(m, "i", depth);
-			ok(sd_bus_message_close_container(m));
-		} else if (sig == "as") {
-			ok(sd_bus_message_open_container(m, 'a', "s"));
-			for (size_t n = count(8); n > 0; --n) value(m, "s", depth);
-			ok(sd_bus_message_close_container(m));
-		} else if (sig == "aas") {
-			ok(sd_bus_message_open_container(m, 'a', "as"));
-			for (size_t n = count(4); n > 0; --n) value(m, "as", depth);
-			ok(sd_bus_message_close_container(m));
-		} else if (sig == "a{sv}") {
-			ok(sd_bus_message_open_container(m, 'a', "{sv}"));
-			for (size_t n = depth > 3 ? 0 : count(4); n > 0; --n) {
-				ok(sd_bus_message_open_container(m, 'e', "sv"));
-				ok(sd_bus_message_append_basic(m, 's', text().c_str()));
-				variant(m, depth + 1);
-				ok(sd_bus_message_close_container(m));
-			}
-			ok(sd_bus_message_close_container(m));
-		} else if (sig == "(iiay)") {
-			ok(sd_bus_message_open_container(m, 'r', "iiay"));
-			// Mostly small sizes that match the data, sometimes not.
-			int32_t w = in_.ConsumeIntegralInRange<int32_t>(-2, 20), h = in_.ConsumeIntegralInRange<int32_t>(-2, 20);
-			if (in_.ConsumeIntegralInRange(0, 15) == 0) w = in_.ConsumeIntegral<int32_t>();
-			ok(sd_bus_message_append_basic(m, 'i', &w));
-			ok(sd_bus_message_append_basic(m, 'i', &h));
-			if (w > 0 && h > 0 && int64_t(w) * h <= 400 && in_.ConsumeBool()) {
-				std::vector<uint8_t> px(size_t(w) * size_t(h) * 4, in_.ConsumeIntegral<uint8_t>());
-				ok(sd_bus_message_append_array(m, 'y', px.data(), px.size()));
-			} else {
-				bytes(m);
-			}
-			ok(sd_bus_message_close_container(m));
-		} else if (sig == "a(iiay)") {
-			ok(sd_bus_message_open_container(m, 'a', "(iiay)"));
-			for (size_t n = count(4); n > 0; --n) value(m, "(iiay)", depth);
-			ok(sd_bus_message_close_container(m));
-		} else if (sig == "(sa(iiay)ss)") {
-			ok(sd_bus_message_open_container(m, 'r', "sa(iiay)ss"));
-			value(m, "s", depth);
-			value(m, "a(iiay)", depth);
-			value(m, "s", depth);
-			value(m, "s", depth);
-			ok(sd_bus_message_close_container(m));
-		} else if (sig == "v") {
-			variant(m, depth + 1);
-		} else if (sig == "(ia{sv}av)") {
-			node(m, depth + 1);
-		}
-	}
-
-	// A variant holding a value of a random type (a string when deep enough).
-	void variant(sd_bus_message* m, int depth) {
-		std::string sig = depth > 4 ? "s" : in_.PickValueInArray(kTypes);
-		ok(sd_bus_message_open_container(m, 'v', sig.c_str()));
-		value(m, sig, depth);
-		ok(sd_bus_message_close_container(m));
-	}
+	explicit Builder(FuzzedDataProvider& in): ValueBuilder(in, kTypes, "/StatusNotifierItem/Menu") {}
 
 	// A menu property's value: of the type the key wants, or any other.
 	void menuValue(sd_bus_message* m, const std::string& key, int depth) {
 		std::string sig;
-		if (!in_.ConsumeBool()) sig = in_.PickValueInArray(kTypes);
+		if (!in_.ConsumeBool()) sig = pick(kTypes);
 		else if (key == "enabled" || key == "visible") sig = "b";
 		else if (key == "toggle-state") sig = "i";
 		else if (key == "icon-data") sig = "ay";
@@ -169,7 +61,7 @@ public:
 		ok(sd_bus_message_open_container(m, 'a', "{sv}"));
 		for (size_t n = count(6); n > 0; --n) {
 			ok(sd_bus_message_open_container(m, 'e', "sv"));
-			std::string key = in_.ConsumeIntegralInRange(0, 7) ? std::string(in_.PickValueInArray(kMenuKeys)) : text();
+			std::string key = in_.ConsumeIntegralInRange(0, 7) ? pick(kMenuKeys) : text();
 			ok(sd_bus_message_append_basic(m, 's', key.c_str()));
 			menuValue(m, key, depth);
 			ok(sd_bus_message_close_container(m));
@@ -186,7 +78,7 @@ public:
 		menuProps(m, depth);
 		ok(sd_bus_message_open_container(m, 'a', "v"));
 		// Deep chains, and wide levels (past kMaxMenuEntries sometimes).
-		size_t children = depth > 24 ? 0 : in_.ConsumeIntegralInRange(0, 3) == 0 ? in_.ConsumeIntegralInRange<size_t>(0, 5000) : count(4);
+		size_t children = depth > 24 ? 0 : in_.ConsumeIntegralInRange(0, 31) == 0 ? in_.ConsumeIntegralInRange<size_t>(0, 5000) : count(4);
 		for (size_t i = 0; i < children && in_.remaining_bytes() > 0; ++i) {
 			if (in_.ConsumeIntegralInRange(0, 7)) {
 				ok(sd_bus_message_open_container(m, 'v', "(ia{sv}av)"));
@@ -218,7 +110,7 @@ public:
 			ok(sd_bus_message_append_basic(m, 'i', &id));
 			ok(sd_bus_message_open_container(m, 'a', "s"));
 			for (size_t k = count(4); k > 0; --k) {
-				std::string key = in_.ConsumeBool() ? std::string(in_.PickValueInArray(kMenuKeys)) : text();
+				std::string key = in_.ConsumeBool() ? pick(kMenuKeys) : text();
 				ok(sd_bus_message_append_basic(m, 's', key.c_str()));
 			}
 			ok(sd_bus_message_close_container(m));
@@ -232,10 +124,10 @@ public:
 		ok(sd_bus_message_open_container(m, 'a', "{sv}"));
 		for (size_t n = count(12); n > 0; --n) {
 			ok(sd_bus_message_open_container(m, 'e', "sv"));
-			std::string key = in_.PickValueInArray(kItemKeys);
+			std::string key = pick(kItemKeys);
 			ok(sd_bus_message_append_basic(m, 's', key.c_str()));
 			std::string sig = key.find("Pixmap") != std::string::npos ? "a(iiay)" : key == "ToolTip" ? "(sa(iiay)ss)" : "s";
-			if (in_.ConsumeIntegralInRange(0, 3) == 0) sig = in_.PickValueInArray(kTypes);
+			if (in_.ConsumeIntegralInRange(0, 3) == 0) sig = pick(kTypes);
 			ok(sd_bus_message_open_container(m, 'v', sig.c_str()));
 			value(m, sig, 1);
 			ok(sd_bus_message_close_container(m));
@@ -244,32 +136,42 @@ public:
 		ok(sd_bus_message_close_container(m));
 	}
 
-private:
-	size_t count(size_t max) { return in_.ConsumeIntegralInRange<size_t>(0, max); }
-
-	void bytes(sd_bus_message* m) {
-		// Mostly small, sometimes large (icon-data budgets), sometimes a PNG signature.
-		size_t n = in_.ConsumeIntegralInRange(0, 7) ? in_.ConsumeIntegralInRange<size_t>(0, 64)
-		                                            : in_.ConsumeIntegralInRange<size_t>(0, 3u << 20);
-		std::vector<uint8_t> b(n, in_.ConsumeIntegral<uint8_t>());
-		static const uint8_t png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-		if (n >= sizeof png && in_.ConsumeBool()) std::copy(std::begin(png), std::end(png), b.begin());
-		ok(sd_bus_message_append_array(m, 'y', b.data(), b.size()));
+protected:
+	// The tray's structs: a pixmap (iiay) of mostly small sizes that match its data, sometimes
+	// not; a tooltip (sa(iiay)ss); a menu entry (ia{sv}av).
+	bool customValue(sd_bus_message* m, const std::string& sig, int depth) override {
+		if (sig == "(iiay)") {
+			ok(sd_bus_message_open_container(m, 'r', "iiay"));
+			int32_t w = in_.ConsumeIntegralInRange<int32_t>(-2, 20), h = in_.ConsumeIntegralInRange<int32_t>(-2, 20);
+			if (in_.ConsumeIntegralInRange(0, 15) == 0) w = in_.ConsumeIntegral<int32_t>();
+			ok(sd_bus_message_append_basic(m, 'i', &w));
+			ok(sd_bus_message_append_basic(m, 'i', &h));
+			if (w > 0 && h > 0 && int64_t(w) * h <= 400 && in_.ConsumeBool()) {
+				std::vector<uint8_t> px(size_t(w) * size_t(h) * 4, in_.ConsumeIntegral<uint8_t>());
+				ok(sd_bus_message_append_array(m, 'y', px.data(), px.size()));
+			} else {
+				bytes(m);
+			}
+			ok(sd_bus_message_close_container(m));
+		} else if (sig == "(sa(iiay)ss)") {
+			ok(sd_bus_message_open_container(m, 'r', "sa(iiay)ss"));
+			value(m, "s", depth);
+			value(m, "a(iiay)", depth);
+			value(m, "s", depth);
+			value(m, "s", depth);
+			ok(sd_bus_message_close_container(m));
+		} else if (sig == "(ia{sv}av)") {
+			node(m, depth + 1);
+		} else {
+			return false;
+		}
+		return true;
 	}
-
-	FuzzedDataProvider& in_;
 };
-
-sdbus::PlainMessage sealed(const std::function<void(sd_bus_message*)>& fill) {
-	auto msg = sdbus::createPlainMessage();
-	fill(Raw::of(msg));
-	msg.seal();
-	msg.rewind(true);
-	return msg;
-}
 
 void check(const MenuNode& node, size_t depth, size_t& entries, size_t& iconBytes) {
 	if (depth > kMaxMenuDepth) die("a layout deeper than kMaxMenuDepth");
+	if (node.props.label.size() > kMaxItemText || node.props.shortcut.size() > kMaxItemText) die("a label or shortcut past kMaxItemText");
 	++entries;
 	iconBytes += node.props.iconData.size();
 	for (const auto& c: node.children) check(c, depth + 1, entries, iconBytes);
@@ -320,6 +222,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 		}
 		auto mapped = mapItem(props, &pixmaps);
 		(void)mapped.value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+		auto longer = [&](const char* field, size_t bound) {
+			const auto& v = mapped.value.at(field);
+			return v.is_string() && v.get_ref<const std::string&>().size() > bound;
+		};
+		if (longer("id", kMaxItemText) || longer("title", kMaxItemText) || longer("tooltipTitle", kMaxItemText) ||
+		    longer("tooltipDescription", kMaxTooltipBytes))
+			die("an item's text past its bound");
 		if (auto i = choosePixmap(mapped.icons.pixmaps, 64)) (void)toRgba(mapped.icons.pixmaps[*i]);
 	} catch (const Unbuildable&) {
 	}
