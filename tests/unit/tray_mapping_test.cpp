@@ -5,10 +5,14 @@
 #ifdef QSD_TRAY_BACKEND
 
 #include "backends/tray/mapping.hpp"
+#include "backends/tray/wire.hpp"
+#include "dbus/raw.hpp"
 
 #include <qsd/protocol/api.hpp>
 
 #include <gtest/gtest.h>
+
+#include <systemd/sd-bus.h>
 
 #include <set>
 
@@ -256,6 +260,50 @@ TEST(TrayMenu, PropertiesSetFromTheWireAndResetToTheirDefaults) {
 	auto root = node(0, {}, {node(1, {}), node(2, {}, {node(3, {})})});
 	EXPECT_EQ(findNode(root, 3)->id, 3);
 	EXPECT_EQ(findNode(root, 9), nullptr);
+}
+
+// Properties qsd does not show are skipped unread, whatever their type, and those after them
+// are still read; a shown one of another type takes its default.
+TEST(TrayMenu, ALayoutFromTheWireSkipsWhatItDoesNotShow) {
+	auto msg = dbus::plainMessage();
+	sd_bus_message* m = dbus::rawMessage(msg);
+	ASSERT_GE(sd_bus_message_append(m, "u", 7u), 0);
+	ASSERT_GE(sd_bus_message_open_container(m, 'r', "ia{sv}av"), 0);
+	ASSERT_GE(sd_bus_message_append(m, "i", 0), 0);
+	ASSERT_GE(sd_bus_message_append(m, "a{sv}", 0), 0);
+	ASSERT_GE(sd_bus_message_open_container(m, 'a', "v"), 0);
+	ASSERT_GE(sd_bus_message_open_container(m, 'v', "(ia{sv}av)"), 0);
+	ASSERT_GE(sd_bus_message_open_container(m, 'r', "ia{sv}av"), 0);
+	ASSERT_GE(sd_bus_message_append(m, "i", 4), 0);
+	ASSERT_GE(sd_bus_message_append(m, "a{sv}", 6,                                         //
+	                                 "disposition", "a{sv}", 1, "x", "i", 3,                 // not shown, compound
+	                                 "accessible-desc", "s", "Opens a file",                 // not shown
+	                                 "label", "s", "_Open",                                  //
+	                                 "toggle-state", "s", "on",                              // mistyped
+	                                 "enabled", "b", 0,                                      //
+	                                 "shortcut", "aas", 1, 2, "Control", "o"),
+	          0);
+	ASSERT_GE(sd_bus_message_append(m, "av", 0), 0);
+	ASSERT_GE(sd_bus_message_close_container(m), 0);
+	ASSERT_GE(sd_bus_message_close_container(m), 0);
+	ASSERT_GE(sd_bus_message_close_container(m), 0);
+	ASSERT_GE(sd_bus_message_close_container(m), 0);
+	msg.seal();
+	msg.rewind(true);
+	size_t skipped = 0;
+	bool rootProperties = true;
+	MenuNode root = readLayout(msg, skipped, &rootProperties);
+	EXPECT_EQ(skipped, 0u);
+	EXPECT_FALSE(rootProperties);
+	ASSERT_EQ(root.children.size(), 1u);
+	const MenuProps& p = root.children[0].props;
+	EXPECT_EQ(root.children[0].id, 4);
+	EXPECT_EQ(p.label, "_Open");
+	EXPECT_FALSE(p.enabled);
+	EXPECT_EQ(p.toggleState, -1);
+	EXPECT_EQ(p.shortcut, "Control+o");
+	EXPECT_FALSE(isShownMenuProperty("disposition"));
+	EXPECT_TRUE(isShownMenuProperty("children-display"));
 }
 
 TEST(TrayMenu, TheIndexFindsEntriesByIdAsFindNodeDoes) {

@@ -2,6 +2,7 @@
 
 #include "../../text.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -257,7 +258,14 @@ std::string shortcutText(const std::vector<std::vector<std::string>>& shortcut) 
 	return out;
 }
 
-void setMenuProperty(MenuProps& p, const std::string& key, const sdbus::Variant& value) {
+bool isShownMenuProperty(std::string_view key) {
+	static constexpr std::string_view kShown[] = {"label",     "enabled",    "visible",  "type",
+	                                              "toggle-type", "toggle-state", "icon-name", "icon-data",
+	                                              "shortcut",  "children-display"};
+	return std::find(std::begin(kShown), std::end(kShown), key) != std::end(kShown);
+}
+
+void setMenuProperty(MenuProps& p, const std::string& key, const dbus::Value& value) {
 	auto str = [&] { return dbus::asString(value).value_or(""); };
 	auto boolean = [&](bool fallback) { return dbus::asBool(value).value_or(fallback); };
 	if (key == "label") p.label = cutAtCharacter(str(), kMaxItemText);

@@ -134,8 +134,10 @@ struct MenuProps {
 };
 
 // Sets `key` from its wire value (a value of an unexpected type sets the default); and resets
-// `key` to its default (ItemsPropertiesUpdated's removed properties).
-void setMenuProperty(MenuProps& props, const std::string& key, const sdbus::Variant& value);
+// `key` to its default (ItemsPropertiesUpdated's removed properties). Keys that are not shown
+// (isShownMenuProperty false: disposition, accessible-desc...) change nothing.
+void setMenuProperty(MenuProps& props, const std::string& key, const dbus::Value& value);
+[[nodiscard]] bool isShownMenuProperty(std::string_view key);
 void resetMenuProperty(MenuProps& props, const std::string& key);
 
 // One DBusMenu entry as GetLayout sends it, (ia{sv}av), recursively.

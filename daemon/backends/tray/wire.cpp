@@ -1,5 +1,7 @@
 #include "wire.hpp"
 
+#include "../../dbus/raw.hpp"
+
 #include <systemd/sd-bus.h>
 
 #include <cstring>
@@ -8,12 +10,7 @@ namespace qsd::tray {
 
 namespace {
 
-// The sd_bus_message under an sdbus::Message. `&Raw::msg_` names Message's protected member
-// through a derived class, which forms a pointer to Message's member; applying it to any
-// Message is well-formed. (sdbus-c++ 1.2 offers no bulk array read.)
-struct Raw: sdbus::Message {
-	static sd_bus_message* of(const sdbus::Message& m) { return static_cast<sd_bus_message*>(m.*(&Raw::msg_)); }
-};
+using dbus::rawMessage;
 
 void check(int r, const char* what) {
 	if (r < 0) throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", std::string("malformed item property: ") + what + ": " +
@@ -55,7 +52,7 @@ std::vector<Pixmap>* slot(ItemPixmaps& pixmaps, const std::string& name) {
 
 // The variant at the message's position, the value of property `name`.
 void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps) {
-	sd_bus_message* m = Raw::of(msg);
+	sd_bus_message* m = rawMessage(msg);
 	char type = 0;
 	const char* contents = nullptr;
 	check(sd_bus_message_peek_type(m, &type, &contents), "value");
@@ -91,7 +88,7 @@ void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& p
 // taken while `iconBudget` (bytes, for the whole message) lasts.
 size_t readMenuProps(sdbus::Message& msg, MenuProps& props, size_t& iconBudget) {
 	size_t count = 0;
-	sd_bus_message* m = Raw::of(msg);
+	sd_bus_message* m = rawMessage(msg);
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}"), "menu properties");
 	for (;;) {
 		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
@@ -117,10 +114,13 @@ size_t readMenuProps(sdbus::Message& msg, MenuProps& props, size_t& iconBudget) 
 				props.iconData.clear();
 			}
 			check(sd_bus_message_exit_container(m), "icon-data");
+		} else if (isShownMenuProperty(name)) {
+			// A plain value (s, b, i...) is read straight from the message; an sdbus::Variant
+			// would copy the value into a message of its own first (a few microseconds each,
+			// for each property of each entry of a layout).
+			setMenuProperty(props, name, dbus::Value::read(msg));
 		} else {
-			sdbus::Variant v;
-			msg >> v;
-			setMenuProperty(props, name, v);
+			check(sd_bus_message_skip(m, "v"), "menu property value");   // not shown: not decoded
 		}
 		check(sd_bus_message_exit_container(m), "menu property");
 		++count;
@@ -131,7 +131,7 @@ size_t readMenuProps(sdbus::Message& msg, MenuProps& props, size_t& iconBudget) 
 
 // One (ia{sv}av) at the message's position (inside its variant, for a child).
 size_t readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count, size_t& skipped, size_t& iconBudget) {
-	sd_bus_message* m = Raw::of(msg);
+	sd_bus_message* m = rawMessage(msg);
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "ia{sv}av"), "menu entry");
 	check(sd_bus_message_read_basic(m, 'i', &node.id), "menu entry id");
 	size_t properties = readMenuProps(msg, node.props, iconBudget);
@@ -161,7 +161,7 @@ size_t readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count
 } // namespace
 
 MenuNode readLayout(sdbus::Message& reply, size_t& skipped, bool* rootProperties) {
-	sd_bus_message* m = Raw::of(reply);
+	sd_bus_message* m = rawMessage(reply);
 	uint32_t revision = 0;
 	check(sd_bus_message_read_basic(m, 'u', &revision), "layout revision");
 	MenuNode root;
@@ -173,7 +173,7 @@ MenuNode readLayout(sdbus::Message& reply, size_t& skipped, bool* rootProperties
 }
 
 bool readPropertiesUpdated(sdbus::Message& signal, const MenuIndex& index) {
-	sd_bus_message* m = Raw::of(signal);
+	sd_bus_message* m = rawMessage(signal);
 	bool changed = false;
 	size_t iconBudget = kMaxMenuIconBytes;
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(ia{sv})"), "updated");
@@ -220,7 +220,7 @@ void forgetProperty(const std::string& name, dbus::Properties& props, ItemPixmap
 }
 
 void readProperties(sdbus::Message& msg, dbus::Properties& props, ItemPixmaps& pixmaps) {
-	sd_bus_message* m = Raw::of(msg);
+	sd_bus_message* m = rawMessage(msg);
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}"), "properties");
 	for (;;) {
 		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
