@@ -147,6 +147,72 @@ def function_order(binary):
     return len(listed), len(listed & names)
 
 
+WINDOW = 64 * 1024   # the kernel's fault-around: a read fault maps the file's cached pages around it
+
+
+def stray_code(pid, binary):
+    """(resident, windows): how many 64 KiB windows of the binary's .text that lie wholly outside
+    the functions daemon/function-order.txt lays out together have a resident page, out of how
+    many there are. With a current list this is at most a window or two (a rare path); each more is
+    a function that runs and is not listed, which keeps its whole window resident
+    (scripts/order-functions lists them again). None without binutils or /proc/<pid>/pagemap."""
+    listed = listed_functions()
+    try:
+        sections = subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True, check=True).stdout
+        symbols = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True,
+                                 check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    text = None
+    for line in sections.splitlines():
+        fields = line.replace("[ ", "[").split()
+        if len(fields) > 5 and fields[1] == ".text":
+            text = (int(fields[3], 16), int(fields[3], 16) + int(fields[5], 16))
+    if not text:
+        return None
+    # Where the listed functions are: gold lays them out together (after the others, here). A
+    # few static inline functions of the protocol headers have copies in several objects under
+    # one name, and the copies that never run land elsewhere; so the region is the largest run of
+    # listed functions that follow one another within a window.
+    listed_at = sorted((int(f[0], 16), int(f[1], 16)) for f in (line.split() for line in symbols.splitlines())
+                       if len(f) == 4 and f[3] in listed and text[0] <= int(f[0], 16) < text[1])
+    runs = []
+    for address, size in listed_at:
+        if runs and address - runs[-1][1] <= WINDOW:
+            runs[-1][1] = max(runs[-1][1], address + size)
+        else:
+            runs.append([address, address + size])
+    if not runs:
+        return None
+    lo, hi = max(runs, key=lambda r: r[1] - r[0])
+    # The load bias of a PIE: where the mapping of file offset 0 starts (one executable segment
+    # from offset 0, as gold lays the binary out).
+    base = None
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) > 5 and os.path.realpath(parts[5]) == binary and int(parts[2], 16) == 0:
+                base = int(parts[0].split("-")[0], 16)
+                break
+    if base is None:
+        return None
+    # The windows wholly outside the region (those it shares a window with are its own).
+    windows = [w for w in range(text[0] // WINDOW * WINDOW, text[1], WINDOW) if w + WINDOW <= lo or w >= hi]
+    resident = 0
+    try:
+        with open(f"/proc/{pid}/pagemap", "rb") as f:
+            for w in windows:
+                start = max(w, text[0])
+                pages = -(-(min(w + WINDOW, text[1]) - start) // 4096)
+                f.seek((base + start) // 4096 * 8)
+                entries = f.read(8 * pages)
+                if any(int.from_bytes(entries[i:i + 8], "little") >> 63 for i in range(0, len(entries), 8)):
+                    resident += 1
+    except OSError:
+        return None
+    return resident, len(windows)
+
+
 def desktop_files(env):
     """qsd's environment additions of a desktop session that looks icons up: the icon theme
     configured (GTK's settings.ini), the standard data directories (the installed themes under
@@ -470,6 +536,10 @@ def main():
         if order:
             print(f"  (the binary has {order[1]} of the {order[0]} functions daemon/function-order.txt lays out "
                   "first: fewer, and more of its code is resident; scripts/order-functions lists them again)")
+        stray = stray_code(pid, os.path.realpath(os.environ["QSD_BIN"]))
+        if stray:
+            print(f"  (of the binary's code outside those functions, {stray[0]} of {stray[1]} windows of 64 KiB are "
+                  "resident: more than one or two is code that runs and is not listed)")
         shell, why = qt_shell(env, c, sub, pointer_get(c.mirror(sub), "/daemon/clients", 0))
         if shell:
             beside = memory(pid)
