@@ -258,6 +258,8 @@ std::string shortcutText(const std::vector<std::vector<std::string>>& shortcut) 
 	return out;
 }
 
+// The keys setMenuProperty and resetMenuProperty read; a key added there is added here, or the
+// wire reader skips it unread (wire.cpp).
 bool isShownMenuProperty(std::string_view key) {
 	static constexpr std::string_view kShown[] = {"label",     "enabled",    "visible",  "type",
 	                                              "toggle-type", "toggle-state", "icon-name", "icon-data",
