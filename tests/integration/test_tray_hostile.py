@@ -152,6 +152,24 @@ def test_menu_updates_naming_unknown_entries_cost_a_probe_each(env):
     responsive(env)
 
 
+def test_a_burst_of_layout_updates_costs_a_read_at_a_time(env):
+    # 500 LayoutUpdated in a row, each about a changed 4095-entry menu: every loop pass that saw
+    # one sent a GetLayout (67 of them), each reply a whole layout to read, while the item had
+    # not answered the first. A read is now out at most once per menu; what comes meanwhile is
+    # read after its answer, in one go.
+    c, sub = start(env)
+    name = "org.qsdtest.Relayouts"
+    t.start_items(env, [{"register": "name", "name": name, "menu": 4095, "props": {"Id": "relayouts"}}])
+    wait_item(c, sub, key_of(name), timeout=60)
+    reads = sum(1 for call in t.calls(env, name) if call[0] == "GetLayout")
+    t.control(env, name).Relayouts(500, timeout=300)
+    c.wait_for(lambda: c.mirror(sub)["tray"]["items"][key_of(name)]["menu"]["children"][0]["label"] == "Relayout 500",
+               timeout=60, what="the last layout")
+    # The item sends all 500 before it answers anything: the read out then, and one after it.
+    assert sum(1 for call in t.calls(env, name) if call[0] == "GetLayout") - reads <= 2
+    responsive(env)
+
+
 def test_distinct_icon_names_leave_no_memory_behind(env):
     # Every name looked up was cached for good, found or not: distinct names (an app that makes
     # a new one per change, or a hostile one) grew qsd from 7 to 34 MiB in a minute. 20 layouts

@@ -28,7 +28,8 @@ LongNames(n, bytes) sends n icon names of that length, one NewIcon each (the nex
 read the last), then sets Title "long names done"; NewIcons(n) emits NewIcon n times the same way,
 with nothing changed, then sets Title "new icons done"; Flood(ids, times) emits ItemsPropertiesUpdated
 `times` times, each naming `ids` entries the menu does not have and setting entry 1's label to
-"Flood k"; Relayout(n, rounds, bytes) replaces the menu `rounds` times with n entries whose
+"Flood k"; Relayouts(times) emits LayoutUpdated `times` times at once, each after changing
+entry 1's label to "Relayout k"; Relayout(n, rounds, bytes) replaces the menu `rounds` times with n entries whose
 icon-names (of that length) are new each round, one LayoutUpdated each (the next once the host
 read the last). Prints "ready" once every item's registration was answered (either way)."""
 
@@ -181,6 +182,12 @@ class Menu(dbus.service.Object):
         self.revision += 1
         self.LayoutUpdated(self.revision, 0)
         return False
+
+    def relayouts(self, times):
+        for k in range(1, times + 1):
+            self.entries[1]["props"]["label"] = f"Relayout {k}"
+            self.revision += 1
+            self.LayoutUpdated(self.revision, 0)
 
     def flood(self, ids, times):
         unknown = [dbus.Struct((dbus.Int32(100000 + j), dbus.Dictionary({}, signature="sv")), signature="ia{sv}")
@@ -400,6 +407,10 @@ class Item(dbus.service.Object):
     @dbus.service.method(CTL, in_signature="uuu", out_signature="")
     def Relayout(self, n, rounds, size):
         self.menu.relayout_start(n, rounds, size)
+
+    @dbus.service.method(CTL, in_signature="u", out_signature="")
+    def Relayouts(self, times):
+        self.menu.relayouts(times)
 
     @dbus.service.method(CTL, in_signature="u", out_signature="t")
     def BenchIcon(self, n):

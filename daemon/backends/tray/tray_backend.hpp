@@ -79,6 +79,7 @@ private:
 		MenuIndex index;                    // root's entries by id, rebuilt when its shape changes
 		bool settled = false;               // the first GetLayout answered, either way
 		std::set<int32_t> pendingParents;   // LayoutUpdated parents not yet fetched
+		int fetching = 0;                   // GetLayout calls out; LayoutUpdated waits for them
 		Retry retry{kReadRetry};            // reads of a menu never read that timed out
 	};
 
@@ -158,6 +159,7 @@ private:
 	void fetchLayout(Item& item, int32_t parent, LayoutDone done = {});
 	void onMenuSignal(sdbus::Message& msg);
 	void refreshMenu(Item& item);
+	void queueMenu(Item& item);   // its pending LayoutUpdated read on the next loop pass
 	void retryMenu(Item& item);
 	void retryRead(Item& item);
 	void readSucceeded(Item& item);

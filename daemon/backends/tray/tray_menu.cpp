@@ -50,6 +50,7 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 	auto serial = item.serial;
 	auto menuSerial = item.menu->serial;
 	// A raw call: the reply is read by wire.hpp, straight into the menu tree.
+	++item.menu->fetching;
 	auto call = item.menu->proxy->createMethodCall(kMenuIface, "GetLayout");
 	call << parent << int32_t(-1) << std::vector<std::string>{};
 	calls_.start(
@@ -75,9 +76,11 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 			    return;
 		    }
 		    auto& menu = *it->menu;
+		    --menu.fetching;
 		    bool first = !menu.settled;
 		    menu.settled = true;
 		    if (e) {
+			    if (!menu.pendingParents.empty()) queueMenu(*it);
 			    // A menu that cannot be read is null; the item is shown without it.
 			    if (first) log::warning("tray", "{}: reading its menu {} failed: {}: {}", key, menu.path, e->getName(), e->getMessage());
 			    else log::info("tray", "{}: reading submenu {} failed: {}: {}", key, parent, e->getName(), e->getMessage());
@@ -106,15 +109,17 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 		    }
 		    // The nodes moved: the index by id is made again (once per layout read).
 		    menu.index.rebuild(menu.root ? &*menu.root : nullptr);
-		    if (!menu.pendingParents.empty()) {
-			    menuQueue_.insert(key);
-			    deferred_.setEnabled(SD_EVENT_ONESHOT);
-		    }
+		    if (!menu.pendingParents.empty()) queueMenu(*it);
 		    it->menuDirty = true;
 		    queuePublish(*it);
 		    if (done) done(it, nullptr);
 	    },
 	    kCallTimeout);
+}
+
+void TrayBackend::queueMenu(Item& item) {
+	menuQueue_.insert(item.key);
+	deferred_.setEnabled(SD_EVENT_ONESHOT);
 }
 
 void TrayBackend::retryMenu(Item& item) {
@@ -138,6 +143,10 @@ void TrayBackend::retryMenu(Item& item) {
 void TrayBackend::refreshMenu(Item& item) {
 	if (!item.menu) return;
 	auto& menu = *item.menu;
+	// A read is out: the LayoutUpdated that came meanwhile wait for its answer, and are then read
+	// in one go (queueMenu from the reply). An item that sends them by the thousand gets a read
+	// at a time, not one per loop pass: no more reads than it answers.
+	if (menu.settled && menu.fetching > 0) return;
 	std::set<int32_t> parents;
 	parents.swap(menu.pendingParents);
 	// The first fetch is still out: its answer is newer than the signal.
@@ -161,8 +170,7 @@ void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 			int32_t parent = 0;
 			msg >> revision >> parent;
 			item->menu->pendingParents.insert(parent);
-			menuQueue_.insert(item->key);
-			deferred_.setEnabled(SD_EVENT_ONESHOT);
+			queueMenu(*item);
 		} else if (member == "ItemsPropertiesUpdated") {
 			// Applied in place, no call. Before the first layout there is nothing to apply to:
 			// that layout is newer.
