@@ -134,33 +134,39 @@ def by_mapping(pid):
     return out
 
 
-def function_order(binary):
-    """(listed, present): the functions daemon/function-order.txt lists for the linker to lay out
-    first, and how many of them binary has. Fewer present means the list is older than the code
-    (scripts/order-functions writes it again). None without nm."""
-    listed = listed_functions()
+def defined_symbols(binary):
+    """`nm -S --defined-only` of binary, one list of fields per symbol (address, [size,] type,
+    name); None without nm."""
     try:
-        out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True,
+                             check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    names = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    return [line.split() for line in out.splitlines() if line.strip()]
+
+
+def function_order(symbols):
+    """(listed, present): the functions daemon/function-order.txt lists for the linker to lay out
+    together, and how many of them the binary has (`symbols`: defined_symbols()). Fewer present
+    means the list is older than the code (scripts/order-functions writes it again)."""
+    listed = listed_functions()
+    names = {fields[-1] for fields in symbols}
     return len(listed), len(listed & names)
 
 
 WINDOW = 64 * 1024   # the kernel's fault-around: a read fault maps the file's cached pages around it
 
 
-def stray_code(pid, binary):
+def stray_code(pid, binary, symbols):
     """(resident, windows): how many 64 KiB windows of the binary's .text that lie wholly outside
     the functions daemon/function-order.txt lays out together have a resident page, out of how
     many there are. With a current list this is at most a window or two (a rare path); each more is
     a function that runs and is not listed, which keeps its whole window resident
-    (scripts/order-functions lists them again). None without binutils or /proc/<pid>/pagemap."""
+    (scripts/order-functions lists them again). None without readelf or /proc/<pid>/pagemap.
+    `symbols`: defined_symbols() of binary."""
     listed = listed_functions()
     try:
         sections = subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True, check=True).stdout
-        symbols = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True,
-                                 check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     text = None
@@ -174,7 +180,7 @@ def stray_code(pid, binary):
     # few static inline functions of the protocol headers have copies in several objects under
     # one name, and the copies that never run land elsewhere; so the region is the largest run of
     # listed functions that follow one another within a window.
-    listed_at = sorted((int(f[0], 16), int(f[1], 16)) for f in (line.split() for line in symbols.splitlines())
+    listed_at = sorted((int(f[0], 16), int(f[1], 16)) for f in symbols
                        if len(f) == 4 and f[3] in listed and text[0] <= int(f[0], 16) < text[1])
     runs = []
     for address, size in listed_at:
@@ -532,11 +538,13 @@ def main():
         alone = by_mapping(pid)
         for name, (rss, pss) in sorted(alone.items(), key=lambda kv: -kv[1][0])[:24]:
             print(f"  {name:<42} RSS {rss / 1024:5.2f}  Pss {pss / 1024:5.2f}")
-        order = function_order(os.path.realpath(os.environ["QSD_BIN"]))
+        binary = os.path.realpath(os.environ["QSD_BIN"])
+        symbols = defined_symbols(binary)
+        order = function_order(symbols) if symbols else None
         if order:
             print(f"  (the binary has {order[1]} of the {order[0]} functions daemon/function-order.txt lays out "
-                  "first: fewer, and more of its code is resident; scripts/order-functions lists them again)")
-        stray = stray_code(pid, os.path.realpath(os.environ["QSD_BIN"]))
+                  "together: fewer, and more of its code is resident; scripts/order-functions lists them again)")
+        stray = stray_code(pid, binary, symbols) if symbols else None
         if stray:
             print(f"  (of the binary's code outside those functions, {stray[0]} of {stray[1]} windows of 64 KiB are "
                   "resident: more than one or two is code that runs and is not listed)")
