@@ -108,8 +108,15 @@ Value Value::bytes(std::vector<uint8_t> data) {
 	return out;
 }
 
+Value Value::unread(std::string signature) {
+	Value out;
+	out.v_ = Unread{std::move(signature)};
+	return out;
+}
+
 std::string Value::signature() const {
 	if (const auto* c = std::get_if<std::shared_ptr<const Compound>>(&v_)) return (*c)->signature;
+	if (const auto* u = std::get_if<Unread>(&v_)) return u->signature;
 	return std::string(type_, type_[0] == 0 ? 0 : type_[1] == 0 ? 1 : 2);
 }
 

@@ -41,10 +41,15 @@ public:
 	static Value text(std::string s, char type = 's');   // s o g
 	static Value texts(std::vector<std::string> list, char type = 's');   // as, ao (type 'o')
 	static Value bytes(std::vector<uint8_t> data);   // ay
+	// A value of type `signature` that was skipped in its message, not read: every typed read
+	// gives nullopt and only its signature is kept. For a peer's value of a type the mapping does
+	// not read, which is only reported: a mistyped property can be as large as a message.
+	static Value unread(std::string signature);
 
 	// The D-Bus signature of the value ("u", "as", "a{sv}"), "" for no value.
 	[[nodiscard]] std::string signature() const;
 	[[nodiscard]] bool empty() const { return std::holds_alternative<std::monostate>(v_); }
+	[[nodiscard]] bool unread() const { return std::holds_alternative<Unread>(v_); }
 
 	[[nodiscard]] const bool* boolValue() const { return std::get_if<bool>(&v_); }
 	[[nodiscard]] const int64_t* intValue() const { return std::get_if<int64_t>(&v_); }      // y n q i u x
@@ -71,8 +76,12 @@ private:
 		sdbus::Variant value;
 	};
 
+	struct Unread {
+		std::string signature;
+	};
+
 	std::variant<std::monostate, bool, int64_t, uint64_t, double, std::string, std::vector<std::string>,
-	             std::vector<uint8_t>, std::shared_ptr<const Compound>>
+	             std::vector<uint8_t>, std::shared_ptr<const Compound>, Unread>
 	    v_;
 	// The signature of a plain value: one basic type, or 'a' and one ("as", "ay").
 	char type_[2] = {0, 0};
@@ -126,7 +135,7 @@ template <typename T>
 template <typename T>
 [[nodiscard]] std::optional<T> as(const Value& v) {
 	if (const auto* c = v.variant()) return as<T>(*c);
-	if (v.empty() || v.signature() != sdbus::signature_of<T>::str()) return std::nullopt;
+	if (v.empty() || v.unread() || v.signature() != sdbus::signature_of<T>::str()) return std::nullopt;
 	return as<T>(v.toVariant());
 }
 

@@ -134,7 +134,8 @@ def test_icon_names_longer_than_a_file_name_are_refused(env):
     # as one burst, published once at its end: under the sanitizer build on a loaded 2-core
     # machine (scripts/flaky) that once took longer than 30 s.
     it = wait_item(c, sub, key_of(name), timeout=120, predicate=lambda it: it["title"] == "long names done")
-    assert it["icon"] is None and len(it["iconName"]) > 1 << 20
+    # Shown up to a path's length, not sent whole to every subscriber.
+    assert it["icon"] is None and it["iconName"] == "119-" + "n" * (4096 - 4)
     assert env.qsd_log().count("is longer than a file name; it is not looked up") == 1
     responsive(env)
 
@@ -450,8 +451,8 @@ def test_menu_icon_data_is_bounded_per_item_and_in_all(env):
 
 def test_long_texts_are_cut_at_a_character(env):
     # Any process on the session bus can be an item, and every subscriber of /tray is sent what
-    # it shows: 100 KB titles, tooltips and menu labels are kept as their first 1 KiB (the
-    # tooltip's markup 16 KiB), each ending with a whole character.
+    # it shows: 100 KB titles, tooltips, statuses and menu labels are kept as their first 1 KiB
+    # (the tooltip's markup 16 KiB, icon names 4 KiB), each ending with a whole character.
     import json
     c, sub = start(env)
     name = "org.qsdtest.LongTexts"
@@ -462,9 +463,15 @@ def test_long_texts_are_cut_at_a_character(env):
     item.Set("ToolTip", json.dumps({"title": long, "description": long}), "NewToolTip")
     item.Set("Title", json.dumps(long), "NewTitle")
     item.AddMenuEntry(long)
+    # A status that is not in the table is shown as sent, within the same bound; NewStatus
+    # carries it. Icon names are shown up to a path's length (4 KiB).
+    item.Set("Status", json.dumps("b" + long), "NewStatus")
+    item.Set("IconName", json.dumps(long), "NewIcon")
     it = wait_item(c, sub, key_of(name), predicate=lambda it: it["title"] != "" and it["tooltipTitle"] != ""
-                   and len(it["menu"]["children"]) == 6)
+                   and len(it["menu"]["children"]) == 6 and it["status"] != "active" and it["iconName"] != "")
     assert it["title"] == it["tooltipTitle"] == "a" + "é" * 511
     assert it["tooltipDescription"] == "a" + "é" * 8191
     assert it["menu"]["children"][-1]["label"] == "a" + "é" * 511
+    assert it["status"] == "ba" + "é" * 511
+    assert it["iconName"] == "a" + "é" * 2047
     responsive(env)

@@ -229,6 +229,23 @@ TEST(DbusValue, PropertiesChangedOfAWrongShapeIsAnError) {
 	EXPECT_THROW((void)dbus::PropertiesChanged::read(badInvalidated), sdbus::Error);
 }
 
+TEST(DbusValue, AnUnreadValueKeepsOnlyItsSignature) {
+	auto v = dbus::Value::unread("a{sv}");
+	EXPECT_TRUE(v.unread());
+	EXPECT_FALSE(v.empty());
+	EXPECT_EQ(v.signature(), "a{sv}");
+	EXPECT_EQ(v.variant(), nullptr);
+	EXPECT_EQ(dbus::asString(v), std::nullopt);
+	EXPECT_EQ(dbus::asStrings(dbus::Value::unread("as")), std::nullopt);
+	EXPECT_EQ((dbus::as<std::vector<std::string>>(dbus::Value::unread("as"))), std::nullopt);
+	EXPECT_EQ(dbus::variantToJson(v), nullptr);
+	EXPECT_FALSE(readOne(Variant(std::string("x"))).unread());
+
+	dbus::PropertyReader reader("test");
+	EXPECT_EQ(reader.string({{"Title", v}}, "/item", "Title"), std::nullopt);   // reported as mistyped
+	EXPECT_EQ(reader.warnings(), 1u);
+}
+
 TEST(DbusValue, IsSmall) {
 	// The point of the type: a cached simple property costs a map node and this, not a message.
 	EXPECT_LE(sizeof(dbus::Value), 48u);

@@ -166,9 +166,79 @@ TEST(TrayItemMapping, DefaultsAndDegradedFields) {
 	EXPECT_EQ(menuPathOf({{"Menu", sdbus::Variant(std::string("/Menu"))}}), "/Menu");
 }
 
+TEST(TrayItemMapping, AnItemsPropertiesAreKeptAndShownWithinBounds) {
+	// A GetAll answer as a hostile item sends it: properties qsd does not show, texts far longer
+	// than any field shows, an object path as long, and a shown property of a compound type.
+	std::string title = "a" + std::string(20000, 'b');
+	std::string category(3000, 'c');
+	std::string icon(5000, 'i');
+	std::string tip = "a";
+	for (int i = 0; i < 12000; ++i) tip += "\xc3\xa9";   // byte 16 384 is inside an "é"
+	std::string menu = "/" + std::string(20000, 'm');
+	auto msg = dbus::plainMessage();
+	sd_bus_message* m = dbus::rawMessage(msg);
+	ASSERT_GE(sd_bus_message_open_container(m, 'a', "{sv}"), 0);
+	auto entry = [&](const char* name, const char* type, auto... values) {
+		ASSERT_GE(sd_bus_message_open_container(m, 'e', "sv"), 0);
+		ASSERT_GE(sd_bus_message_append(m, "s", name), 0);
+		ASSERT_GE(sd_bus_message_append(m, "v", type, values...), 0);
+		ASSERT_GE(sd_bus_message_close_container(m), 0);
+	};
+	entry("WindowId", "i", 5);                                          // not shown
+	entry("AttentionMovieName", "s", "movie");                          // not shown
+	entry("XAyatanaLabel", "as", 2, "x", "y");                          // not SNI at all
+	entry("Id", "as", 3, "a", "b", "c");                                // mistyped, compound
+	entry("Title", "s", title.c_str());
+	entry("Category", "s", category.c_str());
+	entry("IconName", "s", icon.c_str());
+	entry("ItemIsMenu", "b", 1);
+	entry("Menu", "o", menu.c_str());
+	entry("ToolTip", "(sa(iiay)ss)", "", 0, tip.c_str(), tip.c_str());
+	ASSERT_GE(sd_bus_message_close_container(m), 0);
+	msg.seal();
+	msg.rewind(true);
+
+	dbus::Properties props;
+	ItemPixmaps pixmaps;
+	readProperties(msg, props, pixmaps);
+	std::set<std::string> kept;
+	for (const auto& [name, value]: props) kept.insert(name);
+	EXPECT_EQ(kept, (std::set<std::string>{"Id", "Title", "Category", "IconName", "ItemIsMenu", "Menu", "ToolTip"}));
+	EXPECT_TRUE(props.at("Id").unread());
+	EXPECT_EQ(props.at("Id").signature(), "as");
+	EXPECT_EQ(dbus::asString(props.at("Title")), title.substr(0, kMaxPropertyText));
+	EXPECT_EQ(dbus::asString(props.at("IconName")), icon);   // within the cache's bound: whole
+	EXPECT_EQ(dbus::asString(props.at("Menu")), "");        // a path is not cut into another
+	auto t = dbus::as<ToolTipStruct>(props.at("ToolTip"));
+	ASSERT_TRUE(t);
+	EXPECT_EQ(std::get<2>(*t), tip.substr(0, kMaxPropertyText - 1));   // a whole character less
+	EXPECT_EQ(std::get<3>(*t).size(), kMaxPropertyText - 1);
+
+	auto mapped = mapItem(props, &pixmaps);
+	EXPECT_EQ(mapped.badProperties, (std::vector<std::string>{"Id"}));
+	EXPECT_EQ(mapped.value["id"], nullptr);
+	EXPECT_EQ(mapped.value["title"], title.substr(0, kMaxItemText));
+	EXPECT_EQ(mapped.value["category"], category.substr(0, kMaxItemText));
+	EXPECT_EQ(mapped.value["iconName"], icon.substr(0, kMaxIconNameText));
+	EXPECT_EQ(mapped.icons.name, icon);   // the lookup gets it whole, and refuses it (> 255 bytes)
+	EXPECT_EQ(mapped.value["hasMenu"], false);
+	EXPECT_EQ(mapped.value["onlyMenu"], true);
+	EXPECT_EQ(mapped.value["tooltipTitle"], tip.substr(0, kMaxItemText - 1));
+	EXPECT_EQ(mapped.value["tooltipDescription"], tip.substr(0, kMaxTooltipBytes - 1));
+
+	// A status that is not in the table is shown as sent, up to the texts' bound; NewStatus's
+	// own text is kept as a property is.
+	EXPECT_EQ(dbus::asString(keptText(std::string(kMaxPropertyText + 10, 's'))), std::string(kMaxPropertyText, 's'));
+	auto status = mapItem({{"Status", keptText(std::string(3000, 's'))}});
+	EXPECT_EQ(status.value["status"], std::string(kMaxItemText, 's'));
+	EXPECT_TRUE(isShownItemProperty("ToolTip"));
+	EXPECT_FALSE(isShownItemProperty("WindowId"));
+}
+
 TEST(TrayItemMapping, SignalsInvalidateTheirProperties) {
 	EXPECT_EQ(propertiesOfSignal("NewTitle"), (std::vector<std::string>{"Title"}));
 	EXPECT_EQ(propertiesOfSignal("NewIcon"), (std::vector<std::string>{"IconName", "IconPixmap", "IconThemePath"}));
+	EXPECT_EQ(propertiesOfSignal("NewAttentionIcon"), (std::vector<std::string>{"AttentionIconName", "AttentionIconPixmap"}));
 	EXPECT_EQ(propertiesOfSignal("NewOverlayIcon"), (std::vector<std::string>{"OverlayIconName", "OverlayIconPixmap"}));
 	EXPECT_EQ(propertiesOfSignal("NewToolTip"), (std::vector<std::string>{"ToolTip"}));
 	EXPECT_EQ(propertiesOfSignal("NewStatus"), (std::vector<std::string>{"Status"}));

@@ -144,16 +144,20 @@ MappedItem mapItem(const dbus::Properties& props, const ItemPixmaps* pixmaps) {
 	put("id", text("Id"));
 	put("title", text("Title"));
 	auto status = str("Status", "Active");
-	v["status"] = status ? json(statusName(*status)) : json(nullptr);
+	v["status"] = status ? json(statusName(cutAtCharacter(*status, kMaxItemText))) : json(nullptr);
 	auto category = str("Category", "ApplicationStatus");
-	v["category"] = category ? json(categoryName(*category)) : json(nullptr);
+	v["category"] = category ? json(categoryName(cutAtCharacter(*category, kMaxItemText))) : json(nullptr);
 
+	// Shown up to kMaxIconNameText; the lookup gets them whole, and refuses what names no file.
 	auto name = str("IconName", ""), attention = str("AttentionIconName", ""), overlay = str("OverlayIconName", "");
 	auto themePath = str("IconThemePath", "");
-	put("iconName", name);
-	put("attentionIconName", attention);
-	put("overlayIconName", overlay);
-	put("iconThemePath", themePath);
+	auto putName = [&](const char* field, const std::optional<std::string>& s) {
+		v[field] = s ? json(std::string(cutAtCharacter(*s, kMaxIconNameText))) : json(nullptr);
+	};
+	putName("iconName", name);
+	putName("attentionIconName", attention);
+	putName("overlayIconName", overlay);
+	putName("iconThemePath", themePath);
 	m.icons.name = name.value_or("");
 	m.icons.attentionName = attention.value_or("");
 	m.icons.overlayName = overlay.value_or("");
@@ -212,7 +216,7 @@ std::vector<std::string> propertiesOfSignal(std::string_view member) {
 	if (member == "NewTitle") return {"Title"};
 	// IconThemePath has no signal of its own in the KDE specification: it changes with the icon.
 	if (member == "NewIcon") return {"IconName", "IconPixmap", "IconThemePath"};
-	if (member == "NewAttentionIcon") return {"AttentionIconName", "AttentionIconPixmap", "AttentionMovieName"};
+	if (member == "NewAttentionIcon") return {"AttentionIconName", "AttentionIconPixmap"};
 	if (member == "NewOverlayIcon") return {"OverlayIconName", "OverlayIconPixmap"};
 	if (member == "NewToolTip") return {"ToolTip"};
 	if (member == "NewStatus") return {"Status"};
@@ -258,6 +262,10 @@ std::string shortcutText(const std::vector<std::vector<std::string>>& shortcut) 
 	return out;
 }
 
+bool isShownItemProperty(std::string_view name) {
+	return std::find(kShownItemProperties.begin(), kShownItemProperties.end(), name) != kShownItemProperties.end();
+}
+
 // The keys setMenuProperty and resetMenuProperty read; a key added there is added here, or the
 // wire reader skips it unread (wire.cpp).
 bool isShownMenuProperty(std::string_view key) {
@@ -280,7 +288,7 @@ void setMenuProperty(MenuProps& p, const std::string& key, const dbus::Value& va
 	} else if (key == "toggle-state") {
 		auto x = dbus::asInt(value);
 		p.toggleState = !x ? -1 : *x == 0 ? 0 : *x == 1 ? 1 : -1;
-	} else if (key == "icon-name") p.iconName = str();
+	} else if (key == "icon-name") p.iconName = cutAtCharacter(str(), kMaxIconNameText);
 	else if (key == "icon-data") {
 		p.iconData = dbus::asBytes(value).value_or(std::vector<uint8_t>());
 		if (p.iconData.size() > kMaxIconData) p.iconData.clear();

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -153,6 +154,23 @@ struct MenuNode {
 // item, and every subscriber of /tray is sent them.
 constexpr size_t kMaxItemText = 1024;
 constexpr size_t kMaxTooltipBytes = 16 * 1024;
+// Icon names, the icon theme path and the names of Status and Category that are not in their
+// tables are shown as sent up to a path's length (PATH_MAX), cut the same way. Longer ones name
+// no icon (a name is a file name, at most 255 bytes) and were sent to every subscriber whole.
+constexpr size_t kMaxIconNameText = 4096;
+// What an item's property cache keeps of a text (s, o, g): the first kMaxPropertyText bytes, as
+// much as the longest field shows; an object path that long is dropped (no menu). A value of a
+// type the mapping does not read is kept as its signature only (dbus::Value::unread), so a
+// mistyped property is reported without being held. The cache holds the shown properties only.
+constexpr size_t kMaxPropertyText = kMaxTooltipBytes;
+
+// The item properties mapItem reads: the only ones an item's cache keeps (wire.cpp skips the
+// others unread), and the ones read one by one when an item's GetAll fails.
+inline constexpr std::array<std::string_view, 14> kShownItemProperties = {
+    "Id",          "Title",          "Status",           "Category",          "IconName",
+    "IconPixmap",  "Menu",           "ItemIsMenu",       "IconThemePath",     "AttentionIconName",
+    "AttentionIconPixmap", "OverlayIconName", "OverlayIconPixmap", "ToolTip"};
+[[nodiscard]] bool isShownItemProperty(std::string_view name);
 
 // Bounds on what a peer may send: deeper levels and entries beyond the count are dropped
 // (wire.hpp reads layouts).

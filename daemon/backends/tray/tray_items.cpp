@@ -10,19 +10,12 @@
 #include <qsd/protocol/mirror.hpp>
 
 #include <algorithm>
-#include <array>
 
 namespace qsd::tray {
 
 using json = nlohmann::json;
 
 namespace {
-
-// What the fallback reads one by one when an item's GetAll fails.
-constexpr std::array<const char*, 16> kItemProperties = {
-    "Id",       "Title",         "Status",          "Category",           "IconName",          "IconPixmap",
-    "Menu",     "ItemIsMenu",    "IconThemePath",   "AttentionIconName",  "AttentionIconPixmap",
-    "OverlayIconName", "OverlayIconPixmap", "ToolTip", "WindowId", "AttentionMovieName"};
 
 bool affectsIcon(const std::string& prop) {
 	return prop == "IconName" || prop == "IconPixmap" || prop == "AttentionIconName" || prop == "AttentionIconPixmap" ||
@@ -200,15 +193,16 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 	Item* item = findItem(key, serial);
 	if (!item) return;
 	struct Batch {
-		size_t left = kItemProperties.size();
+		size_t left = kShownItemProperties.size();
 		dbus::Properties props;
 		ItemPixmaps pixmaps;
 		bool any = false;
 		bool late = false;   // some Get did not answer in time
 	};
 	auto batch = std::make_shared<Batch>();
-	for (const char* name: kItemProperties) {
-		std::string prop = name;
+	// The shown properties, one by one (the others would be skipped unread).
+	for (std::string_view name: kShownItemProperties) {
+		std::string prop(name);
 		auto call = item->proxy->createMethodCall(kPropsIface, "Get");
 		call << std::string(kItemIface) << prop;
 		calls_.start(
@@ -273,7 +267,7 @@ void TrayBackend::onItemSignal(sdbus::Message& msg) {
 			if (type == "s") {
 				std::string status;
 				msg >> status;
-				item->props["Status"] = dbus::Value::text(status);
+				item->props["Status"] = keptText(status);
 				item->iconsDirty = true;
 				queuePublish(*item);
 				return;

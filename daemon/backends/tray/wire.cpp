@@ -1,9 +1,11 @@
 #include "wire.hpp"
 
 #include "../../dbus/raw.hpp"
+#include "../../text.hpp"
 
 #include <systemd/sd-bus.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace qsd::tray {
@@ -50,21 +52,31 @@ std::vector<Pixmap>* slot(ItemPixmaps& pixmaps, const std::string& name) {
 	return nullptr;
 }
 
-// The variant at the message's position, the value of property `name`.
+bool isText(char t) { return t == 's' || t == 'o' || t == 'g'; }
+bool isBasic(char t) { return std::strchr("bynqiuxtd", t) != nullptr; }
+
+// The variant at the message's position, the value of property `name`. Only shown properties
+// are kept, and each within a bound (kMaxPropertyText): any process on the session bus can be an
+// item, and the cache holds what it sent for as long as the item lives.
 void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps) {
 	sd_bus_message* m = rawMessage(msg);
 	char type = 0;
 	const char* contents = nullptr;
 	check(sd_bus_message_peek_type(m, &type, &contents), "value");
-	std::string signature = contents ? contents : "";
-	if (auto* out = slot(pixmaps, name); out && type == SD_BUS_TYPE_VARIANT && signature == "a(iiay)") {
+	if (type != SD_BUS_TYPE_VARIANT || !contents || !*contents) check(-EINVAL, "a variant was expected");
+	if (!isShownItemProperty(name)) {
+		check(sd_bus_message_skip(m, "v"), "value");
+		return;
+	}
+	std::string signature = contents;
+	if (auto* out = slot(pixmaps, name); out && signature == "a(iiay)") {
 		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, "a(iiay)"), name.c_str());
 		*out = readPixmaps(m);
 		check(sd_bus_message_exit_container(m), name.c_str());
 		props.erase(name);
 		return;
 	}
-	if (name == "ToolTip" && type == SD_BUS_TYPE_VARIANT && signature == "(sa(iiay)ss)") {
+	if (name == "ToolTip" && signature == "(sa(iiay)ss)") {
 		// Only the texts are shown; the tooltip's pixmaps are skipped, never decoded.
 		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, "(sa(iiay)ss)"), "ToolTip");
 		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "sa(iiay)ss"), "ToolTip");
@@ -76,12 +88,25 @@ void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& p
 		check(sd_bus_message_read(m, "ss", &title, &description), "ToolTip texts");
 		check(sd_bus_message_exit_container(m), "ToolTip");
 		check(sd_bus_message_exit_container(m), "ToolTip");
-		props[name] = sdbus::Variant(ToolTipStruct(icon ? icon : "", {}, title ? title : "", description ? description : ""));
+		auto text = [](const char* s) { return std::string(cutAtCharacter(s ? s : "", kMaxPropertyText)); };
+		props[name] = sdbus::Variant(ToolTipStruct(text(icon), {}, text(title), text(description)));
 		return;
 	}
-	auto v = dbus::Value::read(msg);
 	if (auto* out = slot(pixmaps, name)) out->clear();   // mistyped: reported by the mapping
-	props[name] = std::move(v);
+	if (signature.size() == 1 && isText(signature[0])) {
+		const char* s = nullptr;
+		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents), name.c_str());
+		check(sd_bus_message_read_basic(m, signature[0], &s), name.c_str());
+		check(sd_bus_message_exit_container(m), name.c_str());
+		props[name] = keptText(s ? s : "", signature[0]);
+	} else if (signature.size() == 1 && isBasic(signature[0])) {
+		props[name] = dbus::Value::read(msg);
+	} else {
+		// No shown property but the pixmaps and the tooltip is of a compound type: this one is
+		// mistyped, and only its type is reported.
+		check(sd_bus_message_skip(m, "v"), name.c_str());
+		props[name] = dbus::Value::unread(std::move(signature));
+	}
 }
 
 // An entry's a{sv} at the message's position; the number of properties it held. icon-data is
@@ -212,6 +237,13 @@ bool readPropertiesUpdated(sdbus::Message& signal, const MenuIndex& index) {
 	}
 	check(sd_bus_message_exit_container(m), "removed");
 	return changed;
+}
+
+dbus::Value keptText(std::string_view text, char type) {
+	if (text.size() <= kMaxPropertyText) return dbus::Value::text(std::string(text), type);
+	// Cut, an object path would become another one: kept as none, so the item has no menu.
+	if (type == 'o') return dbus::Value::text({}, 'o');
+	return dbus::Value::text(std::string(cutAtCharacter(text, kMaxPropertyText)), type);
 }
 
 void forgetProperty(const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps) {
