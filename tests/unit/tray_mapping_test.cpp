@@ -231,6 +231,13 @@ TEST(TrayItemMapping, AnItemsPropertiesAreKeptAndShownWithinBounds) {
 	EXPECT_EQ(dbus::asString(keptText(std::string(kMaxPropertyText + 10, 's'))), std::string(kMaxPropertyText, 's'));
 	auto status = mapItem({{"Status", keptText(std::string(3000, 's'))}});
 	EXPECT_EQ(status.value["status"], std::string(kMaxItemText, 's'));
+	// A menu path sent as a string is not cut into another path either.
+	auto asString = dbus::plainMessage();
+	ASSERT_GE(sd_bus_message_append(dbus::rawMessage(asString), "a{sv}", 1, "Menu", "s", menu.c_str()), 0);
+	asString.seal();
+	asString.rewind(true);
+	readProperties(asString, props, pixmaps);
+	EXPECT_EQ(dbus::asString(props.at("Menu")), "");
 	EXPECT_TRUE(isShownItemProperty("ToolTip"));
 	EXPECT_FALSE(isShownItemProperty("WindowId"));
 }

@@ -159,7 +159,7 @@ constexpr size_t kMaxTooltipBytes = 16 * 1024;
 // no icon (a name is a file name, at most 255 bytes) and were sent to every subscriber whole.
 constexpr size_t kMaxIconNameText = 4096;
 // What an item's property cache keeps of a text (s, o, g): the first kMaxPropertyText bytes, as
-// much as the longest field shows; an object path that long is dropped (no menu). A value of a
+// much as the longest field shows; a Menu path that long is dropped (no menu). A value of a
 // type the mapping does not read is kept as its signature only (dbus::Value::unread), so a
 // mistyped property is reported without being held. The cache holds the shown properties only.
 constexpr size_t kMaxPropertyText = kMaxTooltipBytes;

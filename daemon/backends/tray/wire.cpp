@@ -98,7 +98,10 @@ void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& p
 		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents), name.c_str());
 		check(sd_bus_message_read_basic(m, signature[0], &s), name.c_str());
 		check(sd_bus_message_exit_container(m), name.c_str());
-		props[name] = keptText(s ? s : "", signature[0]);
+		std::string_view text = s ? s : "";
+		// Menu is a path whatever its type (some apps send an 's'): too long, it names no menu.
+		if (name == "Menu" && text.size() > kMaxPropertyText) props[name] = dbus::Value::text({}, signature[0]);
+		else props[name] = keptText(text, signature[0]);
 	} else if (signature.size() == 1 && isBasic(signature[0])) {
 		props[name] = dbus::Value::read(msg);
 	} else {
