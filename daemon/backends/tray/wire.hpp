@@ -4,10 +4,11 @@
 // sdbus-c++ 1.2 deserializes an `ay` byte by byte (about 20 ns a byte here): a 64 px pixmap takes
 // over 300 µs and an app that sends 16..256 px takes milliseconds, on every read. Here the
 // pixmap properties (a(iiay)) are read with sd-bus's own sd_bus_message_read_array, a memcpy,
-// and kept decoded; ToolTip is kept without its pixmaps (never shown); every other shown property
-// is a dbus::Value, its text bounded (kMaxPropertyText); properties not shown are skipped. DBusMenu layouts are read the same way, straight into MenuNode
-// trees: no sdbus::Variant per child (about a kilobyte each, holding a copy of its subtree), and
-// icon-data (PNG bytes) read in bulk.
+// and kept decoded; ToolTip is kept without its pixmaps (never shown); every other shown
+// property is a dbus::Value, its text bounded (kMaxPropertyText); properties not shown are
+// skipped. DBusMenu layouts are read the same way, straight into MenuNode trees: no
+// sdbus::Variant per child (about a kilobyte each, holding a copy of its subtree), and icon-data
+// (PNG bytes) read in bulk.
 
 #include "mapping.hpp"
 
@@ -27,10 +28,10 @@ namespace qsd::tray {
 void forgetProperty(const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps);
 
 // The a{sv} at the message's position (GetAll's reply): pixmap properties into `pixmaps`
-// (removed from `props`), ToolTip without pixmaps, the other shown properties (kShownItemProperties)
-// into `props`, the rest skipped. A value of an unexpected type stays in `props` for the mapping
-// to report: a basic one as it came, a compound one as its signature (dbus::Value::unread). Throws sdbus::Error on
-// a malformed message.
+// (removed from `props`), ToolTip without pixmaps, the other shown properties
+// (kShownItemProperties) into `props`, the rest skipped. A value of an unexpected type stays in
+// `props` for the mapping to report: a basic one as it came, a compound one as its signature
+// (dbus::Value::unread). Throws sdbus::Error on a malformed message.
 void readProperties(sdbus::Message& msg, dbus::Properties& props, ItemPixmaps& pixmaps);
 
 // One property's value (the variant of a Get reply) at the message's position, stored the same way.
