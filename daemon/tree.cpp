@@ -226,6 +226,7 @@ void Tree::flushSoon() {
 
 void Tree::flush() {
 	bool windowEnded = std::exchange(windowEnded_, false);
+	lastFlushRemoved_ = false;
 	if (dirty_.empty()) return;
 	// The flush's CPU time, not its wall time: being preempted on a loaded machine must not
 	// stretch the window.
@@ -241,6 +242,7 @@ void Tree::flush() {
 	for (const auto& [path, d]: ordered) {
 		const json* now = find(*path);
 		if (!now && !d.existed) continue;
+		lastFlushRemoved_ |= !now;
 		// Built in place: an initializer list copies every member twice.
 		auto& op = ops.emplace_back(json::value_t::object).get_ref<json::object_t&>();
 		op.emplace("op", now ? (d.existed ? "replace" : "add") : "remove");

@@ -83,6 +83,9 @@ public:
 	// set and set back). With pending(), what happens after the writes made so far have been
 	// delivered can wait for them (events, which must not overtake the state they follow).
 	[[nodiscard]] Subscription observeFlush(std::function<void()> observer);
+	// Whether the batch last flushed removed a value (what was below it went too): memory that
+	// a flush observer may want to see given back.
+	[[nodiscard]] bool lastFlushRemoved() const { return lastFlushRemoved_; }
 	// Whether a batch is being handed to the observers; the flush observers run after it.
 	[[nodiscard]] bool delivering() const { return delivering_ > 0; }
 	[[nodiscard]] bool pending() const { return !dirty_.empty(); }
@@ -125,6 +128,7 @@ private:
 	bool fresh_ = false;    // written since the after-dispatch flush last ran
 	uint64_t writeCount_ = 0;
 	bool urgent_ = false;   // see flushAfterDispatch()
+	bool lastFlushRemoved_ = false;
 };
 
 } // namespace qsd

@@ -52,10 +52,10 @@ public:
 	// ClientSession::sendResponse); held lines keep their order with held events.
 	void holdResponse(uint64_t client, std::string line);
 
-	// Memory was freed in bulk (a client went, or a big queue was written out). glibc keeps
-	// freed heap mapped, so RSS would stay at the peak of the busiest moment; a second later,
-	// if more than 1 MiB of the heap is free, malloc_trim gives the free pages back. At most
-	// once a second.
+	// Memory was freed in bulk (a client went, a big queue was written out, a flush removed
+	// values from the tree). glibc keeps freed heap mapped, so RSS would stay at the peak of the
+	// busiest moment; a second later, if more than 1 MiB of the heap is free, malloc_trim gives
+	// the free pages back. At most once a second, and never while nothing happens.
 	void heapFreed();
 
 	// Removes a session after the current dispatch.

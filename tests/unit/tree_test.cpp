@@ -59,6 +59,19 @@ TEST(ATree, ReportsReplaceForExistingAndRemoveForDeletedPaths) {
 	ASSERT_EQ(rec.batches.size(), 1u);
 	EXPECT_EQ(rec.batches[0].second,
 	          json::parse(R"([{"op":"replace","path":"/a","value":5},{"op":"remove","path":"/b"}])"));
+	// The server gives the heap back a second after a flush that removed something.
+	EXPECT_TRUE(tree.lastFlushRemoved());
+	tree.remove("/a");
+	tree.set("/c", 1);
+	tree.flush();
+	EXPECT_TRUE(tree.lastFlushRemoved());
+	tree.set("/d", 1);
+	tree.remove("/d");   // added and gone in one batch: nothing was removed that was there
+	tree.flush();
+	EXPECT_FALSE(tree.lastFlushRemoved());
+	tree.set("/c", 2);
+	tree.flush();
+	EXPECT_FALSE(tree.lastFlushRemoved());
 }
 
 TEST(ATree, SyncWritesOnlyTheFieldsThatChangedAndKeepsWhatItIsTold) {
