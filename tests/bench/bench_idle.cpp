@@ -20,8 +20,9 @@ int main(int argc, char** argv) {
 		bench::subscribe(*subs.back(), {i % 2 ? "" : "/daemon"});
 	}
 	subs.front()->call("debug.set", {{"path", "/debug/idle"}, {"value", 1}});
-	// Let the clients' connection and subscription changes settle.
-	bench::sleepMs(500);
+	// Let the clients' connection and subscription changes settle, and the heap check that a
+	// session's leaving asks for a second later (the readiness probe's) run.
+	bench::sleepMs(1500);
 	auto a = daemon.stats();
 	bench::sleepMs(windowS * 1000);
 	auto b = daemon.stats();
