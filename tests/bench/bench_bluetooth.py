@@ -136,8 +136,9 @@ def memory_and_idle(per_adapter, window):
         print(f"  2 adapters, no devices    : RSS {before['rss']:6d}   Pss {before['pss']:6d}")
         print(f"  2 adapters x {per_adapter} devices : RSS {after['rss']:6d}   Pss {after['pss']:6d}"
               f"   (+{(after['rss'] - before['rss']) / total:.2f} KiB RSS per device)")
-        # Idle: nothing discovering, nothing changing (after the last answer has been written).
-        time.sleep(0.5)
+        # Idle: nothing discovering, nothing changing (after the last answer has been written, and
+        # the heap check the server makes a second after a flush that removed values).
+        time.sleep(1.5)
         s0 = switches(pid)
         time.sleep(window)
         s1 = switches(pid)
