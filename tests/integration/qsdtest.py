@@ -633,12 +633,19 @@ class Env:
         import dbus  # noqa: imported lazily: only under /usr/bin/python3
         return dbus.bus.BusConnection(self.env["DBUS_SYSTEM_BUS_ADDRESS"])
 
-    def rss_kib(self):
+    def rss_kib(self, field="VmRSS"):
+        """qsd's resident memory from /proc/<pid>/status: VmRSS, or another field (RssAnon)."""
         with open(f"/proc/{self.daemon.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
         return 0
+
+    def sanitized(self):
+        """Whether qsd is the AddressSanitizer build, whose allocator is not glibc's: freed memory
+        sits in a quarantine, and malloc_trim has nothing to give back."""
+        with open(f"/proc/{self.daemon.pid}/exe", "rb") as f:
+            return b"AddressSanitizer" in f.read()
 
     def close(self, check=None, keep=False):
         """Stops everything. Unless check (default: self.check_exit) is False, fails, after

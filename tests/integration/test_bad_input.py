@@ -367,11 +367,9 @@ def test_memory_of_clients_that_never_read_is_given_back(world, c):
     # Answers queued for clients that never read are freed when they go; glibc would keep the
     # freed heap mapped, and qsd's RSS at the peak of its busiest moment, unless qsd trims it.
     def anon_kib():
-        with open(f"/proc/{world.env.daemon.pid}/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("RssAnon:"))
-    with open(f"/proc/{world.env.daemon.pid}/exe", "rb") as f:
-        if b"AddressSanitizer" in f.read():
-            pytest.skip("ASan's allocator, not glibc's: nothing for malloc_trim to give back")
+        return world.env.rss_kib("RssAnon")
+    if world.env.sanitized():
+        pytest.skip("ASan's allocator, not glibc's: nothing for malloc_trim to give back")
     # Answers of about 30 KiB: heap chunks, below glibc's mmap threshold.
     c.call("debug.set", {"path": "/debug/big", "value": {f"k{i}": "x" * 100 for i in range(300)}})
     rss0 = anon_kib()

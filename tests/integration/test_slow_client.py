@@ -195,11 +195,9 @@ def test_memory_of_a_removed_subtree_is_given_back(env):
     # the heap mapped, and qsd's RSS at its peak, unless qsd trims it. /debug plays the backend:
     # the bulk is written in parts, and a large value written after it stays above it.
     def anon_kib():
-        with open(f"/proc/{env.daemon.pid}/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("RssAnon:"))
-    with open(f"/proc/{env.daemon.pid}/exe", "rb") as f:
-        if b"AddressSanitizer" in f.read():
-            pytest.skip("ASan's allocator, not glibc's: nothing for malloc_trim to give back")
+        return env.rss_kib("RssAnon")
+    if env.sanitized():
+        pytest.skip("ASan's allocator, not glibc's: nothing for malloc_trim to give back")
     c = env.client()
     rss0 = anon_kib()
     # Twice: a trim that a client's leaving asked for (the fixture's readiness probe) may fall in
