@@ -453,6 +453,9 @@ class NotifySocket:
         self.sock.close()
 
 
+_SANITIZED = {}   # qsd binary -> whether it is the AddressSanitizer build (Env.sanitized)
+
+
 class Env:
     """A private world: temp dirs for XDG variables, optional private system and session
     buses, python-dbusmock services, and qsd itself. Everything is stopped by close()."""
@@ -643,9 +646,13 @@ class Env:
 
     def sanitized(self):
         """Whether qsd is the AddressSanitizer build, whose allocator is not glibc's: freed memory
-        sits in a quarantine, and malloc_trim has nothing to give back."""
-        with open(f"/proc/{self.daemon.pid}/exe", "rb") as f:
-            return b"AddressSanitizer" in f.read()
+        sits in a quarantine and every allocation is padded, so RSS says little about qsd's own
+        bounds, and malloc_trim has nothing to give back. Read once per binary."""
+        exe = os.path.realpath(f"/proc/{self.daemon.pid}/exe")
+        if exe not in _SANITIZED:
+            with open(exe, "rb") as f:
+                _SANITIZED[exe] = b"AddressSanitizer" in f.read()
+        return _SANITIZED[exe]
 
     def close(self, check=None, keep=False):
         """Stops everything. Unless check (default: self.check_exit) is False, fails, after

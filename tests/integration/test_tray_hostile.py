@@ -47,17 +47,9 @@ def responsive(env):
         other.close()
 
 
-_sanitized = {}
-
-
 def rss_judged(env):
-    """RSS is judged in the optimised build only: AddressSanitizer's allocator keeps freed memory
-    in a quarantine and pads every allocation (scripts/soak does the same)."""
-    exe = os.path.realpath(f"/proc/{env.daemon.pid}/exe")
-    if exe not in _sanitized:
-        with open(exe, "rb") as f:
-            _sanitized[exe] = b"AddressSanitizer" in f.read()
-    return not _sanitized[exe]
+    """RSS is judged in the optimised build only (scripts/soak does the same)."""
+    return not env.sanitized()
 
 
 def private_tree(root, dirs):

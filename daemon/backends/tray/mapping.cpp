@@ -134,15 +134,12 @@ MappedItem mapItem(const dbus::Properties& props, const ItemPixmaps* pixmaps) {
 		if (!s) m.badProperties.emplace_back(name);
 		return s;
 	};
-	auto put = [&](const char* field, const std::optional<std::string>& s) { v[field] = s ? json(*s) : json(nullptr); };
-
-	auto text = [&](const char* name) -> std::optional<std::string> {
-		auto s = str(name, "");
-		if (s && s->size() > kMaxItemText) s->resize(cutAtCharacter(*s, kMaxItemText).size());
-		return s;
+	// A text field: the property's text up to `max` bytes (cut where a character starts), or null.
+	auto put = [&](const char* field, const std::optional<std::string>& s, size_t max) {
+		v[field] = s ? json(std::string(cutAtCharacter(*s, max))) : json(nullptr);
 	};
-	put("id", text("Id"));
-	put("title", text("Title"));
+	put("id", str("Id", ""), kMaxItemText);
+	put("title", str("Title", ""), kMaxItemText);
 	auto status = str("Status", "Active");
 	v["status"] = status ? json(statusName(cutAtCharacter(*status, kMaxItemText))) : json(nullptr);
 	auto category = str("Category", "ApplicationStatus");
@@ -151,13 +148,10 @@ MappedItem mapItem(const dbus::Properties& props, const ItemPixmaps* pixmaps) {
 	// Shown up to kMaxIconNameText; the lookup gets them whole, and refuses what names no file.
 	auto name = str("IconName", ""), attention = str("AttentionIconName", ""), overlay = str("OverlayIconName", "");
 	auto themePath = str("IconThemePath", "");
-	auto putName = [&](const char* field, const std::optional<std::string>& s) {
-		v[field] = s ? json(std::string(cutAtCharacter(*s, kMaxIconNameText))) : json(nullptr);
-	};
-	putName("iconName", name);
-	putName("attentionIconName", attention);
-	putName("overlayIconName", overlay);
-	putName("iconThemePath", themePath);
+	put("iconName", name, kMaxIconNameText);
+	put("attentionIconName", attention, kMaxIconNameText);
+	put("overlayIconName", overlay, kMaxIconNameText);
+	put("iconThemePath", themePath, kMaxIconNameText);
 	m.icons.name = name.value_or("");
 	m.icons.attentionName = attention.value_or("");
 	m.icons.overlayName = overlay.value_or("");

@@ -99,7 +99,8 @@ void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& p
 		check(sd_bus_message_read_basic(m, signature[0], &s), name.c_str());
 		check(sd_bus_message_exit_container(m), name.c_str());
 		std::string_view text = s ? s : "";
-		// Menu is a path whatever its type (some apps send an 's'): too long, it names no menu.
+		// Menu is a path whatever its type (some apps send an 's'): cut, it would name another
+		// object, so one that long is kept as none, and the item has no menu.
 		if (name == "Menu" && text.size() > kMaxPropertyText) props[name] = dbus::Value::text({}, signature[0]);
 		else props[name] = keptText(text, signature[0]);
 	} else if (signature.size() == 1 && isBasic(signature[0])) {
@@ -243,9 +244,6 @@ bool readPropertiesUpdated(sdbus::Message& signal, const MenuIndex& index) {
 }
 
 dbus::Value keptText(std::string_view text, char type) {
-	if (text.size() <= kMaxPropertyText) return dbus::Value::text(std::string(text), type);
-	// Cut, an object path would become another one: kept as none, so the item has no menu.
-	if (type == 'o') return dbus::Value::text({}, 'o');
 	return dbus::Value::text(std::string(cutAtCharacter(text, kMaxPropertyText)), type);
 }
 

@@ -21,7 +21,7 @@
 namespace qsd::tray {
 
 // A text property (s, o, g) as an item's cache keeps it: cut to kMaxPropertyText where a
-// character starts, or, for an object path that long, none.
+// character starts (readValue keeps a Menu path that long as none instead).
 [[nodiscard]] dbus::Value keptText(std::string_view text, char type = 's');
 
 // Drops property `name` (from `props`, or from `pixmaps` for a pixmap property).
