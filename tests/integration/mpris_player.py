@@ -194,6 +194,11 @@ class Player(dbus.service.Object):
             GLib.idle_add(loop.quit)
 
     # --- org.mpris.MediaPlayer2.Player
+    @dbus.service.method(PLAYER, in_signature="s", async_callbacks=("ok", "err"))
+    def OpenUri(self, uri, ok, err):
+        if self._call("OpenUri", ok, uri):
+            ok()
+
     @dbus.service.method(PLAYER, async_callbacks=("ok", "err"))
     def Play(self, ok, err):
         if self._call("Play", ok):

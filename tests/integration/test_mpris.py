@@ -178,6 +178,25 @@ def test_actions_reach_mpv(media):
     assert c.mirror(sub)["media"]["active"] is None
 
 
+def test_open_uri_in_mpv(media):
+    env, c, sub = media
+    a = m.track(env, "a", title="Track A", artist="X")
+    b = m.track(env, "b", title="Track B", artist="Y", freq=330)
+    mpv, key = start_mpv(env, c, sub, [a])
+    p = players(c, sub)[key]
+    # What mpv-mpris lists: network schemes only, though it opens file:// URIs (so qsd does not
+    # check a URI against the list), and two MIME types.
+    assert "https" in p["supportedUriSchemes"] and "file" not in p["supportedUriSchemes"]
+    assert "audio/mpeg" in p["supportedMimeTypes"]
+    assert c.call("media.openUri", {"player": key, "uri": "file://" + b}) == {"player": key}
+    wait_player(c, sub, key, lambda p: p["metadata"]["title"] == "Track B", what="Track B opened")
+    assert mpv.get("path") == b
+    with pytest.raises(RpcError) as e:
+        c.call("media.openUri", {"player": key, "uri": a})
+    assert e.value.code == -32602 and e.value.data["param"] == "uri"
+    assert mpv.get("path") == b
+
+
 def test_position_extrapolates_without_any_call(media):
     env, c, sub = media
     mpv, key = start_mpv(env, c, sub, [m.track(env, "long", title="Long", artist="Z", seconds=120)])

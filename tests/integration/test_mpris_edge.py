@@ -216,7 +216,9 @@ def test_hostile_values_are_bounded(media):
     big["xesam:title"] = "lost"
     start(env, c, sub, "good", metadata={"mpris:trackid": "/t/1", "xesam:title": "Good", "xesam:artist": ["G"]})
     _, p = start(env, c, sub, "evil",
-                 root={"Identity": "I" * 100_000, "DesktopEntry": "../../../../etc/passwd"},
+                 root={"Identity": "I" * 100_000, "DesktopEntry": "../../../../etc/passwd",
+                       "SupportedUriSchemes": ["file", "", "x" * 300] + [f"s{i}" for i in range(300)],
+                       "SupportedMimeTypes": "audio/ogg"},
                  player={"PlaybackStatus": "Buffering", "Volume": {"type": "s", "value": "loud"},
                          "Rate": float("nan"), "CanControl": {"type": "i", "value": 1}},
                  metadata={"mpris:trackid": "/t/1", "xesam:title": "T" * 5000,
@@ -230,6 +232,8 @@ def test_hostile_values_are_bounded(media):
     assert len(p["metadata"]["artists"]) == 16 and all(len(a) == 1024 for a in p["metadata"]["artists"])
     assert p["metadata"]["artUrl"] is None and p["metadata"]["url"] == "https://example.org/ok.ogg"
     assert p["metadata"]["trackNumber"] is None
+    assert p["supportedUriSchemes"] == ["file"] + [f"s{i}" for i in range(255)]
+    assert p["supportedMimeTypes"] == []
     # Still what the schema says, garbage and all.
     from test_mpris import assert_schema
     assert_schema(c.call("rpc.discover"), c.mirror(sub)["media"])
@@ -241,6 +245,7 @@ def test_hostile_values_are_bounded(media):
     log = env.qsd_log()
     assert log.count('PlaybackStatus "Buffering" is not an MPRIS value') == 1
     assert "property Volume has the unexpected D-Bus type 's'" in log
+    assert "property SupportedMimeTypes has the unexpected D-Bus type 's'" in log
     assert "Metadata has more than 128 entries" in log
     # Refused before reaching the player: it cannot be controlled.
     with pytest.raises(RpcError) as e:
@@ -327,6 +332,16 @@ def test_actions_answer_errors_as_documented(media):
     with pytest.raises(RpcError) as e:
         c.call("media.setActive", {"player": "ghost"})
     assert e.value.code == -32001
+    # openUri: a URI with a scheme is passed as given, listed in supportedUriSchemes (["file"])
+    # or not; one without a scheme never reaches the player.
+    for uri in ("File:///music/a.ogg", "https://example.org/a.ogg"):
+        assert c.call("media.openUri", {"player": "limited", "uri": uri}) == {"player": "limited"}
+        assert ["OpenUri", uri] in m.calls(env, name)
+    for bad in ("a.ogg", "/music/a:b.ogg", "file:///" + "a" * 8200, 7):
+        with pytest.raises(RpcError) as e:
+            c.call("media.openUri", {"player": "limited", "uri": bad})
+        assert e.value.code == -32602 and e.value.data["param"] == "uri"
+    assert len([x for x in m.calls(env, name) if x[0] == "OpenUri"]) == 2
     # A player error comes back with its name.
     m.control(env, name).Change(ROOT, "Identity", '"x"')
     assert c.call("media.raise", {"player": "limited"}) == {"player": "limited"}

@@ -229,6 +229,31 @@ TEST(MprisMapping, ApplicationDirsFollowXdg) {
 	::unsetenv("XDG_DATA_HOME");
 }
 
+TEST(MprisMapping, SupportedListsAreBounded) {
+	std::vector<std::string> sent = {"file", "", std::string(kMaxSupportedName + 1, 's'), std::string(kMaxSupportedName, 'k')};
+	for (int i = 0; i < 300; ++i) sent.push_back("s" + std::to_string(i));
+	auto kept = supportedNames(sent);
+	ASSERT_EQ(kept.size(), kMaxSupported);
+	EXPECT_EQ(kept[0], "file");
+	EXPECT_EQ(kept[1], std::string(kMaxSupportedName, 'k'));   // as long as allowed: kept whole
+	EXPECT_EQ(kept[2], "s0");
+	EXPECT_EQ(kept.back(), "s253");
+	EXPECT_TRUE(supportedNames({}).empty());
+}
+
+TEST(MprisMapping, UriSchemes) {
+	EXPECT_TRUE(hasUriScheme("file:///a.ogg"));
+	EXPECT_TRUE(hasUriScheme("HTTPS://example.org"));
+	EXPECT_TRUE(hasUriScheme("svn+ssh://h/x"));
+	EXPECT_TRUE(hasUriScheme("urn:isbn:1"));
+	EXPECT_FALSE(hasUriScheme("a.ogg"));
+	EXPECT_FALSE(hasUriScheme(":x"));
+	EXPECT_FALSE(hasUriScheme("1http://x"));
+	EXPECT_FALSE(hasUriScheme("/home/me/a:b.ogg"));
+	EXPECT_FALSE(hasUriScheme("a b:c"));
+	EXPECT_FALSE(hasUriScheme(""));
+}
+
 TEST(MprisMapping, TheActivePlayer) {
 	EXPECT_EQ(pickActive({}, std::nullopt), std::nullopt);
 	EXPECT_EQ(pickActive({}, std::string("gone")), std::nullopt);

@@ -24,6 +24,7 @@ std::span<const Backend::Method> MprisBackend::methods() const {
 	    method<&MprisBackend::previous>("media.previous"),
 	    method<&MprisBackend::raise>("media.raise"),
 	    method<&MprisBackend::quit>("media.quit"),
+	    method<&MprisBackend::openUri>("media.openUri"),
 	    method<&MprisBackend::seek>("media.seek"),
 	    method<&MprisBackend::setPosition>("media.setPosition"),
 	    method<&MprisBackend::setVolume>("media.setVolume"),
@@ -138,6 +139,17 @@ void MprisBackend::quit(Call& c) {
 	auto& p = actionPlayer(c);
 	require(p, "canQuit", "quit");
 	invoke(c, p, kRootIface, "Quit", false);
+}
+
+void MprisBackend::openUri(Call& c) {
+	auto& p = actionPlayer(c);
+	auto uri = c.params().string("uri");   // at most kMaxUrl bytes (media.json)
+	if (!hasUriScheme(uri))
+		throw RpcException(ErrorCode::InvalidParams, "Invalid params: 'uri' must start with a scheme (\"file:\", \"https:\")",
+		                   {{"param", "uri"}, {"expected", "a URI with a scheme"}});
+	// Not checked against supportedUriSchemes: players leave out schemes they open (mpv-mpris
+	// lists eight network schemes and opens file:// URIs).
+	invoke(c, p, kPlayerIface, "OpenUri", true, uri);
 }
 
 void MprisBackend::seek(Call& c) {

@@ -158,6 +158,24 @@ Metadata mapMetadata(const dbus::Value* metadata) {
 	return out;
 }
 
+std::vector<std::string> supportedNames(std::vector<std::string> names) {
+	std::vector<std::string> out;
+	for (auto& n: names) {
+		if (out.size() == kMaxSupported) break;
+		if (!n.empty() && n.size() <= kMaxSupportedName) out.push_back(std::move(n));
+	}
+	return out;
+}
+
+bool hasUriScheme(std::string_view uri) {
+	auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+	auto colon = uri.find(':');
+	if (colon == 0 || colon == std::string_view::npos || !letter(uri[0])) return false;
+	for (char c: uri.substr(0, colon))
+		if (!letter(c) && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.') return false;
+	return true;
+}
+
 bool validDesktopEntry(std::string_view entry) {
 	if (entry.empty() || entry.size() > kMaxDesktopEntry || entry == "." || entry == "..") return false;
 	for (char c: entry)

@@ -31,6 +31,8 @@ constexpr size_t kMaxArtists = 16;            // entries of artists and albumArt
 constexpr size_t kMaxMetadataEntries = 128;   // keys of Metadata; more: the metadata is ignored
 constexpr size_t kMaxDesktopEntry = 255;      // bytes of DesktopEntry that qsd looks a file up for
 constexpr size_t kMaxDesktopFile = 64 * 1024; // bytes of a .desktop file that are read
+constexpr size_t kMaxSupported = 256;         // entries of supportedUriSchemes and supportedMimeTypes
+constexpr size_t kMaxSupportedName = 255;     // bytes of one of them; longer: left out
 
 // The key of a player: its bus name after "org.mpris.MediaPlayer2." ("mpv",
 // "firefox.instance_1_42"). nullopt for a name outside the namespace, for the namespace's own
@@ -66,6 +68,14 @@ struct Metadata {
 
 // A URL field: kept when it fits kMaxUrl, null otherwise (a cut URL would name something else).
 [[nodiscard]] nlohmann::json urlField(const std::optional<std::string>& url);
+
+// SupportedUriSchemes or SupportedMimeTypes as kept: the first kMaxSupported entries that are
+// not empty and fit kMaxSupportedName (a cut scheme or type would name another one).
+[[nodiscard]] std::vector<std::string> supportedNames(std::vector<std::string> names);
+
+// Whether `uri` starts with a scheme (RFC 3986: a letter, then letters, digits, '+', '-', '.',
+// then ':').
+[[nodiscard]] bool hasUriScheme(std::string_view uri);
 
 // Whether DesktopEntry may be looked up as a file name: not empty, at most kMaxDesktopEntry
 // bytes, no '/', no NUL, not "." or "..".

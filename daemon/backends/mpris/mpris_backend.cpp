@@ -21,18 +21,28 @@ constexpr const char* kBusIface = "org.freedesktop.DBus";
 
 // The properties qsd reads; anything else a player sends is dropped once mapped, so what a
 // player can make qsd keep is bounded by these and by mapping.hpp's limits.
-const std::set<std::string, std::less<>> kRootProps = {"Identity", "DesktopEntry", "CanQuit", "CanRaise",
-                                                       "CanSetFullscreen", "Fullscreen"};
+const std::set<std::string, std::less<>> kRootProps = {
+    "Identity", "DesktopEntry", "CanQuit", "CanRaise", "CanSetFullscreen", "Fullscreen", "SupportedUriSchemes",
+    "SupportedMimeTypes"};
 const std::set<std::string, std::less<>> kPlayerProps = {
     "PlaybackStatus", "LoopStatus", "Rate", "Shuffle", "Volume", "MinimumRate", "MaximumRate",
     "CanControl", "CanPlay", "CanPause", "CanGoNext", "CanGoPrevious", "CanSeek"};
 
-// Keeps the properties in `keep`, with their strings cut to kMaxText. Only `names` are looked at
-// (nullptr: all): the others were trimmed when they arrived.
+// Keeps the properties in `keep`, with their strings cut to kMaxText and their string lists to
+// supportedNames' bounds (a value of another type is kept as its signature, for the warning).
+// Only `names` are looked at (nullptr: all): the others were trimmed when they arrived.
 void trim(dbus::Properties& props, const std::set<std::string, std::less<>>& keep, const std::vector<std::string>* names) {
 	auto one = [&](dbus::Properties::iterator it) {
 		if (!keep.count(it->first)) return props.erase(it);
-		if (auto s = dbus::asString(it->second); s && s->size() > kMaxText) it->second = dbus::Value::text(cutText(*s));
+		auto& value = it->second;
+		if (it->first == "SupportedUriSchemes" || it->first == "SupportedMimeTypes") {
+			if (const auto* list = value.stringsValue(); list && value.signature() == "as")
+				value = dbus::Value::texts(supportedNames(*list));
+			else if (!value.unread())
+				value = dbus::Value::unread(value.signature());
+		} else if (auto s = dbus::asString(value); s && s->size() > kMaxText) {
+			value = dbus::Value::text(cutText(*s));
+		}
 		return std::next(it);
 	};
 	if (!names) {
@@ -49,12 +59,14 @@ void trim(dbus::Properties& props, const std::set<std::string, std::less<>>& kee
 enum Field : unsigned {
 	kBusName, kIdentity, kDesktopEntry, kIconUrl, kPlaybackStatus, kLoopStatus, kShuffle, kVolume, kRate, kMinRate,
 	kMaxRate, kCanControl, kCanPlay, kCanPause, kCanGoNext, kCanGoPrevious, kCanSeek, kCanRaise, kCanQuit,
-	kCanSetFullscreen, kFullscreen, kPosition, kPositionAt, kLength, kMetadata, kLastActiveAt, kFieldCount
+	kCanSetFullscreen, kFullscreen, kSupportedUriSchemes, kSupportedMimeTypes, kPosition, kPositionAt, kLength,
+	kMetadata, kLastActiveAt, kFieldCount
 };
 constexpr const char* kFieldNames[kFieldCount] = {
     "busName", "identity", "desktopEntry", "iconUrl", "playbackStatus", "loopStatus", "shuffle", "volume", "rate",
     "minRate", "maxRate", "canControl", "canPlay", "canPause", "canGoNext", "canGoPrevious", "canSeek", "canRaise",
-    "canQuit", "canSetFullscreen", "fullscreen", "position", "positionAt", "length", "metadata", "lastActiveAt"};
+    "canQuit", "canSetFullscreen", "fullscreen", "supportedUriSchemes", "supportedMimeTypes", "position",
+    "positionAt", "length", "metadata", "lastActiveAt"};
 static_assert(kFieldCount <= 32);
 
 constexpr Fields bit(Field f) { return Fields(1) << f; }
@@ -69,7 +81,9 @@ Fields fieldsOf(bool root, const std::string& property) {
 	    {"CanQuit", bit(kCanQuit)},
 	    {"CanRaise", bit(kCanRaise)},
 	    {"CanSetFullscreen", bit(kCanSetFullscreen)},
-	    {"Fullscreen", bit(kFullscreen)}};
+	    {"Fullscreen", bit(kFullscreen)},
+	    {"SupportedUriSchemes", bit(kSupportedUriSchemes)},
+	    {"SupportedMimeTypes", bit(kSupportedMimeTypes)}};
 	static const std::map<std::string, Fields, std::less<>> playerFields = {
 	    {"PlaybackStatus", bit(kPlaybackStatus) | bit(kLastActiveAt) | kPositionFields},
 	    {"Rate", bit(kRate) | kPositionFields},
@@ -455,6 +469,8 @@ json MprisBackend::field(Player& p, unsigned index) {
 	case kCanQuit: return flag(r, "CanQuit");
 	case kCanSetFullscreen: return flag(r, "CanSetFullscreen");
 	case kFullscreen: return flag(r, "Fullscreen");
+	case kSupportedUriSchemes: return reader_.strings(r, key, "SupportedUriSchemes").value_or(std::vector<std::string>{});
+	case kSupportedMimeTypes: return reader_.strings(r, key, "SupportedMimeTypes").value_or(std::vector<std::string>{});
 	case kPosition: return p.positionUs ? json(seconds(*p.positionUs)) : json(nullptr);
 	case kPositionAt: return p.positionUs ? json(p.positionAt) : json(nullptr);
 	case kLength: return p.meta.length;

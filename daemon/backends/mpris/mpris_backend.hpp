@@ -148,6 +148,7 @@ private:
 	void previous(Call& c);
 	void raise(Call& c);
 	void quit(Call& c);
+	void openUri(Call& c);
 	void seek(Call& c);
 	void setPosition(Call& c);
 	void setVolume(Call& c);
