@@ -197,6 +197,23 @@ def test_close_notification_and_the_error_for_an_unknown_id(env, bus):
                                                                        ("NotificationClosed", other, 2)]
 
 
+def test_a_shell_expires_a_notification_itself(env, bus):
+    c, sub = n.start(env)
+    # One that would never expire on its own: the shell decides it has been up long enough.
+    held = bus.notify("held", timeout=0)
+    other = bus.notify("other", timeout=0)
+    c.wait_for(lambda: str(held) in items(c, sub) and str(other) in items(c, sub), what="two items")
+    assert c.call("notifications.expire", {"id": held}) == {"id": held}
+    bus.wait_signal(lambda s: ("NotificationClosed", held, 1) in s, what="NotificationClosed(held, 1)")
+    c.wait_for(lambda: str(held) in history(c, sub), what="held in history")
+    assert history(c, sub)[str(held)]["closeReason"] == "expired"
+    assert str(other) in items(c, sub)
+    assert not [s for s in bus.signals if s[0] == "NotificationClosed" and s[1] != held]
+    with pytest.raises(RpcError) as e:
+        c.call("notifications.expire", {"id": held})
+    assert e.value.code == -32001 and e.value.data == {"param": "id", "id": held}
+
+
 def test_dismiss_dismiss_all_and_history(env, bus):
     c, sub = n.start(env)
     ids = [bus.notify(f"n{i}", timeout=0) for i in range(4)]

@@ -16,6 +16,7 @@ using rpc::RpcException;
 std::span<const Backend::Method> NotificationsBackend::methods() const {
 	static constexpr Method table[] = {
 	    method<&NotificationsBackend::dismiss>("notifications.dismiss"),
+	    method<&NotificationsBackend::expireNow>("notifications.expire"),
 	    method<&NotificationsBackend::dismissAll>("notifications.dismissAll"),
 	    method<&NotificationsBackend::invokeAction>("notifications.invokeAction"),
 	    method<&NotificationsBackend::reply>("notifications.reply"),
@@ -37,6 +38,12 @@ uint32_t NotificationsBackend::liveId(Call& c) {
 void NotificationsBackend::dismiss(Call& c) {
 	auto id = liveId(c);
 	close(id, CloseReason::Dismissed);
+	c.result({{"id", id}});
+}
+
+void NotificationsBackend::expireNow(Call& c) {
+	auto id = liveId(c);
+	close(id, CloseReason::Expired);
 	c.result({{"id", id}});
 }
 

@@ -117,6 +117,7 @@ private:
 
 	// --- actions.cpp
 	void dismiss(Call& c);
+	void expireNow(Call& c);   // notifications.expire (expire() is the timer's)
 	void dismissAll(Call& c);
 	void invokeAction(Call& c);
 	void reply(Call& c);
