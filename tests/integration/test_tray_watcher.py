@@ -147,6 +147,40 @@ def test_host_of_another_watcher_then_takeover_without_blinking(env):
     assert ["Activate", 1, 2] in t.calls(env, "org.qsdtest.Stubborn1")
 
 
+def test_items_that_never_register_again_survive_a_restart_of_qsd(env):
+    """qsd keeps its watcher list in $XDG_RUNTIME_DIR/qsd/tray-items.json: after a restart (an
+    upgrade, a crash) it takes back the items whose connection still owns their name, which
+    matters for items that register once and never again (trayscale, Proton VPN)."""
+    env.start_qsd(backends=["tray"])
+    c, sub = env.watch("/tray")
+    c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
+    t.start_items(env, [item_cfg("org.qsdtest.Stubborn1", "name", Title="one"),
+                        item_cfg(None, "path", "/org/ayatana/NotificationItem/two", Id="two", Title="two")])
+    keys = {"org.qsdtest.Stubborn1/StatusNotifierItem",
+            t.owner(env, "org.qsdtest.Stubborn1") + "/org/ayatana/NotificationItem/two"}
+    c.wait_for(lambda: set(items(c, sub)) == keys, timeout=30, what="the two items")
+    # An item whose process left while qsd ran: its name has no owner when qsd comes back.
+    gone = t.start_items(env, [item_cfg("org.qsdtest.Gone", "name")], log="gone")
+    c.wait_for(lambda: "org.qsdtest.Gone/StatusNotifierItem" in items(c, sub), timeout=30, what="the item that leaves")
+    gone.terminate()
+    gone.wait(10)
+    c.wait_for(lambda: set(items(c, sub)) == keys, timeout=30, what="the item that left removed")
+
+    assert env.stop_qsd() == 0
+    env.start_qsd(backends=["tray"])
+    c, sub = env.watch("/tray")
+    c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
+    c.wait_for(lambda: set(items(c, sub)) == keys, timeout=30, what="the items taken back")
+    assert items(c, sub)["org.qsdtest.Stubborn1/StatusNotifierItem"]["title"] == "one"
+    wait_until(lambda: sorted(t.registered(env)) == sorted(keys), 30, what="the watcher lists them")
+    # They did not register again (they never do): qsd took them back, and they work.
+    assert [x for x in t.calls(env, "org.qsdtest.Stubborn1") if x[0] == "registered"] == [["registered"]]
+    c.call("tray.activate", {"item": "org.qsdtest.Stubborn1/StatusNotifierItem", "x": 1, "y": 2})
+    assert ["Activate", 1, 2] in t.calls(env, "org.qsdtest.Stubborn1")
+    assert "org.qsdtest.Gone/StatusNotifierItem" not in items(c, sub)
+    assert "taken back from qsd's last run" in env.qsd_log()
+
+
 def test_a_bar_that_replaces_the_watcher_is_refused(env):
     env.start_qsd(backends=["tray"])
     c, sub = env.watch("/tray", "/daemon/backends/tray")

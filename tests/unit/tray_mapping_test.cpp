@@ -73,6 +73,30 @@ TEST(TrayKeys, ListedEntriesOfAnotherWatcher) {
 	EXPECT_FALSE(parseListed(""));
 }
 
+TEST(TrayKeys, TheSavedListComesBackOnTheSameBusOnly) {
+	std::vector<SavedItem> items = {{{":1.42", "/org/ayatana/NotificationItem/vpn"}, ":1.42"},
+	                                {{"org.kde.StatusNotifierItem-7-1", "/StatusNotifierItem"}, ":1.7"}};
+	auto text = savedItemsText("b1d5a4", items);
+	EXPECT_EQ(parseSavedItems(text, "b1d5a4"), items);
+	// Written on another bus (a later session's): unique names there are other connections.
+	EXPECT_TRUE(parseSavedItems(text, "0000").empty());
+	EXPECT_TRUE(parseSavedItems(text, "").empty());
+	EXPECT_TRUE(parseSavedItems("not json", "b1d5a4").empty());
+	EXPECT_TRUE(parseSavedItems(R"({"bus": "b1d5a4", "items": {}})", "b1d5a4").empty());
+	// Entries that are no item key or whose owner is no unique name are skipped, not the rest.
+	auto some = parseSavedItems(R"({"bus": "b", "items": [
+	    {"item": "not a key", "owner": ":1.1"}, {"item": "org.a.B/StatusNotifierItem", "owner": "org.a.B"},
+	    {"item": "org.a.B/StatusNotifierItem"}, 7, {"item": "org.a.B/StatusNotifierItem", "owner": ":1.9"}]})",
+	                            "b");
+	ASSERT_EQ(some.size(), 1u);
+	EXPECT_EQ(some[0].address.key(), "org.a.B/StatusNotifierItem");
+	EXPECT_EQ(some[0].owner, ":1.9");
+	// At most kMaxSavedItems are taken back.
+	std::vector<SavedItem> many;
+	for (size_t i = 0; i < kMaxSavedItems + 5; ++i) many.push_back({{":1." + std::to_string(i), "/StatusNotifierItem"}, ":1." + std::to_string(i)});
+	EXPECT_EQ(parseSavedItems(savedItemsText("b", many), "b").size(), kMaxSavedItems);
+}
+
 TEST(TrayKeys, BusNameAndObjectPathSyntax) {
 	EXPECT_TRUE(isValidBusName("org.kde.StatusNotifierItem-4-1"));
 	EXPECT_TRUE(isValidBusName(":1.42"));

@@ -109,6 +109,29 @@ std::optional<ItemAddress> parseRegistration(std::string_view arg, std::string_v
 	return parseListed(arg);
 }
 
+std::string savedItemsText(std::string_view busId, const std::vector<SavedItem>& items) {
+	json list = json::array();
+	for (const auto& i: items) list.push_back({{"item", i.address.key()}, {"owner", i.owner}});
+	return json{{"bus", busId}, {"items", std::move(list)}}.dump() + "\n";
+}
+
+std::vector<SavedItem> parseSavedItems(std::string_view text, std::string_view busId) {
+	std::vector<SavedItem> out;
+	auto doc = json::parse(text, nullptr, false);
+	if (!doc.is_object() || doc.value("bus", json()) != busId || busId.empty()) return out;
+	auto list = doc.find("items");
+	if (list == doc.end() || !list->is_array()) return out;
+	for (const auto& e: *list) {
+		if (out.size() == kMaxSavedItems) break;
+		if (!e.is_object() || !e.value("item", json()).is_string() || !e.value("owner", json()).is_string()) continue;
+		auto address = parseListed(e["item"].get<std::string>());
+		auto owner = e["owner"].get<std::string>();
+		if (!address || owner.empty() || owner[0] != ':' || !isValidBusName(owner)) continue;
+		out.push_back({std::move(*address), std::move(owner)});
+	}
+	return out;
+}
+
 std::string statusName(std::string_view status) { return fromTable(kStatus, status); }
 std::string categoryName(std::string_view category) { return fromTable(kCategory, category); }
 

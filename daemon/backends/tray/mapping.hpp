@@ -55,6 +55,24 @@ constexpr const char* kDefaultItemPath = "/StatusNotifierItem";
 // service (some watchers list those), which means "/StatusNotifierItem".
 [[nodiscard]] std::optional<ItemAddress> parseListed(std::string_view entry);
 
+// The watcher's list, left for qsd's next run on the same bus ($XDG_RUNTIME_DIR/qsd/
+// tray-items.json): the StatusNotifierItem protocol has an item register once, and many never
+// register again when the watcher returns, so a qsd that restarted (an upgrade, a crash) would
+// lose their icons for good. A saved item is taken back only while `owner`, its connection's
+// unique name, still owns its service: unique names are never reused on one bus, and `busId`
+// (org.freedesktop.DBus.GetId) tells this bus from a later one.
+struct SavedItem {
+	ItemAddress address;
+	std::string owner;   // a unique name (":1.42")
+	bool operator==(const SavedItem&) const = default;
+};
+constexpr size_t kMaxSavedItems = 1024;            // entries read back (more: the rest ignored)
+constexpr size_t kMaxSavedItemsFile = 1u << 20;    // bytes of the file read back
+[[nodiscard]] std::string savedItemsText(std::string_view busId, const std::vector<SavedItem>& items);
+// The entries saved on the bus `busId`: none when the text is not such a file, was written on
+// another bus, or lists nothing; entries that are not an item key and a unique name are skipped.
+[[nodiscard]] std::vector<SavedItem> parseSavedItems(std::string_view text, std::string_view busId);
+
 // ------------------------------------------------------------------------------------------
 // Enums
 

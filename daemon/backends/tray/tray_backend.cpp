@@ -17,9 +17,12 @@
 #include "tray_backend.hpp"
 
 #include "../../dbus/properties.hpp"
+#include "../../files.hpp"
 #include "../../log.hpp"
 
 #include <qsd/protocol/mirror.hpp>
+
+#include <cstdlib>
 
 #include <unistd.h>
 
@@ -63,6 +66,8 @@ void TrayBackend::onBusStart() {
 
 	// The watcher object is served from the start, whatever the role: it is only reachable
 	// through the well-known name once qsd owns it (before that, only through qsd's unique name).
+	if (const char* rt = std::getenv("XDG_RUNTIME_DIR"); rt && rt[0] == '/') savedPath_ = std::string(rt) + "/qsd/tray-items.json";
+	readBusId();
 	watcher_ = std::make_unique<dbus::OwnedName>(bus(), kWatcherName, [this] { watcherOwnerChanged(); });
 	object_ = &watcher_->exportObject(kWatcherPath);
 	exportWatcher(*object_);
@@ -83,6 +88,8 @@ void TrayBackend::onBusStop() {
 	menuQueue_.clear();
 	publishQueue_.clear();
 	otherWatcher_.reset();
+	busId_.clear();
+	saveNeeded_ = false;
 	registerRetry_.reset();
 	listRetry_.reset();
 	// Releases the watcher name now: a watcher queued behind qsd takes over at once.
@@ -156,6 +163,8 @@ void TrayBackend::becomeWatcher() {
 	// none) register again when they see a host appear.
 	emitWatcher("StatusNotifierHostRegistered");
 	watcherItemsChanged();
+	// Items that will not register again: those qsd's last run listed on this bus.
+	adoptSavedItems();
 	updateAvailable();
 }
 
@@ -303,8 +312,59 @@ void TrayBackend::emitWatcher(const char* member, const std::string* arg) {
 void TrayBackend::watcherItemsChanged() {
 	// One PropertiesChanged with the whole list per loop pass, not per registration (tray_peers.cpp).
 	if (!object_ || role_ != Role::Watcher) return;
-	itemsChanged_ = true;
+	itemsChanged_ = saveNeeded_ = true;
 	if (deferred_) deferred_.setEnabled(SD_EVENT_ONESHOT);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the list across qsd's restarts
+
+void TrayBackend::readBusId() {
+	calls_.start("names", bus().daemon().callMethodAsync("GetId").onInterface("org.freedesktop.DBus"),
+	             [this](const sdbus::Error* e, std::string id) {
+		             if (e) {
+			             log::warning("tray", "the bus did not give its id ({}): the item list is not kept across restarts",
+			                          e->getMessage());
+			             return;
+		             }
+		             busId_ = std::move(id);
+		             if (role_ != Role::Watcher) return;
+		             adoptSavedItems();
+		             saveNeeded_ = true;
+		             if (deferred_) deferred_.setEnabled(SD_EVENT_ONESHOT);
+	             });
+}
+
+void TrayBackend::adoptSavedItems() {
+	if (savedPath_.empty() || busId_.empty() || role_ != Role::Watcher) return;
+	auto text = readFile(savedPath_, kMaxSavedItemsFile);
+	if (!text) return;
+	for (auto& saved: parseSavedItems(*text, busId_)) {
+		if (items_.count(saved.address.key())) continue;
+		// Only while the same connection owns the service: the bus answers who owns it now.
+		calls_.start("adopt",
+		             bus().daemon().callMethodAsync("GetNameOwner").onInterface("org.freedesktop.DBus")
+		                 .withArguments(saved.address.service),
+		             [this, saved](const sdbus::Error* e, std::string owner) {
+			             if (e || owner != saved.owner || role_ != Role::Watcher || items_.count(saved.address.key())) return;
+			             if (addItem(saved.address, owner)) log::info("tray", "item {} taken back from qsd's last run", saved.address.key());
+		             });
+	}
+}
+
+void TrayBackend::saveItems() {
+	saveNeeded_ = false;
+	if (savedPath_.empty() || busId_.empty() || role_ != Role::Watcher) return;
+	std::vector<SavedItem> list;
+	for (const auto& key: order_)
+		if (const Item* item = findItem(key); item && !item->owner.empty()) list.push_back({item->address, item->owner});
+	std::string error;
+	if (writeFileAtomically(savedPath_, savedItemsText(busId_, list), &error)) {
+		saveFailed_ = false;
+	} else if (!saveFailed_) {
+		saveFailed_ = true;
+		log::warning("tray", "cannot write {}: {} (items that register only once would be lost if qsd restarts)", savedPath_, error);
+	}
 }
 
 void TrayBackend::onRegisterItem(sdbus::MethodCall call) {

@@ -125,6 +125,9 @@ private:
 	void watcherLate(Retry& retry, const char* what, EventLoop::Handler again);
 	void emitWatcher(const char* member, const std::string* arg = nullptr);
 	void watcherItemsChanged();
+	void readBusId();
+	void adoptSavedItems();
+	void saveItems();
 	// tray_peers.cpp: the watcher's limits per connection, its coalesced signals.
 	[[nodiscard]] bool overItemLimit(const std::string& owner, const std::string& what);
 	void hostsChanged(bool registered);
@@ -202,6 +205,11 @@ private:
 	bool itemsChanged_ = false;                  // RegisteredStatusNotifierItems changed this pass
 	bool hostRegistered_ = false;                // ... a host registered, or one left
 	bool hostUnregistered_ = false;
+	// The watcher's list for qsd's next run on this bus (mapping.hpp, SavedItem).
+	std::string savedPath_;                      // $XDG_RUNTIME_DIR/qsd/tray-items.json ("": not kept)
+	std::string busId_;                          // the bus's id, once GetId answered
+	bool saveNeeded_ = false;                    // the list or an item's owner changed this pass
+	bool saveFailed_ = false;                    // a write failed (logged once)
 
 	std::map<std::string, Item> items_;          // by key
 	std::vector<std::string> order_;             // keys in registration order (as the watcher lists them)

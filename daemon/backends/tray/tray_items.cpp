@@ -124,6 +124,11 @@ void TrayBackend::ownerKnown(Item& item) {
 	// to a well-known name later (a new owner is a new item and must register).
 	item.proxy = sdbus::createProxy(conn(), item.owner, item.address.path);
 	readItem(item);
+	// The saved list names each item's owner (known only now for a well-known name).
+	if (role_ == Role::Watcher) {
+		saveNeeded_ = true;
+		deferred_.setEnabled(SD_EVENT_ONESHOT);
+	}
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ void TrayBackend::flushWatcherSignals() {
 			log::warning("tray", "emitting PropertiesChanged failed: {}", e.getMessage());
 		}
 	}
+	if (saveNeeded_) saveItems();
 	if (hostRegistered_) emitWatcher("StatusNotifierHostRegistered");
 	if (hostUnregistered_) emitWatcher("StatusNotifierHostUnregistered");
 	itemsChanged_ = hostRegistered_ = hostUnregistered_ = false;
