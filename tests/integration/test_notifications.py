@@ -17,6 +17,7 @@ from notifyutil import history, items, notify_send
 from qsdtest import QSCTL, RpcError, ts, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_CAPABILITIES = ["actions", "body", "body-hyperlinks", "body-markup", "icon-static", "persistence", "inline-reply"]
 
 
 def schema_validator(c, name):
@@ -285,7 +286,8 @@ def test_inline_reply(env, bus):
 
 def test_configure_the_default_timeout_and_history_size(env, bus):
     c, sub = n.start(env)
-    assert c.call("notifications.configure", {"defaultTimeoutMs": 300}) == {"defaultTimeoutMs": 300, "historyLimit": 200}
+    assert c.call("notifications.configure", {"defaultTimeoutMs": 300}) == {"defaultTimeoutMs": 300, "historyLimit": 200,
+                                                                           "capabilities": DEFAULT_CAPABILITIES}
     c.wait_value(sub, "/notifications/defaultTimeoutMs", 300)
     nid = int(notify_send(env, "-p", "Soon gone").stdout)
     c.wait_for(lambda: str(nid) in items(c, sub) or str(nid) in history(c, sub), what="item")
@@ -302,6 +304,34 @@ def test_configure_the_default_timeout_and_history_size(env, bus):
     with pytest.raises(RpcError) as e:
         c.call("notifications.configure", {"historyLimit": 5000})
     assert e.value.code == -32602 and e.value.data["param"] == "historyLimit"
+
+
+def test_the_capabilities_a_shell_configures_are_what_applications_are_told(env, bus):
+    c, sub = n.start(env)
+    assert c.mirror(sub)["notifications"]["capabilities"] == DEFAULT_CAPABILITIES
+    assert bus.call("GetCapabilities", reply="as")[0] == DEFAULT_CAPABILITIES
+    # A shell without inline replies or markup, with icons for its action buttons.
+    r = c.call("notifications.configure", {"capabilities": ["body", "actions", "action-icons", "body", "persistence"]})
+    assert r["capabilities"] == ["actions", "action-icons", "body", "persistence"]
+    c.wait_value(sub, "/notifications/capabilities", r["capabilities"])
+    assert bus.call("GetCapabilities", reply="as")[0] == r["capabilities"]
+    # What a notification carries is kept whatever is advertised.
+    nid = bus.notify("marked", body="<b>bold</b>", actions=("default", "Open", "inline-reply", "Reply"), timeout=0)
+    c.wait_for(lambda: str(nid) in items(c, sub), what="the notification")
+    assert items(c, sub)[str(nid)]["body"] == "<b>bold</b>"
+    assert [a["key"] for a in items(c, sub)[str(nid)]["actions"]] == ["default", "inline-reply"]
+    for bad in (["sound"], ["icon-multi"], "body", [1]):
+        with pytest.raises(RpcError) as e:
+            c.call("notifications.configure", {"capabilities": bad})
+        assert e.value.code == -32602 and e.value.data["param"].startswith("capabilities")
+    assert bus.call("GetCapabilities", reply="as")[0] == r["capabilities"]
+    # Kept across a restart, as the other settings are.
+    assert env.stop_qsd() == 0
+    c, sub = n.start(env)
+    assert c.mirror(sub)["notifications"]["capabilities"] == r["capabilities"]
+    assert bus.call("GetCapabilities", reply="as")[0] == r["capabilities"]
+    assert c.call("notifications.configure", {"capabilities": []})["capabilities"] == []
+    assert bus.call("GetCapabilities", reply="as")[0] == []
 
 
 def test_a_subscriber_never_sees_a_half_made_item(env, bus):

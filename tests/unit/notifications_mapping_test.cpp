@@ -199,6 +199,16 @@ TEST(NotificationsMapping, TheTextOfACall) {
 	EXPECT_FALSE(t.desktopEntry);
 }
 
+TEST(NotificationsMapping, CapabilitiesInTheirOrderEachOnce) {
+	EXPECT_EQ(defaultCapabilities(), (std::vector<std::string>{"actions", "body", "body-hyperlinks", "body-markup", "icon-static",
+	                                                           "persistence", "inline-reply"}));
+	EXPECT_EQ(capabilitySet({"inline-reply", "body", "body", "action-icons"}),
+	          (std::vector<std::string>{"action-icons", "body", "inline-reply"}));
+	EXPECT_EQ(capabilitySet({}), std::vector<std::string>{});
+	EXPECT_EQ(capabilitySet({"body", "sound"}), std::nullopt);
+	EXPECT_EQ(capabilitySet({"Body"}), std::nullopt);
+}
+
 TEST(NotificationsState, RoundTripAndDefaults) {
 	SavedState s;
 	s.lastId = 41;
@@ -207,6 +217,7 @@ TEST(NotificationsState, RoundTripAndDefaults) {
 	s.dnd = true;
 	s.defaultTimeoutMs = 8000;
 	s.historyLimit = 50;
+	s.capabilities = {"body"};
 	s.history.push_back({{"id", 40}, {"summary", "hi"}});
 	auto back = parseState(serializeState(s));
 	ASSERT_TRUE(back);
@@ -216,11 +227,13 @@ TEST(NotificationsState, RoundTripAndDefaults) {
 	EXPECT_TRUE(back->dnd);
 	EXPECT_EQ(back->defaultTimeoutMs, 8000u);
 	EXPECT_EQ(back->historyLimit, 50u);
+	EXPECT_EQ(back->capabilities, std::vector<std::string>{"body"});
 	EXPECT_EQ(back->history, s.history);
 	auto empty = parseState("{}");
 	ASSERT_TRUE(empty);
 	EXPECT_EQ(empty->lastId, 0u);
 	EXPECT_EQ(empty->historyLimit, kDefaultHistoryLimit);
+	EXPECT_EQ(empty->capabilities, defaultCapabilities());
 	EXPECT_EQ(firstId(*empty), 1u);
 }
 
@@ -228,7 +241,9 @@ TEST(NotificationsState, GarbageIsReplacedByDefaultsAndNamed) {
 	EXPECT_FALSE(parseState("not json"));
 	EXPECT_FALSE(parseState("[1, 2]"));
 	std::string problems;
-	auto s = parseState(R"({"lastId": "x", "dnd": 1, "historyLimit": 5000, "history": [{"id": 3}, {"id": 0}, 7, {"x": 1}]})", &problems);
+	auto s = parseState(R"({"lastId": "x", "dnd": 1, "historyLimit": 5000, "capabilities": ["body", "sound"],
+	                        "history": [{"id": 3}, {"id": 0}, 7, {"x": 1}]})",
+	                    &problems);
 	ASSERT_TRUE(s);
 	EXPECT_EQ(s->lastId, 0u);
 	EXPECT_FALSE(s->dnd);
@@ -237,6 +252,10 @@ TEST(NotificationsState, GarbageIsReplacedByDefaultsAndNamed) {
 	EXPECT_NE(problems.find("lastId"), std::string::npos);
 	EXPECT_NE(problems.find("dnd"), std::string::npos);
 	EXPECT_NE(problems.find("history entry"), std::string::npos);
+	EXPECT_EQ(s->capabilities, defaultCapabilities());
+	EXPECT_NE(problems.find("capabilities"), std::string::npos);
+	EXPECT_NE(parseState(R"({"capabilities": "body"})", &problems), std::nullopt);
+	EXPECT_NE(problems.find("capabilities"), std::string::npos);
 }
 
 TEST(NotificationsState, IdsAreNeverReused) {

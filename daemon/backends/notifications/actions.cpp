@@ -112,8 +112,13 @@ void NotificationsBackend::configure(Call& c) {
 		context_.tree.set("/notifications/historyLimit", historyLimit_);
 		trimHistory();
 	}
+	if (c.params().has("capabilities")) {
+		// Each name is one of kCapabilities (the API's enum, checked before this runs).
+		capabilities_ = capabilitySet(c.params().array("capabilities").get<std::vector<std::string>>()).value_or(capabilities_);
+		context_.tree.set("/notifications/capabilities", capabilities_);
+	}
 	markDirty();
-	c.result({{"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}});
+	c.result({{"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}, {"capabilities", capabilities_}});
 }
 
 } // namespace qsd::notifications

@@ -350,13 +350,17 @@ void NotificationsBackend::loadState() {
 	dnd_ = state.dnd;
 	defaultTimeoutMs_ = state.defaultTimeoutMs;
 	historyLimit_ = state.historyLimit;
+	capabilities_ = state.capabilities;
 	nextId_ = firstId(state);
 
 	auto highest = restoreHistory(state.history);
 	if (highest >= nextId_ && highest != UINT32_MAX) nextId_ = highest + 1;
 	lastId_ = nextId_ - 1;
 
-	context_.tree.update(kRoot, {{"dnd", dnd_}, {"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}});
+	context_.tree.update(kRoot, {{"dnd", dnd_},
+	                             {"defaultTimeoutMs", defaultTimeoutMs_},
+	                             {"historyLimit", historyLimit_},
+	                             {"capabilities", capabilities_}});
 	// The reservation is on disk before the first id is handed out.
 	if (!statePath_.empty()) save(false);
 	if (!state.history.empty() || state.lastId)
@@ -407,6 +411,7 @@ void NotificationsBackend::save(bool clean) {
 	state.dnd = dnd_;
 	state.defaultTimeoutMs = defaultTimeoutMs_;
 	state.historyLimit = historyLimit_;
+	state.capabilities = capabilities_;
 	for (const auto& [order, id]: historyOrder_)
 		if (const auto* entry = context_.tree.find(historyPath(id))) state.history.push_back(*entry);
 	std::string error;
@@ -445,6 +450,7 @@ void NotificationsBackend::takeStateFromFile() {
 	dnd_ = state->dnd;
 	defaultTimeoutMs_ = state->defaultTimeoutMs;
 	historyLimit_ = state->historyLimit;
+	capabilities_ = state->capabilities;
 	history_.clear();
 	historyOrder_.clear();
 	historyImageBytes_ = 0;
@@ -454,7 +460,10 @@ void NotificationsBackend::takeStateFromFile() {
 		nextId_ = highest + 1;
 		lastId_ = highest;
 	}
-	context_.tree.update(kRoot, {{"dnd", dnd_}, {"defaultTimeoutMs", defaultTimeoutMs_}, {"historyLimit", historyLimit_}});
+	context_.tree.update(kRoot, {{"dnd", dnd_},
+	                             {"defaultTimeoutMs", defaultTimeoutMs_},
+	                             {"historyLimit", historyLimit_},
+	                             {"capabilities", capabilities_}});
 	save(false);
 }
 

@@ -122,6 +122,22 @@ const char* toString(CloseReason reason) {
 	return "undefined";
 }
 
+std::vector<std::string> defaultCapabilities() {
+	std::vector<std::string> out;
+	for (auto c: kCapabilities)
+		if (c != "action-icons" && c != "body-images") out.emplace_back(c);
+	return out;
+}
+
+std::optional<std::vector<std::string>> capabilitySet(const std::vector<std::string>& names) {
+	for (const auto& n: names)
+		if (std::find(kCapabilities.begin(), kCapabilities.end(), n) == kCapabilities.end()) return std::nullopt;
+	std::vector<std::string> out;
+	for (auto c: kCapabilities)
+		if (std::find(names.begin(), names.end(), c) != names.end()) out.emplace_back(c);
+	return out;
+}
+
 std::optional<CloseReason> closeReasonFromString(std::string_view name) {
 	for (auto r: {CloseReason::Expired, CloseReason::Dismissed, CloseReason::ClosedByApp, CloseReason::Undefined})
 		if (name == toString(r)) return r;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -30,6 +31,19 @@ constexpr size_t kMaxImageBytes = 64u << 20;          // the image files of the 
 constexpr size_t kMaxImageBytesPerSender = 16u << 20; // ... and of those one connection sent
 constexpr size_t kMaxHistoryImageBytes = 32u << 20;   // history's copies: the oldest lose theirs first
 constexpr uint32_t kDefaultTimeoutMs = 5000;
+
+// The capabilities GetCapabilities can answer, in the order it lists them. qsd keeps what a
+// notification carries whatever it advertises; the list tells applications what the shells
+// show (a shell without inline replies, or that shows plain text, says so with
+// notifications.configure). Not here: "icon-multi" (qsd keeps one image) and "sound" (the sound
+// hints are not kept).
+constexpr std::array<std::string_view, 9> kCapabilities = {"actions",      "action-icons", "body",
+                                                           "body-hyperlinks", "body-images", "body-markup",
+                                                           "icon-static",  "persistence",  "inline-reply"};
+// What qsd advertises until a shell configures otherwise: all but action-icons and body-images.
+[[nodiscard]] std::vector<std::string> defaultCapabilities();
+// `names` as advertised: each once, in kCapabilities' order; nullopt when one is not in it.
+[[nodiscard]] std::optional<std::vector<std::string>> capabilitySet(const std::vector<std::string>& names);
 
 // The D-Bus urgency byte: 0 low, 1 normal, 2 critical; anything else is normal.
 enum class Urgency { Low = 0, Normal = 1, Critical = 2 };

@@ -150,6 +150,7 @@ private:
 	bool dnd_ = false;
 	uint64_t defaultTimeoutMs_ = kDefaultTimeoutMs;
 	uint64_t historyLimit_ = kDefaultHistoryLimit;
+	std::vector<std::string> capabilities_ = defaultCapabilities();   // GetCapabilities' answer
 
 	std::string statePath_;
 	EventSource saveTimer_;

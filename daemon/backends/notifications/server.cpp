@@ -38,6 +38,7 @@ json NotificationsBackend::initialRoot() const {
 	        {"dnd", false},
 	        {"defaultTimeoutMs", kDefaultTimeoutMs},
 	        {"historyLimit", kDefaultHistoryLimit},
+	        {"capabilities", defaultCapabilities()},
 	        {"items", json::object()},
 	        {"history", json::object()}};
 }
@@ -138,11 +139,9 @@ void NotificationsBackend::onCloseNotification(sdbus::MethodCall call) {
 }
 
 void NotificationsBackend::onGetCapabilities(sdbus::MethodCall call) {
-	static const std::vector<std::string> capabilities = {"actions",        "body",        "body-hyperlinks", "body-markup",
-	                                                      "icon-static",    "persistence", "inline-reply"};
 	if (call.doesntExpectReply()) return;
 	auto reply = call.createReply();
-	reply << capabilities;
+	reply << capabilities_;
 	reply.send();
 }
 

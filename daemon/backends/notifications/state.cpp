@@ -1,5 +1,6 @@
 #include "state.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace qsd::notifications {
@@ -34,6 +35,13 @@ std::optional<SavedState> parseState(const std::string& text, std::string* probl
 	boolean("dnd", s.dnd);
 	uint("defaultTimeoutMs", s.defaultTimeoutMs, uint64_t(INT32_MAX));
 	uint("historyLimit", s.historyLimit, kMaxHistoryLimit);
+	if (auto it = doc.find("capabilities"); it != doc.end()) {
+		std::optional<std::vector<std::string>> set;
+		if (it->is_array() && std::all_of(it->begin(), it->end(), [](const json& v) { return v.is_string(); }))
+			set = capabilitySet(it->get<std::vector<std::string>>());
+		if (set) s.capabilities = std::move(*set);
+		else note("capabilities");
+	}
 	if (auto it = doc.find("history"); it != doc.end()) {
 		if (it->is_array()) {
 			for (auto& e: *it) {
@@ -59,6 +67,7 @@ std::string serializeState(const SavedState& s) {
 	            {"dnd", s.dnd},
 	            {"defaultTimeoutMs", s.defaultTimeoutMs},
 	            {"historyLimit", s.historyLimit},
+	            {"capabilities", s.capabilities},
 	            {"history", s.history}};
 	// The strings of the tree are valid UTF-8 already; replace keeps a write from ever failing.
 	return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";

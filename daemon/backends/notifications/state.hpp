@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace qsd::notifications {
 
@@ -28,6 +29,7 @@ struct SavedState {
 	bool dnd = false;
 	uint64_t defaultTimeoutMs = kDefaultTimeoutMs;
 	uint64_t historyLimit = kDefaultHistoryLimit;
+	std::vector<std::string> capabilities = defaultCapabilities();
 	nlohmann::json history = nlohmann::json::array();   // tree entries, oldest closed first
 };
 
