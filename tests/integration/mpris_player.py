@@ -9,6 +9,7 @@ session bus, configured by a JSON object given as the first argument (or "@file"
   omit          property names the player does not have at all (e.g. ["Rate"])
   positionFails Get(Position) answers an error, and GetAll has no Position
   noSeeked      Seek and SetPosition move the position without a Seeked signal
+  previousRestarts  Previous goes back to the start of the same track and says nothing
   getAllFails   the first N GetAll calls answer an error (a player not ready yet)
   silent        never answers any call (an unresponsive player)
   aliases       N: also owns <name>.a0 … <name>.a<N-1> (one process, many players)
@@ -239,7 +240,12 @@ class Player(dbus.service.Object):
     @dbus.service.method(PLAYER, async_callbacks=("ok", "err"))
     def Previous(self, ok, err):
         if self._call("Previous", ok):
-            self._track(-1)
+            if self.cfg.get("previousRestarts"):
+                # Back to the start of the same track, saying nothing (no Seeked, the same
+                # metadata), as players do when Previous comes a few seconds into a track.
+                self.pos_us, self.pos_at = 0, time.monotonic()
+            else:
+                self._track(-1)
             ok()
 
     @dbus.service.method(PLAYER, in_signature="x", async_callbacks=("ok", "err"))

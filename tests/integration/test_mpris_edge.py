@@ -92,7 +92,7 @@ def test_a_position_that_fails(media):
 def test_a_player_that_never_sends_seeked(media):
     env, c, sub = media
     name = P + "noseek"
-    _, p = start(env, c, sub, "noseek", noSeeked=True)
+    _, p = start(env, c, sub, "noseek", noSeeked=True, previousRestarts=True)
     assert p["position"] == 0
     c.call("media.seek", {"player": "noseek", "offset": 20})
     # qsd reads the position once the seek was answered.
@@ -100,6 +100,10 @@ def test_a_player_that_never_sends_seeked(media):
     c.call("media.setPosition", {"player": "noseek", "position": 33})
     wait_player(c, sub, "noseek", lambda p: p["position"] == pytest.approx(33, abs=0.01), what="position 33")
     assert ["SetPosition", "/track/1", 33000000] in m.calls(env, name)
+    # Previous that restarts the same track sends nothing at all: read once answered too
+    # (quickshell#853).
+    c.call("media.previous", {"player": "noseek"})
+    wait_player(c, sub, "noseek", lambda p: p["position"] == 0 and p["metadata"]["trackId"] == "/track/1", what="position 0")
     # SetPosition needs a track id: without one it is refused before reaching the player.
     m.control(env, name).Change(PLAYER, "Metadata", '{"xesam:title": "no id"}')
     wait_player(c, sub, "noseek", lambda p: p["metadata"]["trackId"] is None)
