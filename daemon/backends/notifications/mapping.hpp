@@ -37,9 +37,9 @@ constexpr uint32_t kDefaultTimeoutMs = 5000;
 // show (a shell without inline replies, or that shows plain text, says so with
 // notifications.configure). Not here: "icon-multi" (qsd keeps one image) and "sound" (the sound
 // hints are not kept).
-constexpr std::array<std::string_view, 9> kCapabilities = {"actions",      "action-icons", "body",
-                                                           "body-hyperlinks", "body-images", "body-markup",
-                                                           "icon-static",  "persistence",  "inline-reply"};
+constexpr std::array<std::string_view, 9> kCapabilities = {
+    "actions", "action-icons", "body", "body-hyperlinks", "body-images", "body-markup", "icon-static", "persistence",
+    "inline-reply"};
 // What qsd advertises until a shell configures otherwise: all but action-icons and body-images.
 [[nodiscard]] std::vector<std::string> defaultCapabilities();
 // `names` as advertised: each once, in kCapabilities' order; nullopt when one is not in it.

@@ -64,10 +64,12 @@ void TrayBackend::onBusStart() {
 		onNameOwnerChanged(name, oldOwner, newOwner);
 	});
 
-	// The watcher object is served from the start, whatever the role: it is only reachable
-	// through the well-known name once qsd owns it (before that, only through qsd's unique name).
+	// The list qsd's last run left, told from another bus's by the bus's id.
 	if (const char* rt = std::getenv("XDG_RUNTIME_DIR"); rt && rt[0] == '/') savedPath_ = std::string(rt) + "/qsd/tray-items.json";
 	readBusId();
+
+	// The watcher object is served from the start, whatever the role: it is only reachable
+	// through the well-known name once qsd owns it (before that, only through qsd's unique name).
 	watcher_ = std::make_unique<dbus::OwnedName>(bus(), kWatcherName, [this] { watcherOwnerChanged(); });
 	object_ = &watcher_->exportObject(kWatcherPath);
 	exportWatcher(*object_);
