@@ -307,6 +307,7 @@ def test_configure_the_default_timeout_and_history_size(env, bus):
 
 
 def test_the_capabilities_a_shell_configures_are_what_applications_are_told(env, bus):
+    from gi.repository import GLib
     c, sub = n.start(env)
     assert c.mirror(sub)["notifications"]["capabilities"] == DEFAULT_CAPABILITIES
     assert bus.call("GetCapabilities", reply="as")[0] == DEFAULT_CAPABILITIES
@@ -315,11 +316,23 @@ def test_the_capabilities_a_shell_configures_are_what_applications_are_told(env,
     assert r["capabilities"] == ["actions", "action-icons", "body", "persistence"]
     c.wait_value(sub, "/notifications/capabilities", r["capabilities"])
     assert bus.call("GetCapabilities", reply="as")[0] == r["capabilities"]
-    # What a notification carries is kept whatever is advertised.
-    nid = bus.notify("marked", body="<b>bold</b>", actions=("default", "Open", "inline-reply", "Reply"), timeout=0)
+    # What a notification carries is kept whatever is advertised; the hints for action icons
+    # and the reply field's text are in the item for the shells that honour them.
+    nid = bus.notify("marked", body="<b>bold</b>", actions=("media-playback-start", "Play", "inline-reply", "Reply"),
+                     hints={"action-icons": True, "x-kde-reply-placeholder-text": "Answer " + "é" * 300}, timeout=0)
     c.wait_for(lambda: str(nid) in items(c, sub), what="the notification")
-    assert items(c, sub)[str(nid)]["body"] == "<b>bold</b>"
-    assert [a["key"] for a in items(c, sub)[str(nid)]["actions"]] == ["default", "inline-reply"]
+    it = items(c, sub)[str(nid)]
+    assert it["body"] == "<b>bold</b>"
+    assert [a["key"] for a in it["actions"]] == ["media-playback-start", "inline-reply"]
+    assert it["actionIcons"] is True
+    # Cut as the other names are: at most 256 bytes of whole characters, then "…".
+    assert it["replyPlaceholder"].startswith("Answer éé") and len(it["replyPlaceholder"].encode()) == 255 + 3
+    assert it["replyPlaceholder"].endswith("…")
+    errors = [e.message for e in schema_validator(c, "Notification").iter_errors(it)]
+    assert not errors, errors
+    plain = bus.notify("plain", hints={"action-icons": GLib.Variant("s", "yes")}, timeout=0)
+    c.wait_for(lambda: str(plain) in items(c, sub), what="the plain notification")
+    assert items(c, sub)[str(plain)]["actionIcons"] is False and items(c, sub)[str(plain)]["replyPlaceholder"] is None
     for bad in (["sound"], ["icon-multi"], "body", [1]):
         with pytest.raises(RpcError) as e:
             c.call("notifications.configure", {"capabilities": bad})

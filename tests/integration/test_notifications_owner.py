@@ -270,6 +270,31 @@ def test_ids_are_not_reused_after_a_crash(env):
     assert state["reservedId"] >= after
 
 
+def test_history_written_before_a_field_existed_gets_its_default(env):
+    """An entry from an older qsd's state file lacks the fields added since (actionIcons,
+    replyPlaceholder): it is shown with the values it would have had, as the schema says."""
+    c, sub = n.start(env)
+    nid = int(notify_send(env, "-p", "old").stdout)
+    c.call("notifications.dismiss", {"id": nid})
+    path = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    wait_until(lambda: [e["id"] for e in json.load(open(path))["history"]] == [nid], what="history written")
+    assert env.stop_qsd() == 0
+    state = json.load(open(path))
+    for entry in state["history"]:
+        del entry["actionIcons"], entry["replyPlaceholder"]
+    with open(path, "w") as f:
+        json.dump(state, f)
+    c, sub = n.start(env)
+    entry = history(c, sub)[str(nid)]
+    assert entry["summary"] == "old" and entry["actionIcons"] is False and entry["replyPlaceholder"] is None
+    import jsonschema
+    doc = c.call("rpc.discover")
+    v = jsonschema.Draft7Validator({"$ref": "#/components/schemas/NotificationHistoryEntry"},
+                                   resolver=jsonschema.RefResolver(base_uri="", referrer=doc))
+    errors = [e.message for e in v.iter_errors(entry)]
+    assert not errors, errors
+
+
 def test_a_state_file_that_is_not_json_is_set_aside(env):
     path = os.path.join(env.dir, "state", "qsd", "notifications.json")
     os.makedirs(os.path.dirname(path))

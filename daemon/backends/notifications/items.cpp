@@ -133,6 +133,8 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	             {"urgency", toString(urgency)},
 	             {"category", orNull(t.category)},
 	             {"desktopEntry", orNull(t.desktopEntry)},
+	             {"actionIcons", a.hints.actionIcons.value_or(false)},
+	             {"replyPlaceholder", orNull(t.replyPlaceholder)},
 	             {"image", std::move(image.url)},
 	             {"resident", live.resident},
 	             {"transient", live.transient},
@@ -373,6 +375,9 @@ uint32_t NotificationsBackend::restoreHistory(json& entries) {
 	uint32_t highest = 0;
 	for (auto& entry: entries) {
 		auto id = entry["id"].get<uint32_t>();
+		// Fields added since the entry was written take the value they had then.
+		if (!entry.contains("actionIcons")) entry["actionIcons"] = false;
+		if (!entry.contains("replyPlaceholder")) entry["replyPlaceholder"] = nullptr;
 		std::vector<std::string> files;
 		for (const char* field: {"image", "appIcon"}) {
 			auto it = entry.find(field);

@@ -304,6 +304,7 @@ NotifyText mapText(const NotifyArgs& a) {
 	};
 	t.category = name(a.hints.category);
 	t.desktopEntry = name(a.hints.desktopEntry);
+	t.replyPlaceholder = name(a.hints.replyPlaceholder);
 	return t;
 }
 

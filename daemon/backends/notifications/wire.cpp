@@ -68,6 +68,8 @@ void readHint(sd_bus_message* m, const std::string& name, Hints& hints) {
 	}
 	if (name == "resident") return boolean(hints.resident);
 	if (name == "transient") return boolean(hints.transient);
+	if (name == "action-icons") return boolean(hints.actionIcons);
+	if (name == "x-kde-reply-placeholder-text") return string(hints.replyPlaceholder);
 	if (name == "image-data" || name == "image_data" || name == "icon_data") {
 		if (!enterIf(m, "(iiibiiay)", name, hints)) return;
 		checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "iiibiiay"), name.c_str());

@@ -23,6 +23,8 @@ struct Hints {
 	std::optional<std::string> imagePath;            // image-path, else image_path
 	std::optional<bool> resident;
 	std::optional<bool> transient;
+	std::optional<bool> actionIcons;                 // action-icons: the action keys are icon names
+	std::optional<std::string> replyPlaceholder;     // x-kde-reply-placeholder-text
 	// Pixel hints in the order they are tried: image-data, image_data, icon_data.
 	std::vector<std::pair<std::string, RawImage>> images;
 	// Known hints of the wrong type: (name, the signature sent), for the log.
@@ -56,6 +58,7 @@ struct NotifyText {
 	std::vector<Action> actions;
 	std::optional<std::string> category;
 	std::optional<std::string> desktopEntry;
+	std::optional<std::string> replyPlaceholder;
 	bool cutSummary = false;
 	bool cutBody = false;
 	size_t droppedActions = 0;   // elements of the actions array not kept (extraActions included)
