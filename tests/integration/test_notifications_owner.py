@@ -287,11 +287,8 @@ def test_history_written_before_a_field_existed_gets_its_default(env):
     c, sub = n.start(env)
     entry = history(c, sub)[str(nid)]
     assert entry["summary"] == "old" and entry["actionIcons"] is False and entry["replyPlaceholder"] is None
-    import jsonschema
-    doc = c.call("rpc.discover")
-    v = jsonschema.Draft7Validator({"$ref": "#/components/schemas/NotificationHistoryEntry"},
-                                   resolver=jsonschema.RefResolver(base_uri="", referrer=doc))
-    errors = [e.message for e in v.iter_errors(entry)]
+    from test_notifications import schema_validator
+    errors = [e.message for e in schema_validator(c, "NotificationHistoryEntry").iter_errors(entry)]
     assert not errors, errors
 
 
