@@ -316,6 +316,12 @@ def test_the_capabilities_a_shell_configures_are_what_applications_are_told(env,
     assert r["capabilities"] == ["actions", "action-icons", "body", "persistence"]
     c.wait_value(sub, "/notifications/capabilities", r["capabilities"])
     assert bus.call("GetCapabilities", reply="as")[0] == r["capabilities"]
+    # Every name the API allows is one qsd advertises (its table and the API's enum agree), in
+    # the API's order.
+    method = next(m for m in c.call("rpc.discover")["methods"] if m["name"] == "notifications.configure")
+    allowed = next(p for p in method["params"] if p["name"] == "capabilities")["schema"]["items"]["enum"]
+    assert c.call("notifications.configure", {"capabilities": allowed[::-1]})["capabilities"] == allowed
+    c.call("notifications.configure", {"capabilities": r["capabilities"]})
     # What a notification carries is kept whatever is advertised; the hints for action icons
     # and the reply field's text are in the item for the shells that honour them.
     nid = bus.notify("marked", body="<b>bold</b>", actions=("media-playback-start", "Play", "inline-reply", "Reply"),
