@@ -282,6 +282,51 @@ void QsdPeakMonitor::readPeaks() {
 	}
 }
 
+QsdNodeProperties::~QsdNodeProperties() { this->shutdown(); }
+
+void QsdNodeProperties::setNode(const QString& node) {
+	if (node == this->mNode) return;
+	this->mNode = node;
+	emit this->nodeChanged();
+	this->reconfigure();
+	this->readProperties();
+}
+
+std::string QsdNodeProperties::watchedPath() const {
+	if (this->mNode.isEmpty()) return "/audio/available";
+	return "/audio/nodes/" + pointer::escape(this->mNode.toStdString());
+}
+
+bool QsdNodeProperties::targetPresent() const {
+	const auto* node = this->client()->findDaemon(this->watchedPath());
+	return !this->mNode.isEmpty() && node && node->is_object();
+}
+
+void QsdNodeProperties::componentComplete() {
+	QsdSwitchClaim::componentComplete();
+	this->readProperties();   // another client may be watching the node already
+}
+
+void QsdNodeProperties::watchedChanged() {
+	QsdSwitchClaim::watchedChanged();
+	this->readProperties();
+}
+
+void QsdNodeProperties::readProperties() {
+	QVariantMap properties;
+	if (this->client() && !this->mNode.isEmpty()) {
+		const auto* node = this->client()->findDaemon(this->watchedPath());
+		if (node && node->is_object())
+			if (auto it = node->find("properties"); it != node->end() && it->is_object())
+				for (const auto& [k, v]: it->items())
+					properties.insert(QString::fromStdString(k), v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
+	}
+	if (properties != this->mProperties) {
+		this->mProperties = properties;
+		emit this->propertiesChanged();
+	}
+}
+
 QsdBluetoothDiscovery::~QsdBluetoothDiscovery() { this->shutdown(); }
 
 void QsdBluetoothDiscovery::setAdapter(const QString& adapter) {

@@ -251,6 +251,45 @@ private:
 	double mPeak = 0;
 };
 
+// QsdNodeProperties { node: stream.key; active: details.visible }: every PipeWire property of
+// the node (audio.watchProperties), Quickshell's PwNode.properties under a PwObjectTracker.
+class QsdNodeProperties: public qsd::qml::QsdSwitchClaim {
+	Q_OBJECT
+	QML_ELEMENT
+	/// The node: a key of /audio/nodes.
+	Q_PROPERTY(QString node READ node WRITE setNode NOTIFY nodeChanged)
+	/// Every property PipeWire holds for the node, as strings (/audio/nodes/<node>/properties);
+	/// empty while nobody watches it.
+	Q_PROPERTY(QVariantMap properties READ properties NOTIFY propertiesChanged)
+
+public:
+	explicit QsdNodeProperties(QObject* parent = nullptr): QsdSwitchClaim(parent) {}
+	~QsdNodeProperties() override;
+
+	[[nodiscard]] QString node() const { return this->mNode; }
+	void setNode(const QString& node);
+	[[nodiscard]] QVariantMap properties() const { return this->mProperties; }
+	[[nodiscard]] std::string watchedPath() const override;
+	void watchedChanged() override;
+	void componentComplete() override;
+
+signals:
+	void nodeChanged();
+	void propertiesChanged();
+
+protected:
+	[[nodiscard]] bool configured() const override { return !this->mNode.isEmpty(); }
+	[[nodiscard]] bool targetPresent() const override;
+	[[nodiscard]] std::string method() const override { return "audio.watchProperties"; }
+	[[nodiscard]] nlohmann::json target() const override { return {{"node", this->mNode.toStdString()}}; }
+
+private:
+	void readProperties();
+
+	QString mNode;
+	QVariantMap mProperties;
+};
+
 // QsdBluetoothDiscovery { adapter: Qsd.bluetooth?.defaultAdapter ?? ""; active: menu.visible }
 class QsdBluetoothDiscovery: public qsd::qml::QsdSwitchClaim {
 	Q_OBJECT

@@ -20,6 +20,7 @@ from qsdtest import BUILD, wait_until
 
 BINARIES = ["pipewire", "wireplumber", "pw-cli", "pw-dump", "pw-cat", "wpctl", "pw-metadata"]
 TEST_DEVICE = os.path.join(BUILD, "tests", "pw-test-device")
+TEST_STREAM = os.path.join(BUILD, "tests", "pw-test-stream")
 
 
 def require(*extra):
@@ -279,9 +280,37 @@ class PipeWire:
         wait_until(lambda: "ready" in open(out).read(), 20, what="the test card exported")
         return p
 
+    def stream(self, name, props=None):
+        """pw_test_stream: a playback stream of silence named `name` with the extra properties
+        `props`, whose properties a test changes with TestStream.set. Returns once the node is in
+        PipeWire."""
+        if not os.path.exists(TEST_STREAM):
+            pytest.skip(f"{TEST_STREAM} is not built (it is built with the tests when WITH_PIPEWIRE is on)")
+        n = len(self.env.procs)
+        out = os.path.join(self.env.dir, f"stream-{name}-{n}.out")
+        err = os.path.join(self.env.dir, f"stream-{name}-{n}.log")
+        args = [TEST_STREAM, name] + [f"{k}={v}" for k, v in (props or {}).items()]
+        p = subprocess.Popen(args, stdout=open(out, "w"), stderr=open(err, "w"), stdin=subprocess.PIPE,
+                             env=self.penv, text=True)
+        self.env.procs.append(("popen", p))
+        wait_until(lambda: "ready" in open(out).read(), 20, what=f"the test stream {name} in PipeWire")
+        return TestStream(p, out)
+
     def card_log(self, name="qsd_test_card"):
         return "".join(open(os.path.join(self.env.dir, f)).read() for f in sorted(os.listdir(self.env.dir))
                        if f.startswith(f"card-{name}-") and f.endswith(".log"))
+
+
+class TestStream:
+    def __init__(self, proc, out):
+        self.proc, self.out = proc, out
+
+    def set(self, key, value):
+        """Sets one property of the node; returns once pw_test_stream has sent the change."""
+        sent = open(self.out).read().count(f"set {key}\n")
+        self.proc.stdin.write(f"{key}={value}\n")
+        self.proc.stdin.flush()
+        wait_until(lambda: open(self.out).read().count(f"set {key}\n") > sent, 20, what=f"{key} set on the stream")
 
 
 def receive_queue(pid):

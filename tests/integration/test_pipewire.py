@@ -319,6 +319,8 @@ BAD = [
     ("audio.setRoute", {"device": "99999", "route": "x"}, "route"),
     ("audio.monitorPeaks", {"node": "@A"}, "enabled"),
     ("audio.monitorPeaks", {"node": "@DRIVER", "enabled": True}, "node"),
+    ("audio.watchProperties", {"node": "@A"}, "enabled"),
+    ("audio.watchProperties", {"node": -1, "enabled": True}, "node"),
 ]
 
 # Well-formed keys that name nothing: -32001 with data {param, <param>}, as in every domain.
@@ -331,6 +333,7 @@ NOT_FOUND = [
     ("audio.setDeviceProfile", {"device": "99999", "profile": 1}, "device"),
     ("audio.setRoute", {"device": "99999", "route": 1}, "device"),
     ("audio.monitorPeaks", {"node": "99999", "enabled": True}, "node"),
+    ("audio.watchProperties", {"node": "99999", "enabled": True}, "node"),
 ]
 
 
@@ -448,6 +451,133 @@ def test_peaks_on_request_shared_and_closed_with_the_last_client(env):
     c3.call("audio.monitorPeaks", {"node": ks, "enabled": False})
     c.wait_for(lambda: "peaks" not in audio_nodes(c, sub)[ks], what="stream peaks removed")
     wait_until(lambda: meters() == [], 20, what="the meter stream closed")
+
+
+def audio_errors(c, sub):
+    """The schema errors of the whole /audio domain, as the API describes it."""
+    doc = c.call("rpc.discover")
+    resolver = jsonschema.RefResolver(base_uri="", referrer=doc)
+    return [e.message for e in jsonschema.Draft7Validator({"$ref": "#/components/schemas/Audio"}, resolver=resolver)
+            .iter_errors(c.mirror(sub)["audio"])]
+
+
+def pw_cli_props(pw, node_id):
+    """A node's properties as pw-cli prints them: each value as PipeWire holds it, a string."""
+    out = pw.run(["pw-cli", "info", str(node_id)]).stdout
+    props, inside = {}, False
+    for line in out.splitlines():
+        body = line.lstrip("*").strip()
+        if body == "properties:":
+            inside = True
+        elif inside and " = " in body and not line.lstrip("*").startswith("\t  "):
+            k, v = body.split(" = ", 1)
+            props[k] = json.loads(v)
+        elif inside and body.endswith(":"):
+            break
+    return props
+
+
+def test_a_nodes_every_property_while_watched(env):
+    """audio.watchProperties: Quickshell's PwNode.properties for the nodes some client watches,
+    equal to what pw-cli shows, kept current as the application changes them, shared by the
+    clients that asked, and gone with the last one or with the node."""
+    pw = world(env)
+    pw.add_null("qsd_sink_a")
+    stream = pw.stream("qsd_watched", {"qsd.test.colour": "blue", "application.icon-name": "audio-x-generic",
+                                       "media.name": "First title"})
+    env.start_qsd(backends=["pipewire"])
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    k, ka = node_key(c, sub, "qsd_watched"), node_key(c, sub, "qsd_sink_a")
+    path = f"/audio/nodes/{k}/properties"
+    # Nothing but what /audio is made of while nobody asked.
+    assert "properties" not in audio_nodes(c, sub)[k] and "properties" not in audio_nodes(c, sub)[ka]
+
+    c1 = env.client()
+    assert c1.call("audio.watchProperties", {"node": k, "enabled": True}) == {"node": k, "enabled": True}
+    # The answer comes once they are in the tree.
+    props = c1.call("tree.get", {"path": path})["value"]
+    assert props == pw_cli_props(pw, pw.node_id("qsd_watched"))
+    assert props["qsd.test.colour"] == "blue" and props["object.serial"] == k
+    assert props["media.class"] == "Stream/Output/Audio" and props["application.name"] == "qsd-test-stream"
+    c.wait_for(lambda: audio_nodes(c, sub)[k].get("properties") == props, what="properties in the mirror")
+    assert not audio_errors(c, sub)
+
+    # The application changes them: the tree follows, the node's own fields too.
+    stream.set("qsd.test.colour", "green")
+    c.wait_value(sub, path + "/qsd.test.colour", "green")
+    stream.set("media.name", "Second title")
+    c.wait_value(sub, path + "/media.name", "Second title")
+    c.wait_value(sub, f"/audio/nodes/{k}/media/name", "Second title")
+    assert audio_nodes(c, sub)[k]["properties"] == pw_cli_props(pw, pw.node_id("qsd_watched"))
+
+    # Any node: the sink pw-cli made, with its factory's properties.
+    c1.call("audio.watchProperties", {"node": int(ka), "enabled": True})
+    c.wait_value(sub, f"/audio/nodes/{ka}/properties/factory.name", "support.null-audio-sink")
+
+    # A second client shares the watch; the first one stopping leaves it, the last one ends it.
+    c2 = env.client()
+    c2.call("audio.watchProperties", {"node": k, "enabled": True})
+    c2.call("audio.watchProperties", {"node": k, "enabled": True})   # twice: still one hold
+    assert c1.call("audio.watchProperties", {"node": k, "enabled": False}) == {"node": k, "enabled": False}
+    stream.set("qsd.test.colour", "red")
+    c.wait_value(sub, path + "/qsd.test.colour", "red")
+    c2.close()
+    c.wait_for(lambda: "properties" not in audio_nodes(c, sub)[k], what="properties removed with the last client")
+    assert "properties" in audio_nodes(c, sub)[ka]   # c1 still watches the sink
+    # Unwatched, a change of a property /audio is not made of changes nothing.
+    stream.set("qsd.test.colour", "yellow")
+    stream.set("media.name", "Third title")
+    c.wait_value(sub, f"/audio/nodes/{k}/media/name", "Third title")
+    assert "properties" not in audio_nodes(c, sub)[k]
+
+    # Watched again, they are read afresh; the node leaving ends the watch, and a watch of a
+    # node that left is -32001.
+    c3 = env.client()
+    c3.call("audio.watchProperties", {"node": k, "enabled": True})
+    assert c3.call("tree.get", {"path": path})["value"]["qsd.test.colour"] == "yellow"
+    stream.proc.terminate()
+    c.wait_for(lambda: k not in audio_nodes(c, sub), what="the stream gone")
+    resp = c3.call_full("audio.watchProperties", {"node": k, "enabled": True})
+    assert resp["error"]["code"] == -32001 and resp["error"]["data"] == {"param": "node", "node": k}
+    assert c3.call("audio.watchProperties", {"node": k, "enabled": False}) == {"node": k, "enabled": False}
+    # The sink's watch ends with c1's connection.
+    c1.close()
+    c.wait_for(lambda: "properties" not in audio_nodes(c, sub)[ka], what="the sink's properties removed")
+
+
+def test_a_hostile_streams_properties_are_bounded(env):
+    """An application sets as many properties as it likes, keys and values of any length: a
+    watched node shows the first 256, no key over 255 bytes, each value cut at a character after
+    1024 bytes, and the rest of qsd carries on."""
+    pw = world(env)
+    pw.add_null("qsd_sink_a")
+    many = {"qsd.test.long-value": "a" + "é" * 2000, "qsd.test." + "k" * 300: "long key"}
+    many.update({f"qsd.test.p{i:03d}": str(i) for i in range(300)})
+    pw.stream("qsd_hostile", many)
+    env.start_qsd(backends=["pipewire"])
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    k = node_key(c, sub, "qsd_hostile")
+    held = pw_cli_props(pw, pw.node_id("qsd_hostile"))
+    assert len(held) > 300   # PipeWire keeps them all
+    c1 = env.client()
+    c1.call("audio.watchProperties", {"node": k, "enabled": True})
+    c.wait_for(lambda: "properties" in audio_nodes(c, sub)[k], what="the properties")
+    props = audio_nodes(c, sub)[k]["properties"]
+    assert len(props) == 256
+    assert all(len(key.encode()) <= 255 for key in props)
+    assert all(len(v.encode()) <= 1024 for v in props.values())
+    for key, v in props.items():
+        assert held[key].startswith(v)
+    # byte 1024 is the middle of an "é", which must not be kept half.
+    assert props["qsd.test.long-value"] == "a" + "é" * 511
+    assert "qsd.test." + "k" * 300 not in props and "qsd.test.p000" in props
+    assert not audio_errors(c, sub)
+    # The rest of the node and of qsd are as before.
+    assert audio_nodes(c, sub)[k]["name"] == "qsd_hostile"
+    c.call("audio.setVolume", {"node": k, "volume": 0.5})
+    assert pw.wpctl_volume(pw.node_id("qsd_hostile"))[0] == approx(0.5, 0.01)
 
 
 def test_pulse_clients_show_up_too(env):

@@ -36,6 +36,7 @@ def test_restart_of_pipewire_and_wireplumber(env):
     c.wait_value(sub, "/audio/defaultAudioSink", ka)
     meter = env.client()
     meter.call("audio.monitorPeaks", {"node": ka, "enabled": True})
+    meter.call("audio.watchProperties", {"node": ka, "enabled": True})
     for round_ in range(2):
         pw.kill_all()
         # At once: available false and nothing else under /audio.
@@ -48,8 +49,9 @@ def test_restart_of_pipewire_and_wireplumber(env):
         assert c.mirror(sub)["audio"] == {"available": False}
         resp = c.call_full("audio.setVolume", {"node": ka, "volume": 0.5})
         assert resp["error"]["code"] == -32000 and resp["error"]["data"]["backend"] == "pipewire"
-        # Stopping a meter is always possible.
+        # Stopping a meter or a watch is always possible.
         assert meter.call("audio.monitorPeaks", {"node": ka, "enabled": False})["enabled"] is False
+        assert meter.call("audio.watchProperties", {"node": ka, "enabled": False})["enabled"] is False
         pw.start()
         t0 = time.monotonic()
         a = pw.add_null("qsd_sink_a")
@@ -71,6 +73,10 @@ def test_restart_of_pipewire_and_wireplumber(env):
         assert ka == str(pw.node_by_name("qsd_sink_a")["info"]["props"]["object.serial"])
         assert c.call("audio.setVolume", {"node": ka, "volume": 0.6})["audio"]["volume"] == 0.6
         assert pw.wpctl_volume(a)[0] == 0.6
+        # A watch works on the new instance's node (a new key), and answers once it shows.
+        assert "properties" not in c.mirror(sub)["audio"]["nodes"][ka]
+        meter.call("audio.watchProperties", {"node": ka, "enabled": True})
+        assert c.call("tree.get", {"path": f"/audio/nodes/{ka}/properties/node.name"})["value"] == "qsd_sink_a"
 
 
 def test_wireplumber_absent_nodes_listed_defaults_null(env):

@@ -294,6 +294,52 @@ TEST(PipewireProperties, FillTheApplicationFromTheNodeThenItsClient) {
 	EXPECT_EQ(propString({}, "k"), nullptr);
 }
 
+TEST(PipewireProperties, WatchedPropertiesAreBounded) {
+	bool cut = true;
+	PropItems items = {{"node.name", "sink"}, {"media.class", "Audio/Sink"}, {"node.name", "again"}, {"", "empty key"}};
+	auto p = watchedProps(items, &cut);
+	// A key listed twice keeps its first value; an empty key is left out.
+	EXPECT_EQ(p, (Props{{"media.class", "Audio/Sink"}, {"node.name", "sink"}}));
+	EXPECT_TRUE(cut);
+	p = watchedProps({{"a", "1"}, {"b", ""}}, &cut);
+	EXPECT_EQ(p, (Props{{"a", "1"}, {"b", ""}}));
+	EXPECT_FALSE(cut);
+
+	// The first kMaxWatchedProps in PipeWire's order.
+	std::vector<std::string> keys;
+	for (int i = 0; i < 300; ++i) keys.push_back("k" + std::to_string(1000 + i));
+	items.clear();
+	for (const auto& k: keys) items.emplace_back(k, "v");
+	p = watchedProps(items, &cut);
+	EXPECT_EQ(p.size(), kMaxWatchedProps);
+	EXPECT_TRUE(p.count("k1000") && p.count("k1255") && !p.count("k1256"));
+	EXPECT_TRUE(cut);
+
+	// A key over 255 bytes is left out; a value is cut at a character after kMaxPropBytes.
+	std::string longKey(256, 'k'), okKey(255, 'k');
+	std::string value = "a";
+	for (int i = 0; i < 600; ++i) value += "\xc3\xa9";   // é: byte 1024 is the middle of one
+	p = watchedProps({{longKey, "x"}, {okKey, "y"}, {"v", value}}, &cut);
+	EXPECT_FALSE(p.count(longKey));
+	EXPECT_EQ(p.at(okKey), "y");
+	EXPECT_EQ(p.at("v").size(), 1023u);
+	EXPECT_EQ(p.at("v"), value.substr(0, 1023));
+	EXPECT_TRUE(cut);
+
+	// No more once keys and values reach kMaxWatchedPropsBytes.
+	std::vector<std::string> big;
+	for (int i = 0; i < 100; ++i) big.push_back("key" + std::to_string(100 + i));
+	items.clear();
+	std::string kib(1000, 'x');
+	for (const auto& k: big) items.emplace_back(k, kib);
+	p = watchedProps(items, &cut);
+	size_t bytes = 0;
+	for (const auto& [k, v]: p) bytes += k.size() + v.size();
+	EXPECT_LE(bytes, kMaxWatchedPropsBytes);
+	EXPECT_EQ(p.size(), kMaxWatchedPropsBytes / 1006);
+	EXPECT_TRUE(cut);
+}
+
 TEST(PipewireRoutes, PickTheRouteWhoseVolumeWpctlUses) {
 	RouteParam speaker;
 	speaker.index = 0;

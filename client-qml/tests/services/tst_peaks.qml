@@ -8,7 +8,8 @@ import Qsd
 // with SIGKILL, follows a change of node, and releases the meter when inactive or destroyed.
 // The daemon's side is checked through other connections: tree.get on a connection of its own
 // (the meter's peaks are in the tree only while someone monitors) and pw-dump (qsd's capture
-// stream, node.name qsd.peaks, exists only while it meters).
+// stream, node.name qsd.peaks, exists only while it meters). QsdNodeProperties, the other
+// per-node claim of /audio, is tested here too, on the same PipeWire.
 TestCase {
     id: test
     name: "Peaks"
@@ -16,6 +17,7 @@ TestCase {
     QsdPeakMonitor { id: meter; node: Qsd.audio?.defaultAudioSink ?? ""; active: false }
     QsdPeakMonitor { id: second; node: meter.node; active: false }
     Component { id: monitorComponent; QsdPeakMonitor {} }
+    QsdNodeProperties { id: watched; node: ""; active: false }
 
     function daemonValue(path) {
         var r = QsdDaemon.rpc("tree.get", { path: path })
@@ -146,5 +148,28 @@ TestCase {
         made.destroy()
         tryVerify(function() { return daemonPeaks(sink) === undefined }, 15000, "destroying the monitor stops the meter")
         metersBecome(0)
+    }
+
+    function test_7_everyPropertyOfANodeWhileActive() {
+        var stream = streamKey()
+        verify(stream !== "")
+        var path = "/audio/nodes/" + stream + "/properties"
+        watched.node = stream
+        compare(daemonValue(path), undefined, "nothing while nobody watches")
+        compare(Object.keys(watched.properties).length, 0)
+        watched.active = true
+        tryVerify(function() { return watched.effective }, 15000, "watching")
+        compare(watched.error, "")
+        tryCompare(watched.properties, "node.name", "bar_music", 15000)
+        compare(watched.properties["media.class"], "Stream/Output/Audio")
+        compare(watched.properties["object.serial"], stream)
+        var daemon = daemonValue(path)
+        compare(typeof daemon, "object", "the daemon's tree, seen from another connection")
+        compare(Object.keys(watched.properties).length, Object.keys(daemon).length)
+        compare(Qsd.audio.nodes.get(stream).properties["node.name"], "bar_music", "the same in the mirror")
+        watched.active = false
+        verify(!watched.effective)
+        tryVerify(function() { return daemonValue(path) === undefined }, 15000, "gone from the daemon's tree")
+        tryVerify(function() { return Object.keys(watched.properties).length === 0 }, 15000, "and from the element")
     }
 }

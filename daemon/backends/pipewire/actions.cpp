@@ -66,6 +66,7 @@ json failure(const char* name, const std::string& message) {
 }
 
 std::string peaksKey(const std::string& node) { return "audio.peaks." + node; }
+std::string propertiesKey(const std::string& node) { return "audio.properties." + node; }
 
 // A key param: the key string, or the object.serial as a number (qsctl's key=52 parses as one).
 std::optional<std::string> keyOf(const json& v) {
@@ -105,6 +106,8 @@ std::span<const Backend::Method> PipewireBackend::methods() const {
 	    method<&PipewireBackend::setRoute>("audio.setRoute"),
 	    // Turning a meter off is always possible: one that ended with PipeWire is already gone.
 	    method<&PipewireBackend::monitorPeaksMethod>("audio.monitorPeaks", false),
+	    // The same for a watch of a node's properties.
+	    method<&PipewireBackend::watchPropertiesMethod>("audio.watchProperties", false),
 	};
 	return table;
 }
@@ -336,6 +339,23 @@ void PipewireBackend::monitorPeaksMethod(Call& c) {
 	if (auto why = availability()) throw unavailable(*why);
 	const Node& n = audioNode(params, "node");
 	monitorPeaks(n, c.answer(), c.client());
+}
+
+void PipewireBackend::watchPropertiesMethod(Call& c) {
+	const auto& p = c.params();
+	const json& params = c.raw();
+	auto key = keyParam(params, "node", "the key of an audio node in /audio/nodes");
+	bool enabled = p.boolean("enabled");
+	if (!enabled) {
+		revokeLease(c.client(), propertiesKey(key));
+		c.result({{"node", key}, {"enabled", false}});
+		return;
+	}
+	if (auto why = availability()) throw unavailable(*why);
+	// Any node in /audio/nodes, a video one too, as Quickshell's PwNode.properties.
+	const Node* n = nodeByKey(key);
+	if (!n) notFound("node", "node in /audio/nodes", params.at("node"));
+	watchProperties(*n, c.answer(), c.client());
 }
 
 void PipewireBackend::writeVolume(const Node& n, const VolumeSource& src, std::optional<std::vector<double>> volumes,
@@ -578,6 +598,57 @@ void PipewireBackend::dropMonitor(std::string node) {
 
 void PipewireBackend::dropAllMonitors() {
 	while (!monitors_.empty()) dropMonitor(monitors_.begin()->first);
+}
+
+// ---------------------------------------------------------------------------------------------
+// watched properties
+
+void PipewireBackend::watchProperties(const Node& n, std::shared_ptr<Answer> answer, ClientSession& client) {
+	if (int res = graph_->watchProperties(n.id); res < 0) sendFailed("binding the node", res);
+	auto& clients = propertyWatchers_[n.key];
+	if (!clients.count(client.id())) {
+		clients[client.id()] = client.weak();
+		grantLease(client, propertiesKey(n.key), [this, node = n.key, id = client.id()] { propertiesReleased(node, id); });
+	}
+	Waiter w;
+	w.answer = std::move(answer);
+	w.object = n.id;
+	w.what = "the properties of node " + n.key;
+	w.check = [this, key = n.key, id = n.id]() -> std::optional<json> {
+		const Node* node = graph_ ? graph_->node(id) : nullptr;
+		if (!node || !propertyWatchers_.count(key))
+			throw RpcException(ErrorCode::NotFound, "The node went away", {{"param", "node"}, {"node", key}});
+		// In the tree, not only received: an info that came in this loop pass is published by the
+		// flush() after it, and the answer must not overtake it.
+		if (!node->watch || !node->watch->all || !context_.tree.find(pointer::join(kNodes, key) + "/properties"))
+			return std::nullopt;
+		return json{{"node", key}, {"enabled", true}};
+	};
+	wait(std::move(w));
+}
+
+void PipewireBackend::propertiesReleased(const std::string& node, uint64_t client) {
+	auto it = propertyWatchers_.find(node);
+	if (it == propertyWatchers_.end()) return;
+	it->second.erase(client);
+	if (it->second.empty()) dropPropertyWatch(node);
+}
+
+void PipewireBackend::dropPropertyWatch(std::string node) {
+	auto it = propertyWatchers_.find(node);
+	if (it == propertyWatchers_.end()) return;
+	auto clients = std::move(it->second);
+	propertyWatchers_.erase(it);
+	if (auto id = nodeIds_.find(node); id != nodeIds_.end() && graph_) {
+		graph_->unwatchProperties(id->second);   // a node that left was unwatched with it
+		if (const Node* n = graph_->node(id->second)) publishNode(*n);
+	}
+	for (auto& [_, weak]: clients)
+		if (auto c = weak.lock()) revokeLease(*c, propertiesKey(node));
+}
+
+void PipewireBackend::dropAllPropertyWatches() {
+	while (!propertyWatchers_.empty()) dropPropertyWatch(propertyWatchers_.begin()->first);
 }
 
 } // namespace qsd::pipewire

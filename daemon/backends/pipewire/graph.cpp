@@ -372,6 +372,7 @@ void Graph::global(uint32_t id, const char* type, uint32_t version, const spa_di
 		    .param = &Graph::onNodeParam,
 		};
 		if (auto* n = bind(nodes_, id, type, std::min<uint32_t>(version, PW_VERSION_NODE), props, &events)) {
+			n->version = std::min<uint32_t>(version, PW_VERSION_NODE);
 			uint32_t ids[] = {SPA_PARAM_Props};
 			pw_node_subscribe_params(reinterpret_cast<pw_node*>(n->proxy), ids, 1);
 		}
@@ -433,6 +434,8 @@ void Graph::globalRemove(uint32_t id) {
 		if (it == map.end()) return false;
 		if (it->second->complete && removed) removed->push_back(it->second->key);
 		if (changed) changed->erase(id);
+		if constexpr (std::is_same_v<typename std::decay_t<decltype(map)>::mapped_type, std::unique_ptr<Node>>)
+			if (it->second->watch) it->second->watch->retire();
 		it->second->retire();
 		map.erase(it);
 		return true;
@@ -458,7 +461,7 @@ void Graph::globalRemove(uint32_t id) {
 
 Object* Graph::byProxyId(uint32_t proxyId) {
 	auto match = [&](Object& o) { return o.proxy && pw_proxy_get_id(o.proxy) == proxyId; };
-	for (auto& [_, o]: nodes_) if (match(*o)) return o.get();
+	for (auto& [_, o]: nodes_) if (match(*o) || (o->watch && match(*o->watch))) return o.get();
 	for (auto& [_, o]: devices_) if (match(*o)) return o.get();
 	for (auto& [_, o]: links_) if (match(*o)) return o.get();
 	if (metadata_ && match(*metadata_)) return metadata_.get();
@@ -494,6 +497,30 @@ void Graph::onNodeInfo(void* data, const pw_node_info* info) noexcept {
 			n->props = std::move(props);
 			if (n->complete) n->graph->changes_.nodes.insert(n->id);
 		}
+	});
+}
+
+void Graph::onWatchInfo(void* data, const pw_node_info* info) noexcept {
+	guarded("node info (watched properties)", [&] {
+		auto* w = static_cast<PropertyWatch*>(data);
+		if (!info || !(info->change_mask & PW_NODE_CHANGE_MASK_PROPS) || !info->props) return;
+		PropItems items;
+		items.reserve(info->props->n_items);
+		const spa_dict_item* item = nullptr;
+		spa_dict_for_each(item, info->props) {
+			if (item->key && item->value) items.emplace_back(item->key, item->value);
+		}
+		bool cut = false;
+		auto all = watchedProps(items, &cut);
+		if (cut && !w->cutLogged) {
+			w->cutLogged = true;
+			log::info(kLog, "node {} has {} properties: its properties show {} of them, some cut", w->key,
+			          info->props->n_items, all.size());
+		}
+		if (w->all == all) return;
+		w->all = std::move(all);
+		auto it = w->graph->nodes_.find(w->id);
+		if (it != w->graph->nodes_.end() && it->second->complete) w->graph->changes_.nodes.insert(w->id);
 	});
 }
 
@@ -767,6 +794,37 @@ int Graph::setProfile(uint32_t id, int32_t index) {
 int Graph::setMetadata(uint32_t subject, const char* key, const char* type, const char* value) {
 	if (!metadata_ || !metadata_->proxy) return -ENOENT;
 	return pw_metadata_set_property(reinterpret_cast<pw_metadata*>(metadata_->proxy), subject, key, type, value);
+}
+
+int Graph::watchProperties(uint32_t node) {
+	auto it = nodes_.find(node);
+	if (it == nodes_.end() || !registry_ || lost_) return -ENOENT;
+	Node& n = *it->second;
+	if (n.watch) return 0;
+	auto* proxy = bindProxy(registry_, n.id, PW_TYPE_INTERFACE_Node, n.version);
+	if (!proxy) return -errno;
+	auto w = std::make_unique<PropertyWatch>();
+	w->graph = this;
+	w->id = n.id;
+	w->key = n.key;
+	w->serial = n.serial;
+	w->proxy = proxy;
+	static const pw_node_events events = {
+	    .version = PW_VERSION_NODE_EVENTS,
+	    .info = &Graph::onWatchInfo,
+	};
+	pw_proxy_add_object_listener(proxy, &w->objectListener, &events, w.get());
+	n.watch = std::move(w);
+	return 0;
+}
+
+void Graph::unwatchProperties(uint32_t node) {
+	auto it = nodes_.find(node);
+	if (it == nodes_.end() || !it->second->watch) return;
+	// The node is still there (globalRemove retires a watch with its node), so the server knows
+	// the binding and takes its destroy.
+	it->second->watch.reset();
+	if (it->second->complete) changes_.nodes.insert(node);
 }
 
 } // namespace qsd::pipewire

@@ -61,8 +61,19 @@ struct Object {
 	void retire();
 };
 
+// A node bound a second time while a client watches its every property
+// (audio.watchProperties): the first info of a binding carries the whole dictionary, and each
+// later one the whole dictionary again. The node's own binding keeps only what /audio is made
+// of, and it cannot be asked for the rest again.
+struct PropertyWatch: Object {
+	std::optional<Props> all;   // watchedProps(), from its first info on
+	bool cutLogged = false;
+};
+
 struct Node: Object {
-	std::optional<VolumeState> volume;   // Props
+	std::optional<VolumeState> volume;     // Props
+	std::unique_ptr<PropertyWatch> watch;  // while watched
+	uint32_t version = 0;                  // the version bound
 };
 
 struct Device: Object {
@@ -164,6 +175,12 @@ public:
 	[[nodiscard]] bool readBack(uint32_t device, uint64_t gen) const;
 	int setProfile(uint32_t device, int32_t index);
 	int setMetadata(uint32_t subject, const char* key, const char* type, const char* value);
+	// Starts and ends the watch of a node's every property (PropertyWatch). Its first info
+	// records the node as changed. Starting is 0 (also when it is watched already) or a negative
+	// errno; a refusal of the binding arrives through takeErrors() with the node's global id.
+	// Ending records the node as changed.
+	int watchProperties(uint32_t node);
+	void unwatchProperties(uint32_t node);
 	// Reads the "default" metadata again: binds it a second time (PipeWire sends a new binding
 	// every property), and at the done of the sync sent after that bind, which PipeWire holds
 	// until the bind is answered, the new binding's properties replace the ones held (a change
@@ -202,6 +219,7 @@ private:
 	                     const spa_dict* props) noexcept;
 	static void onGlobalRemove(void* data, uint32_t id) noexcept;
 	static void onNodeInfo(void* data, const pw_node_info* info) noexcept;
+	static void onWatchInfo(void* data, const pw_node_info* info) noexcept;
 	static void onNodeParam(void* data, int seq, uint32_t id, uint32_t index, uint32_t next, const spa_pod* param) noexcept;
 	static void onDeviceInfo(void* data, const pw_device_info* info) noexcept;
 	static void onDeviceParam(void* data, int seq, uint32_t id, uint32_t index, uint32_t next, const spa_pod* param) noexcept;

@@ -1,5 +1,7 @@
 #include "mapping.hpp"
 
+#include "../../text.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -233,6 +235,31 @@ json mediaJson(const Props& node) {
 	        {"title", propString(node, "media.title")},
 	        {"artist", propString(node, "media.artist")},
 	        {"role", propString(node, "media.role")}};
+}
+
+Props watchedProps(const PropItems& items, bool* cut) {
+	Props out;
+	size_t bytes = 0;
+	bool left = false;
+	for (const auto& [key, value]: items) {
+		if (out.size() == kMaxWatchedProps) {
+			left = true;
+			break;
+		}
+		if (key.empty() || key.size() > kMaxWatchedPropKey) {
+			left = true;
+			continue;
+		}
+		auto kept = cutAtCharacter(value, kMaxPropBytes);
+		if (kept.size() != value.size()) left = true;
+		if (bytes + key.size() + kept.size() > kMaxWatchedPropsBytes) {
+			left = true;
+			break;
+		}
+		if (out.emplace(key, kept).second) bytes += key.size() + kept.size();
+	}
+	if (cut) *cut = left;
+	return out;
 }
 
 std::optional<std::string> defaultNodeName(std::string_view value) {

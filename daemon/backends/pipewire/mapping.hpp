@@ -116,6 +116,19 @@ enum class Capture { None, Microphone, Camera, Screencast };
 // {name, title, artist, role} from media.name, media.title, media.artist, media.role.
 [[nodiscard]] json mediaJson(const Props& node);
 
+// A node's every property, as `properties` shows it while a client watches them
+// (audio.watchProperties). Any application that plays sound sets its own stream's, as many and
+// as long as it likes, and every subscriber of /audio is sent them: the first kMaxWatchedProps
+// in the order PipeWire lists them (the ones a node is made with come first), a key over
+// kMaxWatchedPropKey bytes left out, each value cut at a character as the kept properties are
+// (kMaxPropBytes), and no more once the values and keys kept reach kMaxWatchedPropsBytes. A key
+// listed twice keeps its first value. `cut` is set when anything was left out or cut.
+constexpr size_t kMaxWatchedProps = 256;
+constexpr size_t kMaxWatchedPropKey = 255;
+constexpr size_t kMaxWatchedPropsBytes = 64 * 1024;
+using PropItems = std::vector<std::pair<std::string_view, std::string_view>>;
+[[nodiscard]] Props watchedProps(const PropItems& items, bool* cut = nullptr);
+
 // The value of a `default` metadata key (default.audio.sink, default.configured.audio.sink...):
 // JSON {"name": "<node.name>"}; a bare name is accepted too. Empty or unparsable gives nullopt.
 [[nodiscard]] std::optional<std::string> defaultNodeName(std::string_view value);

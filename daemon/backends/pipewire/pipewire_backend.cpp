@@ -119,6 +119,7 @@ bool PipewireBackend::socketPresent() const {
 
 void PipewireBackend::onStop() {
 	dropAllMonitors();
+	dropAllPropertyWatches();
 	failWaiters(rpc::ErrorCode::BackendUnavailable, "the pipewire backend stopped");
 	waitTimer_.reset();
 	waiterRereadTimer_.reset();
@@ -203,6 +204,7 @@ void PipewireBackend::afterIterate() {
 void PipewireBackend::teardown(const std::string& why, bool reconnect) {
 	log::info(kLog, "{}: /audio is unavailable until it returns", why);
 	dropAllMonitors();   // their streams belong to the connection
+	dropAllPropertyWatches();
 	failWaiters(rpc::ErrorCode::BackendUnavailable, why + " before the change was seen");
 	graph_.reset();
 	ready_ = false;
@@ -293,22 +295,29 @@ json PipewireBackend::nodeJson(const Node& n) const {
 		for (auto& [_, k]: list) out.push_back(k);
 		return out;
 	};
-	return {{"id", n.id},
-	        {"serial", n.serial},
-	        {"name", propString(n.props, "node.name")},
-	        {"description", propString(n.props, "node.description")},
-	        {"nickname", propString(n.props, "node.nick")},
-	        {"mediaClass", propString(n.props, "media.class")},
-	        {"type", toString(type)},
-	        {"isSink", isSink(type)},
-	        {"isStream", isStream(type)},
-	        {"isMonitor", isMonitor(n)},
-	        {"application", std::move(application)},
-	        {"media", mediaJson(n.props)},
-	        {"device", std::move(device)},
-	        {"audio", std::move(audio)},
-	        {"playingTo", keys(playingTo_)},
-	        {"capturedFrom", keys(capturedFrom_)}};
+	json out = {{"id", n.id},
+	           {"serial", n.serial},
+	           {"name", propString(n.props, "node.name")},
+	           {"description", propString(n.props, "node.description")},
+	           {"nickname", propString(n.props, "node.nick")},
+	           {"mediaClass", propString(n.props, "media.class")},
+	           {"type", toString(type)},
+	           {"isSink", isSink(type)},
+	           {"isStream", isStream(type)},
+	           {"isMonitor", isMonitor(n)},
+	           {"application", std::move(application)},
+	           {"media", mediaJson(n.props)},
+	           {"device", std::move(device)},
+	           {"audio", std::move(audio)},
+	           {"playingTo", keys(playingTo_)},
+	           {"capturedFrom", keys(capturedFrom_)}};
+	// Only while a client watches them (audio.watchProperties), once PipeWire sent them.
+	if (n.watch && n.watch->all) {
+		json all = json::object();
+		for (const auto& [k, v]: *n.watch->all) all.emplace(k, v);
+		out["properties"] = std::move(all);
+	}
+	return out;
 }
 
 json PipewireBackend::deviceJson(const Device& d) const {
@@ -563,6 +572,7 @@ void PipewireBackend::flush() {
 		auto it = nodeIds_.find(key);
 		if (it == nodeIds_.end()) continue;
 		dropMonitor(key);
+		dropPropertyWatch(key);
 		nodeKeys_.erase(it->second);
 		dirty.erase(it->second);
 		nodeIds_.erase(it);

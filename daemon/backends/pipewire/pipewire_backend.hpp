@@ -114,6 +114,7 @@ private:
 	void setDeviceProfile(Call& c);
 	void setRoute(Call& c);
 	void monitorPeaksMethod(Call& c);
+	void watchPropertiesMethod(Call& c);
 	[[nodiscard]] const Node& audioNode(const json& params, const char* param) const;
 	void writeVolume(const Node& n, const VolumeSource& src, std::optional<std::vector<double>> volumes,
 	                 std::optional<bool> mute, std::shared_ptr<Answer> answer);
@@ -130,6 +131,12 @@ private:
 	void dropMonitor(std::string node);   // by value: callers pass the map's own key
 	void dropAllMonitors();
 	void publishPeaks();
+
+	// --- watched properties (actions.cpp)
+	void watchProperties(const Node& n, std::shared_ptr<Answer> answer, ClientSession& client);
+	void propertiesReleased(const std::string& node, uint64_t client);
+	void dropPropertyWatch(std::string node);   // by value, as dropMonitor
+	void dropAllPropertyWatches();
 
 	// libpipewire's loops and context exist only while a socket does (about 1.7 MiB of its code,
 	// modules and heap): made by openContext() when connect() finds a socket, closed when an
@@ -165,6 +172,8 @@ private:
 	EventSource waiterRereadTimer_;   // a write to the default metadata not seen back a second later
 
 	std::map<std::string, Monitor> monitors_;   // by node key
+	// The clients watching each node's every property (its `properties`), by node key.
+	std::map<std::string, std::map<uint64_t, std::weak_ptr<ClientSession>>> propertyWatchers_;
 	EventSource peakTimer_;
 };
 
