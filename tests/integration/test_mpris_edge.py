@@ -304,6 +304,61 @@ def test_an_icon_installed_while_qsd_runs_is_found_for_the_next_player(env):
     assert p["iconUrl"] == "file://" + icon
 
 
+def test_a_browser_and_the_integration_that_mirrors_it_are_one_playback(media):
+    """plasma-browser-integration's player names the browser it mirrors by kde:pid in its
+    Metadata. The browser's own player is then duplicateOf the integration's, which /media/active
+    prefers even when the browser's started playing last; a pin still wins; the mark goes when
+    the integration stops naming the browser or leaves."""
+    env, c, sub = media
+    browser, b = start(env, c, sub, "chromium.instance1", player={"PlaybackStatus": "Playing"})
+    b = wait_player(c, sub, "chromium.instance1", lambda p: p["processId"] is not None, "the browser's processId")
+    assert b["processId"] == browser.pid and b["duplicateOf"] is None
+    c.wait_value(sub, "/media/active", "chromium.instance1")
+    track = {"mpris:trackid": "/org/kde/plasma/browser_integration/1", "xesam:title": "A tab",
+             "kde:pid": browser.pid}
+    integration, i = start(env, c, sub, "plasma-browser-integration", metadata=track,
+                           player={"PlaybackStatus": "Playing"})
+    wait_player(c, sub, "chromium.instance1", lambda p: p["duplicateOf"] == "plasma-browser-integration",
+                "the browser's player marked")
+    i = players(c, sub)["plasma-browser-integration"]
+    assert i["duplicateOf"] is None and i["processId"] in (None, integration.pid)
+    assert "kde:pid" not in json.dumps(i["metadata"])
+    c.wait_value(sub, "/media/active", "plasma-browser-integration")
+    # The browser's player starting again last does not take the bar from the integration.
+    ctl = m.control(env, P + "chromium.instance1")
+    ctl.SetStatus("Paused")
+    ctl.SetStatus("Playing")
+    wait_player(c, sub, "chromium.instance1", lambda p: p["playbackStatus"] == "playing" and
+                p["lastActiveAt"] > players(c, sub)["plasma-browser-integration"]["lastActiveAt"])
+    c.sync()
+    assert c.mirror(sub)["media"]["active"] == "plasma-browser-integration"
+    # A pin wins.
+    assert c.call("media.setActive", {"player": "chromium.instance1"})["active"] == "chromium.instance1"
+    c.call("media.setActive", {"player": None})
+    c.wait_value(sub, "/media/active", "plasma-browser-integration")
+    # The integration moves to a tab of no browser qsd knows: the mark goes, and the browser,
+    # which started playing last, is active again.
+    ictl = m.control(env, P + "plasma-browser-integration")
+    ictl.Change(PLAYER, "Metadata", json.dumps(dict(track, **{"kde:pid": 1})))
+    wait_player(c, sub, "chromium.instance1", lambda p: p["duplicateOf"] is None, "the mark gone")
+    c.wait_value(sub, "/media/active", "chromium.instance1")
+    # Named again, then the integration leaves: the mark goes with it.
+    ictl.Change(PLAYER, "Metadata", json.dumps(track))
+    wait_player(c, sub, "chromium.instance1", lambda p: p["duplicateOf"] == "plasma-browser-integration")
+    integration.terminate()
+    wait_player(c, sub, "chromium.instance1", lambda p: p["duplicateOf"] is None, "the mark gone with the integration")
+    c.wait_value(sub, "/media/active", "chromium.instance1")
+    # A kde:pid that is no process id, or a player naming its own process, marks nobody.
+    start(env, c, sub, "zero", metadata={"xesam:title": "x", "kde:pid": 0})
+    start(env, c, sub, "text", metadata={"xesam:title": "x", "kde:pid": str(browser.pid)})
+    own = wait_player(c, sub, "zero", lambda p: p["processId"] is not None)["processId"]
+    m.control(env, P + "zero").Change(PLAYER, "Metadata", json.dumps({"xesam:title": "y", "kde:pid": own}))
+    wait_player(c, sub, "zero", lambda p: p["metadata"]["title"] == "y")
+    c.sync()
+    assert all(p["duplicateOf"] is None for p in players(c, sub).values()), players(c, sub)
+    assert c.mirror(sub)["media"]["active"] == "chromium.instance1"
+
+
 def test_the_number_of_players_is_bounded(media):
     env, c, sub = media
     first, _ = start(env, c, sub, "first")

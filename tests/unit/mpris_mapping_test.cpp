@@ -272,6 +272,27 @@ TEST(MprisMapping, TheActivePlayer) {
 	c = {{"pinned", false, 0, 1}, {"playing", true, 9, 2}};
 	EXPECT_EQ(pickActive(c, std::string("pinned")), "pinned");
 	EXPECT_EQ(pickActive(c, std::string("gone")), "playing");
+	// A duplicate (a browser's own player beside its integration's) is skipped, even playing
+	// last, and is active only when pinned; with nothing else there is none.
+	c = {{"integration", true, 3, 1}, {"browser", true, 9, 2, true}};
+	EXPECT_EQ(pickActive(c, std::nullopt), "integration");
+	EXPECT_EQ(pickActive(c, std::string("browser")), "browser");
+	c = {{"browser", true, 9, 2, true}};
+	EXPECT_EQ(pickActive(c, std::nullopt), std::nullopt);
+}
+
+TEST(MprisMapping, TheBrowserAnIntegrationMirrors) {
+	EXPECT_EQ(map({{"kde:pid", sdbus::Variant(int32_t(4242))}}).browserPid, 4242u);
+	EXPECT_EQ(map({{"kde:pid", sdbus::Variant(uint32_t(4242))}}).browserPid, 4242u);
+	EXPECT_EQ(map({{"kde:pid", sdbus::Variant(int64_t(4242))}}).browserPid, 4242u);
+	EXPECT_EQ(map({}).browserPid, std::nullopt);
+	// Not a process: ignored, and the rest of the metadata stands.
+	for (auto v: {sdbus::Variant(int32_t(0)), sdbus::Variant(int32_t(-1)), sdbus::Variant(std::string("4242")),
+	              sdbus::Variant(int64_t(1) << 40), sdbus::Variant(4242.0)}) {
+		auto m = map({{"kde:pid", v}, {"xesam:title", sdbus::Variant(std::string("t"))}});
+		EXPECT_EQ(m.browserPid, std::nullopt);
+		EXPECT_EQ(m.value["title"], "t");
+	}
 }
 
 #endif // QSD_MPRIS_BACKEND

@@ -144,6 +144,9 @@ Metadata mapMetadata(const dbus::Value* metadata) {
 		}
 	}
 
+	if (auto it = m.find("kde:pid"); it != m.end())
+		if (auto n = dbus::asInt(it->second); n && *n > 0 && *n <= int64_t(UINT32_MAX)) out.browserPid = uint32_t(*n);
+
 	out.value = {{"trackId", trackId},
 	             {"title", title},
 	             {"artists", names(m, "xesam:artist", bad)},
@@ -214,6 +217,7 @@ std::optional<std::string> pickActive(const std::vector<Candidate>& players, con
 	const Candidate* best = nullptr;
 	for (const auto& p: players) {
 		if (pinned && p.key == *pinned) return p.key;
+		if (p.duplicate) continue;
 		if (!best) {
 			best = &p;
 			continue;

@@ -59,6 +59,10 @@ struct Metadata {
 	nlohmann::json length = nullptr;         // seconds, or null
 	std::optional<std::string> trackId;      // as sent (for SetPosition), when it is usable
 	std::string trackKey;                    // tells one track from the next (track id, else title and url)
+	// kde:pid: a browser integration's player (plasma-browser-integration) names the browser it
+	// mirrors by its process id. A positive integer of any D-Bus integer type; anything else is
+	// ignored.
+	std::optional<uint32_t> browserPid;
 	std::vector<std::string> badEntries;     // keys of an unexpected type (logged once by the caller)
 	bool tooLarge = false;                   // more than kMaxMetadataEntries keys: ignored
 };
@@ -83,14 +87,16 @@ struct Metadata {
 // The Icon= of the [Desktop Entry] group of a .desktop file's text (nullopt when absent or empty).
 [[nodiscard]] std::optional<std::string> desktopIcon(std::string_view text);
 
-// The active player. `pinned` (media.setActive) wins while it is a candidate; otherwise a
-// playing player beats one that is not, then the one that started playing most recently
-// (startedSeq, 0 = never), then the one that appeared most recently.
+// The active player. `pinned` (media.setActive) wins while it is a candidate; otherwise, among
+// the players that are no duplicate, a playing player beats one that is not, then the one that
+// started playing most recently (startedSeq, 0 = never), then the one that appeared most
+// recently.
 struct Candidate {
 	std::string key;
 	bool playing = false;
 	uint64_t startedSeq = 0;
 	uint64_t appearedSeq = 0;
+	bool duplicate = false;   // duplicateOf another player: active only when pinned
 };
 [[nodiscard]] std::optional<std::string> pickActive(const std::vector<Candidate>& players,
                                                     const std::optional<std::string>& pinned);

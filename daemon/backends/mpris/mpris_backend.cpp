@@ -60,13 +60,13 @@ enum Field : unsigned {
 	kBusName, kIdentity, kDesktopEntry, kIconUrl, kPlaybackStatus, kLoopStatus, kShuffle, kVolume, kRate, kMinRate,
 	kMaxRate, kCanControl, kCanPlay, kCanPause, kCanGoNext, kCanGoPrevious, kCanSeek, kCanRaise, kCanQuit,
 	kCanSetFullscreen, kFullscreen, kSupportedUriSchemes, kSupportedMimeTypes, kPosition, kPositionAt, kLength,
-	kMetadata, kLastActiveAt, kFieldCount
+	kMetadata, kLastActiveAt, kProcessId, kDuplicateOf, kFieldCount
 };
 constexpr const char* kFieldNames[kFieldCount] = {
     "busName", "identity", "desktopEntry", "iconUrl", "playbackStatus", "loopStatus", "shuffle", "volume", "rate",
     "minRate", "maxRate", "canControl", "canPlay", "canPause", "canGoNext", "canGoPrevious", "canSeek", "canRaise",
     "canQuit", "canSetFullscreen", "fullscreen", "supportedUriSchemes", "supportedMimeTypes", "position",
-    "positionAt", "length", "metadata", "lastActiveAt"};
+    "positionAt", "length", "metadata", "lastActiveAt", "processId", "duplicateOf"};
 static_assert(kFieldCount <= 32);
 
 constexpr Fields bit(Field f) { return Fields(1) << f; }
@@ -221,6 +221,21 @@ void MprisBackend::addPlayer(const std::string& name, const std::string& owner) 
 	players_[*key] = std::move(p);
 	log::debug("mpris", "player {} ({}) appeared", *key, owner);
 	load(ref);
+	readPid(ref);
+}
+
+// Not waited for: a player appears once both interfaces are read, and its processId follows.
+void MprisBackend::readPid(Player& p) {
+	calls_.start(group(p.key),
+	             bus().daemon().callMethodAsync("GetConnectionUnixProcessID").onInterface(kBusIface)
+	                 .withArguments(p.owner).withTimeout(kCallTimeout),
+	             [this, key = p.key, serial = p.serial](const sdbus::Error* e, uint32_t pid) {
+		             auto* q = find(key, serial);
+		             if (!q || e || pid == 0) return;   // gone, or a bus that does not know (another machine's)
+		             q->pid = pid;
+		             publish(*q, bit(kProcessId));
+		             updateDuplicates();
+	             });
 }
 
 void MprisBackend::removePlayer(const std::string& key, const char* why) {
@@ -239,6 +254,7 @@ void MprisBackend::removePlayer(const std::string& key, const char* why) {
 		pinned_.reset();
 		context_.tree.set("/media/pinned", nullptr);
 	}
+	updateDuplicates();
 	updateActive();
 	admitWaiting();
 }
@@ -476,6 +492,8 @@ json MprisBackend::field(Player& p, unsigned index) {
 	case kLength: return p.meta.length;
 	case kMetadata: return p.meta.value;
 	case kLastActiveAt: return p.lastActiveAt;
+	case kProcessId: return p.pid ? json(*p.pid) : json(nullptr);
+	case kDuplicateOf: return p.duplicateOf ? json(*p.duplicateOf) : json(nullptr);
 	case kFieldCount: break;
 	}
 	return nullptr;
@@ -486,6 +504,7 @@ void MprisBackend::publish(Player& p, Fields fields) {
 	if (!p.root.loaded() || !p.player.loaded()) return;
 	auto at = path(p.key);
 	if (!p.published) {
+		updateDuplicates(&p);
 		p.state = json::object();
 		for (unsigned i = 0; i < kFieldCount; ++i) p.state[kFieldNames[i]] = field(p, i);
 		context_.tree.set(at, p.state);
@@ -505,14 +524,42 @@ void MprisBackend::publish(Player& p, Fields fields) {
 		else context_.tree.set(pointer::join(at, kFieldNames[i]), value);
 		old = std::move(value);
 	}
+	// An integration's kde:pid comes with its Metadata.
+	if (fields & bit(kMetadata)) updateDuplicates();
 	// Which player is active follows the statuses (and when each started playing).
 	if (fields & bit(kPlaybackStatus)) updateActive();
+}
+
+// Plasma's media controller hides a browser's own player when an integration's Metadata names
+// the browser's process (kde:pid, the integration host's parent): the integration mirrors the
+// same tab with more (its artwork, its per-site controls). qsd keeps both, and marks the
+// browser's with duplicateOf, which the active rule skips. A player with a kde:pid of its own
+// process (or any kde:pid at all) is never marked: it is the integration. Several integrations
+// naming one browser: the first by key.
+void MprisBackend::updateDuplicates(const Player* fresh) {
+	std::map<uint32_t, std::string> integrations;   // browser's process id -> the integration's key
+	for (const auto& [key, p]: players_)
+		if ((p->published || p.get() == fresh) && p->meta.browserPid && p->pid != p->meta.browserPid)
+			integrations.emplace(*p->meta.browserPid, key);
+	bool changed = false;
+	for (auto& [key, p]: players_) {
+		std::optional<std::string> of;
+		if (p->pid && !p->meta.browserPid)
+			if (auto it = integrations.find(*p->pid); it != integrations.end()) of = it->second;
+		if (of == p->duplicateOf) continue;
+		p->duplicateOf = std::move(of);
+		if (!p->published || p.get() == fresh) continue;
+		changed = true;
+		publish(*p, bit(kDuplicateOf));
+	}
+	if (changed) updateActive();
 }
 
 void MprisBackend::updateActive() {
 	std::vector<Candidate> candidates;
 	for (const auto& [key, p]: players_)
-		if (p->published) candidates.push_back({key, p->status == "playing", p->startedSeq, p->appearedSeq});
+		if (p->published)
+			candidates.push_back({key, p->status == "playing", p->startedSeq, p->appearedSeq, p->duplicateOf.has_value()});
 	auto active = pickActive(candidates, pinned_);
 	context_.tree.set("/media/active", active ? json(*active) : json(nullptr));
 }

@@ -100,6 +100,8 @@ private:
 		uint64_t appearedSeq = 0;
 		uint64_t startedSeq = 0;              // 0: never seen playing
 		nlohmann::json lastActiveAt = nullptr;
+		std::optional<uint32_t> pid;          // its connection's process (GetConnectionUnixProcessID)
+		std::optional<std::string> duplicateOf;   // the integration that mirrors it (updateDuplicates)
 		int actions = 0;                      // actions out
 		nlohmann::json state;                 // what is published
 		std::set<std::string> warned;         // values logged once (non-MPRIS enum strings)
@@ -125,6 +127,11 @@ private:
 	void publish(Player& p, Fields fields);
 	[[nodiscard]] nlohmann::json field(Player& p, unsigned index);
 	void updateActive();
+	// A browser's own player and the integration that mirrors it (kde:pid) are one playback: the
+	// browser's is marked duplicateOf the integration's. `fresh` is about to be published for the
+	// first time: it counts as published, and is not published here.
+	void updateDuplicates(const Player* fresh = nullptr);
+	void readPid(Player& p);
 
 	// --- position
 	void positionIs(Player& p, int64_t us);
