@@ -87,7 +87,8 @@ def hint(name, value):
     from gi.repository import GLib
     types = {"urgency": "y", "category": "s", "desktop-entry": "s", "image-path": "s", "image_path": "s",
              "resident": "b", "transient": "b", "x": "i", "y": "i", "suppress-sound": "b", "sound-name": "s",
-             "x-kde-reply-placeholder-text": "s", "action-icons": "b"}
+             "x-kde-reply-placeholder-text": "s", "action-icons": "b", "value": "i", "x-dunst-stack-tag": "s",
+             "x-canonical-private-synchronous": "s"}
     if name in ("image-data", "image_data", "icon_data"):
         w, h, stride, alpha, bits, channels, data = value
         return GLib.Variant("(iiibiiay)", (w, h, stride, alpha, bits, channels, bytes(data)))

@@ -104,6 +104,60 @@ def test_replace_keeps_the_id_and_closes_nothing(env, bus):
     assert [s for s in bus.signals if s[1] == int(nid)] == [("NotificationClosed", int(nid), 2)]
 
 
+def test_a_stack_tag_updates_one_notification_in_place(env, bus):
+    """A volume script: notify-send with x-dunst-stack-tag and a value on each key press. The
+    same application's next notification with the same tag replaces the one shown (its id, in
+    place, nothing closed), as replaces_id would; another tag, another application or a
+    notification no longer shown gives a new one."""
+    from gi.repository import GLib
+    c, sub = n.start(env)
+
+    def volume(level, *extra):
+        return notify_send(env, "-p", "-h", "string:x-dunst-stack-tag:volume", "-h", f"int:value:{level}", *extra,
+                           "Volume", f"{level} %").stdout.strip()
+
+    nid = volume(40)
+    c.wait_for(lambda: nid in items(c, sub), what="the volume notification")
+    it = items(c, sub)[nid]
+    assert (it["value"], it["stackTag"]) == (40, "volume")
+    assert not [e.message for e in schema_validator(c, "Notification").iter_errors(it)]
+    assert volume(55) == nid and volume(70) == nid
+    c.wait_for(lambda: items(c, sub)[nid]["value"] == 70, what="updated in place")
+    assert list(items(c, sub)) == [nid] and items(c, sub)[nid]["body"] == "70 %"
+    # The tag of another application, and another tag of the same one, are other notifications.
+    other_app = volume(10, "-a", "other-script")
+    brightness = notify_send(env, "-p", "-h", "string:x-dunst-stack-tag:brightness", "Brightness").stdout.strip()
+    assert len({nid, other_app, brightness}) == 3
+    c.wait_for(lambda: len(items(c, sub)) == 3, what="three notifications")
+    # x-canonical-private-synchronous is the same (Ubuntu's notify-osd tag); x-dunst-stack-tag
+    # wins over it; an empty tag stacks nothing.
+    sync = bus.notify("Sync", app="notify-send", hints={"x-canonical-private-synchronous": "volume", "value": 80})
+    assert sync == int(nid)
+    both = bus.notify("Both", app="notify-send", hints={"x-canonical-private-synchronous": "nothing",
+                                                        "x-dunst-stack-tag": "volume"})
+    assert both == int(nid)
+    empty = bus.notify("Empty", app="notify-send", hints={"x-dunst-stack-tag": ""})
+    assert empty != int(nid)
+    c.wait_for(lambda: str(empty) in items(c, sub), what="the notification with an empty tag")
+    assert items(c, sub)[nid]["summary"] == "Both" and items(c, sub)[str(empty)]["stackTag"] is None
+    # A value outside 0..100 is clamped; of another type it is ignored and logged; a u is taken.
+    assert items(c, sub)[nid]["value"] is None   # "Both" had none
+    bus.notify("Loud", app="notify-send", hints={"x-dunst-stack-tag": "volume", "value": 150})
+    c.wait_for(lambda: items(c, sub)[nid]["value"] == 100, what="clamped to 100")
+    bus.notify("Under", app="notify-send", hints={"x-dunst-stack-tag": "volume", "value": -5})
+    c.wait_for(lambda: items(c, sub)[nid]["value"] == 0, what="clamped to 0")
+    bus.notify("Unsigned", app="notify-send", hints={"x-dunst-stack-tag": "volume", "value": GLib.Variant("u", 33)})
+    c.wait_for(lambda: items(c, sub)[nid]["value"] == 33, what="an unsigned value")
+    bus.notify("Text", app="notify-send", hints={"x-dunst-stack-tag": "volume", "value": GLib.Variant("s", "50")})
+    c.wait_for(lambda: items(c, sub)[nid]["summary"] == "Text", what="a value of the wrong type")
+    assert items(c, sub)[nid]["value"] is None
+    wait_until(lambda: 'the hint "value" as s' in env.qsd_log(), 10, what="the wrong type logged")
+    # Nothing about nid was closed while it was replaced; once dismissed, the tag makes a new one.
+    assert not [s for s in bus.signals if s[1] == int(nid)]
+    c.call("notifications.dismiss", {"id": int(nid)})
+    assert volume(20) not in (nid, other_app, brightness)
+
+
 def test_expiry_and_what_never_expires(env, bus):
     c, sub = n.start(env)
     crit = int(notify_send(env, "-p", "-u", "critical", "-t", "100", "Battery low").stdout)

@@ -199,6 +199,32 @@ TEST(NotificationsMapping, TheTextOfACall) {
 	EXPECT_FALSE(t.desktopEntry);
 }
 
+TEST(NotificationsMapping, StackTagsAndProgressValues) {
+	NotifyArgs a;
+	a.appName = "notify-send";
+	EXPECT_EQ(stackKey(a), std::nullopt);
+	EXPECT_FALSE(mapText(a).stackTag);
+	EXPECT_FALSE(mapText(a).value);
+	// x-dunst-stack-tag wins over x-canonical-private-synchronous; an empty one counts as none.
+	a.hints.synchronous = "volume";
+	EXPECT_EQ(stackKey(a), std::pair(std::string("notify-send"), std::string("volume")));
+	a.hints.stackTag = "brightness";
+	EXPECT_EQ(stackKey(a), std::pair(std::string("notify-send"), std::string("brightness")));
+	a.hints.stackTag = "";
+	EXPECT_EQ(stackKey(a)->second, "volume");
+	a.hints.synchronous = "";
+	EXPECT_EQ(stackKey(a), std::nullopt);
+	// Cut as the names are, so a tag and the tree's stackTag are the same text.
+	a.hints.stackTag = std::string(kMaxNameBytes + 1, 't');
+	EXPECT_EQ(stackKey(a)->second, std::string(kMaxNameBytes, 't') + kEllipsis);
+	EXPECT_EQ(*mapText(a).stackTag, stackKey(a)->second);
+	// The value is clamped to 0..100.
+	for (auto [sent, kept]: {std::pair<int64_t, int>{50, 50}, {-3, 0}, {0, 0}, {100, 100}, {101, 100}, {4294967295, 100}}) {
+		a.hints.value = sent;
+		EXPECT_EQ(mapText(a).value, kept) << sent;
+	}
+}
+
 TEST(NotificationsMapping, CapabilitiesInTheirOrderEachOnce) {
 	EXPECT_EQ(defaultCapabilities(), (std::vector<std::string>{"actions", "body", "body-hyperlinks", "body-markup", "icon-static",
 	                                                           "persistence", "inline-reply"}));

@@ -2,8 +2,8 @@ pragma ComponentBehavior: Bound
 import QtQuick
 import Qsd
 
-// One popup: the image, the application, the summary and body, a bar for the time left, the
-// actions as buttons, and × to dismiss it. A click on the card is the "default" action.
+// One popup: the image, the application, the summary and body, a progress bar for the value
+// hint, a bar for the time left, the actions as buttons, and × to dismiss it. A click on the card is the "default" action.
 Rectangle {
     id: card
     required property var notification    // a node of /notifications/items
@@ -94,6 +94,28 @@ Rectangle {
                 wrapMode: Text.Wrap
                 maximumLineCount: 3
                 elide: Text.ElideRight
+            }
+            // The value hint (notify-send -h int:value:40): a volume or brightness level, which a
+            // script's stack tag keeps updating in this same card.
+            Rectangle {
+                objectName: "progress"
+                visible: typeof card.notification?.value === "number"
+                width: parent.width
+                height: 10
+                color: "transparent"
+                Rectangle {
+                    anchors.verticalCenter: parent.verticalCenter
+                    width: parent.width
+                    height: 5
+                    radius: 2.5
+                    color: Theme.surface
+                    Rectangle {
+                        width: parent.width * Math.max(0, Math.min(100, card.notification?.value ?? 0)) / 100
+                        height: parent.height
+                        radius: parent.radius
+                        color: Theme.accent
+                    }
+                }
             }
             Row {
                 visible: card.buttons.length > 0

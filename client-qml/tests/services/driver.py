@@ -207,6 +207,14 @@ def bt_answer(token):
     print(" ".join(str(x) for x in result[:2]))
 
 
+def notify_value(summary, tag, value):
+    """notify-send as a volume script sends it: a stack tag and a value; prints the id."""
+    import subprocess
+    out = subprocess.run(["notify-send", "-p", "-h", f"string:x-dunst-stack-tag:{tag}", "-h", f"int:value:{value}",
+                          summary, f"{value} %"], capture_output=True, text=True, timeout=20, check=True)
+    print(out.stdout.strip())
+
+
 ACTIONS = {
     # NetworkManager frozen (SIGSTOP): its answers wait, so a new qsd's nm backend stays "starting".
     "nm-freeze": lambda: nm_signal(signal.SIGSTOP),
@@ -232,6 +240,7 @@ ACTIONS = {
     "bt-answer": bt_answer,
     "bt-discovery-starts": lambda: print(calls("org.bluez", "/org/bluez/hci0", "StartDiscovery")),
     "bt-discovery-stops": lambda: print(calls("org.bluez", "/org/bluez/hci0", "StopDiscovery")),
+    "notify-value": notify_value,
 }
 
 

@@ -96,4 +96,21 @@ TestCase {
         Qsd.call("notifications.setDnd", { enabled: false })
         tryVerify(function() { return !bell.dnd }, 10000)
     }
+
+    function test_5_aProgressUpdatedInPlace() {
+        var first = QsdDaemon.drive("notify-value", ["Volume", "volume", "40"])
+        compare(first.code, 0, first.output)
+        tryVerify(function() { return card("Volume") !== null }, 10000, "the volume popup")
+        var bar = find(card("Volume"), function(i) { return i.objectName === "progress" })
+        verify(bar)
+        var fill = bar.children[0].children[0]
+        tryVerify(function() { return Math.abs(fill.width / bar.width - 0.4) < 0.01 }, 10000, "40 %")
+        // The script's next key press: the same notification, the same card, a longer bar.
+        var again = QsdDaemon.drive("notify-value", ["Volume", "volume", "70"])
+        compare(again.output.trim(), first.output.trim(), "the same id")
+        tryVerify(function() { return Math.abs(fill.width / bar.width - 0.7) < 0.01 }, 10000, "70 % in the same bar")
+        compare(popups.shown.filter(function(n) { return n.summary === "Volume" }).length, 1)
+        // A card without the hint has no bar.
+        verify(!find(card("Battery low"), function(i) { return i.objectName === "progress" }))
+    }
 }

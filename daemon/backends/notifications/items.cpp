@@ -95,6 +95,7 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	live.urgency = urgency;
 	live.resident = a.hints.resident.value_or(false);
 	live.transient = a.hints.transient.value_or(false);
+	live.stack = stackKey(a);
 	for (const auto& action: t.actions) live.actions.push_back(action.key);
 
 	// image-data (and its older names) > image-path > app_icon.
@@ -135,6 +136,8 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 	             {"desktopEntry", orNull(t.desktopEntry)},
 	             {"actionIcons", a.hints.actionIcons.value_or(false)},
 	             {"replyPlaceholder", orNull(t.replyPlaceholder)},
+	             {"value", t.value ? json(*t.value) : json(nullptr)},
+	             {"stackTag", orNull(t.stackTag)},
 	             {"image", std::move(image.url)},
 	             {"resident", live.resident},
 	             {"transient", live.transient},
@@ -378,6 +381,8 @@ uint32_t NotificationsBackend::restoreHistory(json& entries) {
 		// Fields added since the entry was written take the value they had then.
 		if (!entry.contains("actionIcons")) entry["actionIcons"] = false;
 		if (!entry.contains("replyPlaceholder")) entry["replyPlaceholder"] = nullptr;
+		if (!entry.contains("value")) entry["value"] = nullptr;
+		if (!entry.contains("stackTag")) entry["stackTag"] = nullptr;
 		std::vector<std::string> files;
 		for (const char* field: {"image", "appIcon"}) {
 			auto it = entry.find(field);

@@ -290,6 +290,14 @@ std::string pathOfFileUrl(std::string_view url) {
 	return spec.value;
 }
 
+std::optional<std::pair<std::string, std::string>> stackKey(const NotifyArgs& a) {
+	// x-dunst-stack-tag wins over x-canonical-private-synchronous, whichever came first; an empty
+	// tag stacks nothing (dunst's rule).
+	const auto& tag = a.hints.stackTag && !a.hints.stackTag->empty() ? a.hints.stackTag : a.hints.synchronous;
+	if (!tag || tag->empty()) return std::nullopt;
+	return std::pair(cutUtf8(validUtf8(a.appName), kMaxNameBytes), cutUtf8(validUtf8(*tag), kMaxNameBytes));
+}
+
 NotifyText mapText(const NotifyArgs& a) {
 	NotifyText t;
 	t.appName = cutUtf8(validUtf8(a.appName), kMaxNameBytes);
@@ -305,6 +313,8 @@ NotifyText mapText(const NotifyArgs& a) {
 	t.category = name(a.hints.category);
 	t.desktopEntry = name(a.hints.desktopEntry);
 	t.replyPlaceholder = name(a.hints.replyPlaceholder);
+	if (auto key = stackKey(a)) t.stackTag = std::move(key->second);
+	if (a.hints.value) t.value = int(std::clamp<int64_t>(*a.hints.value, 0, 100));
 	return t;
 }
 

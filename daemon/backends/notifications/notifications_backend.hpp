@@ -58,6 +58,7 @@ private:
 		std::optional<StoredImage> image;          // the stored file `image` names, when qsd wrote it
 		std::optional<StoredImage> appIcon;        // the same for `appIcon`
 		std::string sender;                        // the unique name of the connection that sent it
+		std::optional<std::pair<std::string, std::string>> stack;   // (app name, stack tag): stackKey
 	};
 	// A notification in history: the copies of its image files it owns.
 	struct Closed {

@@ -107,7 +107,19 @@ void NotificationsBackend::onNotify(sdbus::MethodCall call) {
 	try {
 		args = readNotify(call);
 		replacing = args.replacesId != 0 && live_.count(args.replacesId) != 0;
-		id = replacing ? args.replacesId : allocateId();
+		id = replacing ? args.replacesId : 0;
+		// A stack tag (a volume or brightness script's x-dunst-stack-tag) replaces the shown
+		// notification of the same application with the same tag, as replaces_id would, and
+		// answers its id: one notification updated in place, not one more per key press.
+		if (!replacing)
+			if (auto key = stackKey(args))
+				for (const auto& [shown, live]: live_)
+					if (live.stack == key) {
+						replacing = true;
+						id = shown;
+						break;
+					}
+		if (!replacing) id = allocateId();
 	} catch (const sdbus::Error&) {
 		throw;
 	} catch (const std::exception& e) {

@@ -70,6 +70,30 @@ void readHint(sd_bus_message* m, const std::string& name, Hints& hints) {
 	if (name == "transient") return boolean(hints.transient);
 	if (name == "action-icons") return boolean(hints.actionIcons);
 	if (name == "x-kde-reply-placeholder-text") return string(hints.replyPlaceholder);
+	if (name == "x-dunst-stack-tag") return string(hints.stackTag);
+	if (name == "x-canonical-private-synchronous") return string(hints.synchronous);
+	if (name == "value") {
+		// notify-send -h int:value:N sends an i; some senders a u.
+		char type = 0;
+		const char* contents = nullptr;
+		checkRead(sd_bus_message_peek_type(m, &type, &contents), "hint value");
+		if (type == SD_BUS_TYPE_VARIANT && contents && (std::strcmp(contents, "i") == 0 || std::strcmp(contents, "u") == 0)) {
+			checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents), "value");
+			if (contents[0] == 'i') {
+				int32_t v = 0;
+				checkRead(sd_bus_message_read_basic(m, 'i', &v), "value");
+				hints.value = v;
+			} else {
+				uint32_t v = 0;
+				checkRead(sd_bus_message_read_basic(m, 'u', &v), "value");
+				hints.value = v;
+			}
+			return exit();
+		}
+		hints.wrongTypes.emplace_back(name, contents ? contents : "?");
+		checkRead(sd_bus_message_skip(m, "v"), "hint value");
+		return;
+	}
 	if (name == "image-data" || name == "image_data" || name == "icon_data") {
 		if (!enterIf(m, "(iiibiiay)", name, hints)) return;
 		checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "iiibiiay"), name.c_str());

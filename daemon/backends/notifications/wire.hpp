@@ -25,6 +25,9 @@ struct Hints {
 	std::optional<bool> transient;
 	std::optional<bool> actionIcons;                 // action-icons: the action keys are icon names
 	std::optional<std::string> replyPlaceholder;     // x-kde-reply-placeholder-text
+	std::optional<int64_t> value;                    // value (i or u): a progress in percent
+	std::optional<std::string> stackTag;             // x-dunst-stack-tag
+	std::optional<std::string> synchronous;          // x-canonical-private-synchronous
 	// Pixel hints in the order they are tried: image-data, image_data, icon_data.
 	std::vector<std::pair<std::string, RawImage>> images;
 	// Known hints of the wrong type: (name, the signature sent), for the log.
@@ -59,10 +62,17 @@ struct NotifyText {
 	std::optional<std::string> category;
 	std::optional<std::string> desktopEntry;
 	std::optional<std::string> replyPlaceholder;
+	// x-dunst-stack-tag, else x-canonical-private-synchronous, cut as the names are.
+	std::optional<std::string> stackTag;
+	std::optional<int> value;   // the value hint clamped to 0..100
 	bool cutSummary = false;
 	bool cutBody = false;
 	size_t droppedActions = 0;   // elements of the actions array not kept (extraActions included)
 };
 [[nodiscard]] NotifyText mapText(const NotifyArgs& args);
+// The stack tag as NotifyText has it, and the app name as it is shown: a notification with the
+// same two as one that is shown replaces it (docs/backends/notifications.md, "Stack tags").
+// nullopt without a tag. Pure; defined in mapping.cpp.
+[[nodiscard]] std::optional<std::pair<std::string, std::string>> stackKey(const NotifyArgs& args);
 
 } // namespace qsd::notifications
