@@ -215,6 +215,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 			if (!mv.at(list).is_array() || mv.at(list).size() > kMaxArtists) die(std::string(list) + " is no list or too long");
 			for (const auto& a: mv.at(list)) checkText(a, list, kMaxText);
 		}
+		// The other entries: within the same bounds, scalars or string lists only.
+		if (!mv.at("other").is_object() || mv.at("other").size() > kMaxMetadataEntries) die("other is no object or too large");
+		for (const auto& [key, v]: mv.at("other").items()) {
+			if (key.empty() || key.size() > kMaxMetadataKey) die("an other key out of bounds");
+			if (v.is_string()) checkText(v, "other", kMaxText);
+			else if (v.is_array()) {
+				if (v.size() > kMaxArtists) die("an other list too long");
+				for (const auto& a: v) checkText(a, "other", kMaxText);
+			} else if (!v.is_boolean() && !v.is_number()) die("an other value of another type");
+		}
 		(void)mv.dump();
 		(void)meta.length.dump();
 		if (auto s = reader.string(props, "p", "PlaybackStatus")) (void)playbackStatus(*s);

@@ -227,7 +227,9 @@ def test_hostile_values_are_bounded(media):
                          "Rate": float("nan"), "CanControl": {"type": "i", "value": 1}},
                  metadata={"mpris:trackid": "/t/1", "xesam:title": "T" * 5000,
                            "xesam:artist": ["A" * 3000] * 50, "mpris:artUrl": "file:///" + "a" * 9000,
-                           "xesam:url": "https://example.org/ok.ogg", "xesam:trackNumber": "three"})
+                           "xesam:url": "https://example.org/ok.ogg", "xesam:trackNumber": "three",
+                           "xesam:genre": ["Jazz"] * 30, "xesam:comment": "C" * 3000, "x:" + "k" * 300: "lost",
+                           "xesam:discNumber": 2})
     assert len(p["identity"]) == 1024
     assert p["desktopEntry"].startswith("../") and p["iconUrl"] is None
     assert p["playbackStatus"] == "stopped"
@@ -236,6 +238,8 @@ def test_hostile_values_are_bounded(media):
     assert len(p["metadata"]["artists"]) == 16 and all(len(a) == 1024 for a in p["metadata"]["artists"])
     assert p["metadata"]["artUrl"] is None and p["metadata"]["url"] == "https://example.org/ok.ogg"
     assert p["metadata"]["trackNumber"] is None
+    # Every other entry, bounded as the known ones; a key over 255 bytes left out.
+    assert p["metadata"]["other"] == {"xesam:genre": ["Jazz"] * 16, "xesam:comment": "C" * 1024, "xesam:discNumber": 2}
     assert p["supportedUriSchemes"] == ["file"] + [f"s{i}" for i in range(255)]
     assert p["supportedMimeTypes"] == []
     # Still what the schema says, garbage and all.
@@ -244,6 +248,7 @@ def test_hostile_values_are_bounded(media):
     # Metadata too large to be believed is dropped as a whole.
     m.control(env, P + "evil").Change(PLAYER, "Metadata", json.dumps(big))
     wait_player(c, sub, "evil", lambda p: p["metadata"]["title"] is None)
+    assert players(c, sub)["evil"]["metadata"]["other"] == {}
     # Nothing of it touched the other player; each oddity is logged once.
     assert players(c, sub)["good"]["metadata"]["title"] == "Good"
     log = env.qsd_log()
@@ -322,7 +327,7 @@ def test_a_browser_and_the_integration_that_mirrors_it_are_one_playback(media):
                 "the browser's player marked")
     i = players(c, sub)["plasma-browser-integration"]
     assert i["duplicateOf"] is None and i["processId"] in (None, integration.pid)
-    assert "kde:pid" not in json.dumps(i["metadata"])
+    assert i["metadata"]["other"]["kde:pid"] == browser.pid
     c.wait_value(sub, "/media/active", "plasma-browser-integration")
     # The browser's player starting again last does not take the bar from the integration.
     ctl = m.control(env, P + "chromium.instance1")

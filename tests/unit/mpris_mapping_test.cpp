@@ -98,7 +98,17 @@ TEST(MprisMapping, MetadataAsTheSpecificationHasIt) {
 	              {"xesam:url", sdbus::Variant(std::string("https://example.org/song.ogg"))},
 	              {"xesam:trackNumber", sdbus::Variant(int32_t(7))},
 	              {"mpris:length", sdbus::Variant(int64_t(215'000'000))},
-	              {"xesam:genre", sdbus::Variant(std::vector<std::string>{"ignored"})}});
+	              {"xesam:genre", sdbus::Variant(std::vector<std::string>{"Jazz", "Blues"})},
+	              {"xesam:discNumber", sdbus::Variant(int32_t(2))},
+	              {"xesam:userRating", sdbus::Variant(0.8)},
+	              {"xesam:useCount", sdbus::Variant(uint64_t(12))},
+	              {"x:explicit", sdbus::Variant(true)},
+	              {"xesam:comment", sdbus::Variant(std::string(kMaxText + 5, 'c'))},
+	              // Left out: a nested container, bytes, a key too long, a number that is not finite.
+	              {"x:nested", sdbus::Variant(std::map<std::string, sdbus::Variant>{{"a", sdbus::Variant(1)}})},
+	              {"x:bytes", sdbus::Variant(std::vector<uint8_t>{1, 2})},
+	              {std::string(kMaxMetadataKey + 1, 'k'), sdbus::Variant(1)},
+	              {"x:nan", sdbus::Variant(std::nan(""))}});
 	EXPECT_EQ(m.value, (json{{"trackId", "/org/mpv/Track/3"},
 	                         {"title", "Song"},
 	                         {"artists", {"A", "B"}},
@@ -106,7 +116,14 @@ TEST(MprisMapping, MetadataAsTheSpecificationHasIt) {
 	                         {"albumArtists", {"AA"}},
 	                         {"artUrl", "file:///tmp/cover.png"},
 	                         {"url", "https://example.org/song.ogg"},
-	                         {"trackNumber", 7}}));
+	                         {"trackNumber", 7},
+	                         {"other",
+	                          {{"xesam:genre", {"Jazz", "Blues"}},
+	                           {"xesam:discNumber", 2},
+	                           {"xesam:userRating", 0.8},
+	                           {"xesam:useCount", 12},
+	                           {"x:explicit", true},
+	                           {"xesam:comment", cutText(std::string(kMaxText + 5, 'c'))}}}}));
 	EXPECT_EQ(m.length, 215.0);
 	EXPECT_EQ(m.trackId, "/org/mpv/Track/3");
 	EXPECT_TRUE(m.badEntries.empty());

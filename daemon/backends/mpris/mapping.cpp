@@ -3,6 +3,7 @@
 #include "../../text.hpp"
 
 #include <cmath>
+#include <set>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -147,6 +148,27 @@ Metadata mapMetadata(const dbus::Value* metadata) {
 	if (auto it = m.find("kde:pid"); it != m.end())
 		if (auto n = dbus::asInt(it->second); n && *n > 0 && *n <= int64_t(UINT32_MAX)) out.browserPid = uint32_t(*n);
 
+	static const std::set<std::string_view> known = {"mpris:trackid", "xesam:title", "xesam:artist", "xesam:album",
+	                                                  "xesam:albumArtist", "mpris:artUrl", "xesam:url",
+	                                                  "xesam:trackNumber", "mpris:length"};
+	json other = json::object();
+	for (auto& [key, v]: m) {
+		if (known.count(key) || key.empty() || key.size() > kMaxMetadataKey) continue;
+		if (auto s = dbus::asString(v)) other[key] = cutText(std::move(*s));
+		else if (auto b = dbus::asBool(v)) other[key] = *b;
+		else if (auto n = dbus::asInt(v)) other[key] = *n;
+		else if (auto u = dbus::asUint(v)) other[key] = *u;
+		else if (auto d = dbus::asDouble(v); d && std::isfinite(*d)) other[key] = *d;
+		else if (auto list = dbus::asStrings(v)) {
+			json items = json::array();
+			for (auto& item: *list) {
+				if (items.size() == kMaxArtists) break;
+				items.push_back(cutText(std::move(item)));
+			}
+			other[key] = std::move(items);
+		}
+	}
+
 	out.value = {{"trackId", trackId},
 	             {"title", title},
 	             {"artists", names(m, "xesam:artist", bad)},
@@ -154,7 +176,8 @@ Metadata mapMetadata(const dbus::Value* metadata) {
 	             {"albumArtists", names(m, "xesam:albumArtist", bad)},
 	             {"artUrl", artUrl},
 	             {"url", url},
-	             {"trackNumber", trackNumber}};
+	             {"trackNumber", trackNumber},
+	             {"other", std::move(other)}};
 	if (out.trackId) out.trackKey = "id:" + *out.trackId;
 	else out.trackKey = "t:" + (title.is_string() ? title.get<std::string>() : std::string()) + "\n" +
 		                 (url.is_string() ? url.get<std::string>() : std::string());

@@ -33,6 +33,7 @@ constexpr size_t kMaxDesktopEntry = 255;      // bytes of DesktopEntry that qsd 
 constexpr size_t kMaxDesktopFile = 64 * 1024; // bytes of a .desktop file that are read
 constexpr size_t kMaxSupported = 256;         // entries of supportedUriSchemes and supportedMimeTypes
 constexpr size_t kMaxSupportedName = 255;     // bytes of one of them; longer: left out
+constexpr size_t kMaxMetadataKey = 255;       // bytes of a key of metadata.other; longer: left out
 
 // The key of a player: its bus name after "org.mpris.MediaPlayer2." ("mpv",
 // "firefox.instance_1_42"). nullopt for a name outside the namespace, for the namespace's own
@@ -55,7 +56,7 @@ constexpr size_t kMaxSupportedName = 255;     // bytes of one of them; longer: l
 
 // Metadata (a{sv}) -> the tree's metadata object, the length and the raw track id.
 struct Metadata {
-	nlohmann::json value;                    // {trackId, title, artists, album, albumArtists, artUrl, url, trackNumber}
+	nlohmann::json value;                    // {trackId, title, artists, album, albumArtists, artUrl, url, trackNumber, other}
 	nlohmann::json length = nullptr;         // seconds, or null
 	std::optional<std::string> trackId;      // as sent (for SetPosition), when it is usable
 	std::string trackKey;                    // tells one track from the next (track id, else title and url)
@@ -68,6 +69,10 @@ struct Metadata {
 };
 // `metadata` is the Metadata property (nullptr when absent). Missing or wrongly typed entries
 // give null (or [] for the artist lists); xesam:artist and xesam:albumArtist may be `as` or `s`.
+// `other` holds every other entry by its MPRIS name (xesam:genre, xesam:discNumber,
+// xesam:userRating...), as Quickshell's raw metadata map has them: strings and object paths cut
+// as the texts are, booleans, finite numbers, and string lists as the artists; entries of other
+// types (nested containers, byte arrays) and keys over kMaxMetadataKey bytes are left out.
 [[nodiscard]] Metadata mapMetadata(const dbus::Value* metadata);
 
 // A URL field: kept when it fits kMaxUrl, null otherwise (a cut URL would name something else).
