@@ -384,6 +384,15 @@ def test_actions_answer_errors_as_documented(media):
         with pytest.raises(RpcError) as e:
             c.call(method, {"player": "limited"})
         assert e.value.code == -32002 and e.value.data["capability"] == capability
+    # Fullscreen only where CanSetFullscreen (the default player has it false).
+    with pytest.raises(RpcError) as e:
+        c.call("media.setFullscreen", {"player": "limited", "fullscreen": True})
+    assert e.value.code == -32002 and e.value.data["capability"] == "canSetFullscreen"
+    assert not [x for x in m.calls(env, name) if x[0] == "Set"]
+    start(env, c, sub, "screen", root={"CanSetFullscreen": True})
+    assert c.call("media.setFullscreen", {"player": "screen", "fullscreen": True}) == {"player": "screen"}
+    assert ["Set", ROOT, "Fullscreen", True] in m.calls(env, P + "screen")
+    wait_player(c, sub, "screen", lambda p: p["fullscreen"] is True, "fullscreen")
     with pytest.raises(RpcError) as e:
         c.call("media.play", {"player": "ghost"})
     assert e.value.code == -32001 and e.value.data["param"] == "player"

@@ -30,6 +30,7 @@ std::span<const Backend::Method> MprisBackend::methods() const {
 	    method<&MprisBackend::setVolume>("media.setVolume"),
 	    method<&MprisBackend::setLoopStatus>("media.setLoopStatus"),
 	    method<&MprisBackend::setShuffle>("media.setShuffle"),
+	    method<&MprisBackend::setFullscreen>("media.setFullscreen"),
 	    method<&MprisBackend::setRate>("media.setRate"),
 	    method<&MprisBackend::setActive>("media.setActive"),
 	};
@@ -88,8 +89,8 @@ void MprisBackend::invoke(Call& c, Player& p, const char* iface, const char* mem
 	             });
 }
 
-void MprisBackend::setProperty(Call& c, Player& p, const char* property, sdbus::Variant value) {
-	invoke(c, p, dbus::kPropertiesIface, "Set", false, std::string(kPlayerIface), std::string(property), value);
+void MprisBackend::setProperty(Call& c, Player& p, const char* property, sdbus::Variant value, const char* iface) {
+	invoke(c, p, dbus::kPropertiesIface, "Set", false, std::string(iface), std::string(property), value);
 }
 
 void MprisBackend::play(Call& c) {
@@ -191,6 +192,13 @@ void MprisBackend::setShuffle(Call& c) {
 	require(p, "canControl", "setShuffle");
 	if (p.state.value("shuffle", json()).is_null()) refuse(p.key, p.key + " has no shuffle", "shuffle");
 	setProperty(c, p, "Shuffle", sdbus::Variant(shuffle));
+}
+
+void MprisBackend::setFullscreen(Call& c) {
+	auto& p = actionPlayer(c);
+	bool fullscreen = c.params().boolean("fullscreen");
+	require(p, "canSetFullscreen", "setFullscreen");
+	setProperty(c, p, "Fullscreen", sdbus::Variant(fullscreen), kRootIface);
 }
 
 void MprisBackend::setRate(Call& c) {

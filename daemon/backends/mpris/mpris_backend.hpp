@@ -161,6 +161,7 @@ private:
 	void setVolume(Call& c);
 	void setLoopStatus(Call& c);
 	void setShuffle(Call& c);
+	void setFullscreen(Call& c);
 	void setRate(Call& c);
 	void setActive(Call& c);
 	Player& actionPlayer(Call& c);
@@ -168,7 +169,7 @@ private:
 	// Calls `member` of the player with `args`; answers {player} once the player answered.
 	template <typename... Args>
 	void invoke(Call& c, Player& p, const char* iface, const char* member, bool rereadPosition, const Args&... args);
-	void setProperty(Call& c, Player& p, const char* property, sdbus::Variant value);
+	void setProperty(Call& c, Player& p, const char* property, sdbus::Variant value, const char* iface = kPlayerIface);
 
 	[[nodiscard]] Player* find(const std::string& key, uint64_t serial = 0);
 	[[nodiscard]] static std::string group(const std::string& key) { return "p:" + key + "|"; }
