@@ -264,13 +264,20 @@ void QsdPeakMonitor::watchedChanged() {
 void QsdPeakMonitor::readPeaks() {
 	QVariantList peaks;
 	double peak = 0;
+	QStringList channels;
 	if (this->client() && !this->mNode.isEmpty()) {
 		const auto* node = this->client()->findDaemon(this->watchedPath());
 		if (node && node->is_object()) {
 			if (auto it = node->find("peaks"); it != node->end() && it->is_array())
 				for (const auto& v: *it) peaks.append(v.is_number() ? v.get<double>() : 0.0);
 			if (auto it = node->find("peak"); it != node->end() && it->is_number()) peak = it->get<double>();
+			if (auto it = node->find("peakChannels"); it != node->end() && it->is_array())
+				for (const auto& v: *it) channels.append(v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
 		}
+	}
+	if (channels != this->mChannels) {
+		this->mChannels = channels;
+		emit this->channelsChanged();
 	}
 	if (peaks != this->mPeaks) {
 		this->mPeaks = peaks;

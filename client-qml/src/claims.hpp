@@ -219,6 +219,9 @@ class QsdPeakMonitor: public qsd::qml::QsdSwitchClaim {
 	Q_PROPERTY(QVariantList peaks READ peaks NOTIFY peaksChanged)
 	/// The largest of peaks (/audio/nodes/<node>/peak); 0 while not monitored.
 	Q_PROPERTY(double peak READ peak NOTIFY peakChanged)
+	/// The channel of each entry of peaks ("frontLeft", "frontRight", ... as QsdAudio.channel
+	/// names them; /audio/nodes/<node>/peakChannels); [] while not monitored.
+	Q_PROPERTY(QStringList channels READ channels NOTIFY channelsChanged)
 
 public:
 	explicit QsdPeakMonitor(QObject* parent = nullptr): QsdSwitchClaim(parent) {}
@@ -228,6 +231,7 @@ public:
 	void setNode(const QString& node);
 	[[nodiscard]] QVariantList peaks() const { return this->mPeaks; }
 	[[nodiscard]] double peak() const { return this->mPeak; }
+	[[nodiscard]] QStringList channels() const { return this->mChannels; }
 	[[nodiscard]] std::string watchedPath() const override;
 	void watchedChanged() override;
 	void componentComplete() override;
@@ -236,6 +240,7 @@ signals:
 	void nodeChanged();
 	void peaksChanged();
 	void peakChanged();
+	void channelsChanged();
 
 protected:
 	[[nodiscard]] bool configured() const override { return !this->mNode.isEmpty(); }
@@ -249,6 +254,7 @@ private:
 	QString mNode;
 	QVariantList mPeaks;
 	double mPeak = 0;
+	QStringList mChannels;
 };
 
 // QsdNodeProperties { node: stream.key; active: details.visible }: every PipeWire property of

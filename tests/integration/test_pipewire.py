@@ -416,6 +416,8 @@ def test_peaks_on_request_shared_and_closed_with_the_last_client(env):
     # (8 kHz resampled to the graph's rate overshoots a little.)
     assert len(node["peaks"]) == 2 and all(p == approx(0.5, 0.05) for p in node["peaks"])
     assert node["peak"] == max(node["peaks"])
+    # Which channel each peak is: the sink's FL FR, as the meter's format has them.
+    assert node["peakChannels"] == ["frontLeft", "frontRight"]
     # One thread, even while a level meter streams: libpipewire's data loop runs in qsd's loop.
     assert os.listdir(f"/proc/{env.daemon.pid}/task") == [str(env.daemon.pid)]
     # It measures the signal: the stream at 0.5 (linear 0.125) plays the tone at 0.0625.
@@ -442,12 +444,14 @@ def test_peaks_on_request_shared_and_closed_with_the_last_client(env):
     # The last client disconnecting closes it, and the peaks leave the tree.
     c2.close()
     c.wait_for(lambda: "peaks" not in audio_nodes(c, sub)[ka], what="peaks removed")
-    assert "peak" not in audio_nodes(c, sub)[ka]
+    assert "peak" not in audio_nodes(c, sub)[ka] and "peakChannels" not in audio_nodes(c, sub)[ka]
     wait_until(lambda: meters() == [], 20, what="the meter stream closed")
     # A stream can be metered too.
     c3 = env.client()
     c3.call("audio.monitorPeaks", {"node": ks, "enabled": True})
     c.wait_for(lambda: (audio_nodes(c, sub)[ks].get("peak") or 0) > 0.45, 20, what="peak of the stream")
+    stream = audio_nodes(c, sub)[ks]
+    assert len(stream["peakChannels"]) == len(stream["peaks"]) > 0
     c3.call("audio.monitorPeaks", {"node": ks, "enabled": False})
     c.wait_for(lambda: "peaks" not in audio_nodes(c, sub)[ks], what="stream peaks removed")
     wait_until(lambda: meters() == [], 20, what="the meter stream closed")

@@ -70,6 +70,7 @@ TestCase {
         // The sink's monitor carries the tone: about 0.5 on both channels.
         tryVerify(function() { return meter.peak > 0.4 && meter.peak <= 1 }, 20000, "the tone's level")
         compare(meter.peaks.length, 2)
+        compare(meter.channels, ["frontLeft", "frontRight"])
         verify(meter.peaks.every(function(p) { return p > 0.4 && p <= 1 }))
         compare(meter.peak, Math.max.apply(null, meter.peaks))
         compare(Qsd.audio.nodes.get(sink).peak, meter.peak, "the same value in the mirror")
@@ -136,6 +137,7 @@ TestCase {
         metersBecome(0)
         tryCompare(meter, "peaks", [])
         compare(meter.peak, 0)
+        compare(meter.channels, [])
     }
 
     function test_6_releasedWhenDestroyed() {

@@ -547,6 +547,7 @@ void PipewireBackend::monitorPeaks(const Node& n, std::shared_ptr<Answer> answer
 			std::string path = pointer::join(kNodes, key);
 			context_.tree.set(path + "/peaks", json(std::vector<double>(mon.peaks.size(), 0.0)));
 			context_.tree.set(path + "/peak", 0.0);
+			publishPeakChannels(key, mon);
 		}
 		return json{{"node", key}, {"enabled", true}};
 	};
@@ -568,8 +569,21 @@ void PipewireBackend::publishPeaks() {
 		std::string path = pointer::join(kNodes, key);
 		context_.tree.set(path + "/peaks", std::move(list));
 		context_.tree.set(path + "/peak", peak);
+		publishPeakChannels(key, m);
 	}
 	if (!monitors_.empty()) peakTimer_.setTime(context_.loop.now() + kPeakIntervalUs);
+}
+
+// The channel of each entry of peaks, as the format PipeWire negotiated for the meter names them
+// (Quickshell's PwNodePeakMonitor.channels); written when it changes.
+void PipewireBackend::publishPeakChannels(const std::string& key, Monitor& m) {
+	const auto& positions = m.stream->positions();
+	if (m.channelsPublished && m.positions == positions) return;
+	m.positions = positions;
+	m.channelsPublished = true;
+	json names = json::array();
+	for (uint32_t p: positions) names.push_back(channelName(p));
+	context_.tree.set(pointer::join(kNodes, key) + "/peakChannels", std::move(names));
 }
 
 void PipewireBackend::monitorReleased(const std::string& node, uint64_t client) {
@@ -589,6 +603,7 @@ void PipewireBackend::dropMonitor(std::string node) {
 		std::string path = pointer::join(kNodes, node);
 		context_.tree.remove(path + "/peaks");
 		context_.tree.remove(path + "/peak");
+		context_.tree.remove(path + "/peakChannels");
 	}
 	// The remaining clients' leases: their release finds no monitor any more.
 	for (auto& [_, weak]: clients)

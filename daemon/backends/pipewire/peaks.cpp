@@ -15,7 +15,7 @@
 namespace qsd::pipewire {
 
 PeakStream::PeakStream(pw_core* core, const std::string& target, bool captureSink, const std::vector<uint32_t>& positions)
-    : channels_(uint32_t(positions.size())), peaks_(positions.size(), 0.0f) {
+    : channels_(uint32_t(positions.size())), positions_(positions), peaks_(positions.size(), 0.0f) {
 	pw_properties* props = pw_properties_new(PW_KEY_MEDIA_TYPE, "Audio", PW_KEY_MEDIA_CATEGORY, "Monitor",
 	                                         PW_KEY_MEDIA_ROLE, "DSP", PW_KEY_NODE_NAME, "qsd.peaks",
 	                                         PW_KEY_NODE_DESCRIPTION, "qsd level meter", PW_KEY_TARGET_OBJECT,
@@ -87,6 +87,10 @@ void PeakStream::onParamChanged(void* data, uint32_t id, const spa_pod* param) n
 		if (spa_format_audio_raw_parse(param, &info.info.raw) < 0) return;
 		self->channels_ = info.info.raw.channels;
 		self->peaks_.assign(self->channels_, 0.0f);
+		self->positions_.assign(self->channels_, SPA_AUDIO_CHANNEL_UNKNOWN);
+		if (!(info.info.raw.flags & SPA_AUDIO_FLAG_UNPOSITIONED))
+			for (uint32_t i = 0; i < self->channels_ && i < SPA_AUDIO_MAX_CHANNELS; ++i)
+				self->positions_[i] = info.info.raw.position[i];
 	} catch (const std::exception& e) {
 		log::warning("pipewire", "level meter format: {}", e.what());
 	}

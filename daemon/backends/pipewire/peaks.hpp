@@ -27,6 +27,9 @@ public:
 	[[nodiscard]] bool connected() const { return connected_; }
 	[[nodiscard]] const std::string& error() const { return error_; }
 	[[nodiscard]] uint32_t channels() const { return channels_; }
+	// The SPA_AUDIO_CHANNEL_* of each channel: of the format negotiated once it is, else the map
+	// asked for (SPA_AUDIO_CHANNEL_UNKNOWN for a channel without a position).
+	[[nodiscard]] const std::vector<uint32_t>& positions() const { return positions_; }
 	// The per-channel maxima (0..1) of the buffers since the last call; nullopt when none came
 	// (a graph cycle can be longer than the backend's period: the meter holds its value), and
 	// zeros once nothing came for `silenceUs` (the node stopped).
@@ -40,6 +43,7 @@ private:
 	pw_stream* stream_ = nullptr;
 	spa_hook listener_{};
 	uint32_t channels_;
+	std::vector<uint32_t> positions_;
 	std::vector<float> peaks_;
 	uint32_t buffers_ = 0;        // since the last take
 	uint64_t lastData_ = 0;       // when the last take had buffers

@@ -462,7 +462,7 @@ void PipewireBackend::publishNode(const Node& n) {
 		context_.tree.set(path, std::move(value));
 		return;
 	}
-	context_.tree.sync(path, value, {"peaks", "peak"});
+	context_.tree.sync(path, value, {"peaks", "peak", "peakChannels"});
 }
 
 void PipewireBackend::publishDevice(const Device& d) {

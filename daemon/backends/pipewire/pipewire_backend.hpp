@@ -72,6 +72,8 @@ private:
 		std::unique_ptr<PeakStream> stream;
 		std::map<uint64_t, std::weak_ptr<ClientSession>> clients;   // by client id
 		std::vector<float> peaks;
+		std::vector<uint32_t> positions;   // of the published peakChannels
+		bool channelsPublished = false;
 		bool published = false;
 	};
 	// --- lifecycle (pipewire_backend.cpp)
@@ -131,6 +133,7 @@ private:
 	void dropMonitor(std::string node);   // by value: callers pass the map's own key
 	void dropAllMonitors();
 	void publishPeaks();
+	void publishPeakChannels(const std::string& key, Monitor& m);
 
 	// --- watched properties (actions.cpp)
 	void watchProperties(const Node& n, std::shared_ptr<Answer> answer, ClientSession& client);
