@@ -139,9 +139,11 @@ public:
 	/// A copy of the value at a JSON Pointer (objects as JS objects), or undefined when absent.
 	/// Not a binding source: use node properties or a QsdNode element for bindings.
 	Q_INVOKABLE [[nodiscard]] QVariant value(const QString& path) const;
-	/// The list model of the collection at a JSON Pointer. One model per path, kept for the
-	/// client's lifetime, so it survives the path disappearing and coming back.
-	Q_INVOKABLE qsd::qml::QsdListModel* model(const QString& path);
+	/// The list model of the collection at a JSON Pointer. One model per path (and order), kept
+	/// for the client's lifetime, so it survives the path disappearing and coming back. Rows are
+	/// in key order; with `orderPath` (the JSON Pointer of an array of keys, e.g. "/tray/order"),
+	/// in that array's order, keys it does not list last in key order, and rows move as it changes.
+	Q_INVOKABLE qsd::qml::QsdListModel* model(const QString& path, const QString& orderPath = QString());
 	/// Sends a JSON-RPC request; callback(error, result) is called exactly once: error is null
 	/// or {code, message, data}. Without a callback, errors are logged. Calls made while the
 	/// client is connecting are queued (see docs/qml.md).

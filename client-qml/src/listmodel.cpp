@@ -5,10 +5,33 @@
 
 #include <qsd/protocol/mirror.hpp>
 
+#include <unordered_set>
+
 namespace qsd::qml {
 
-QsdListModel::QsdListModel(QsdClient* client, std::string path, QObject* parent)
-    : QAbstractListModel(parent), mClient(client), mPath(std::move(path)) {}
+QsdListModel::QsdListModel(QsdClient* client, std::string path, QObject* parent, std::string orderPath)
+    : QAbstractListModel(parent), mClient(client), mPath(std::move(path)), mOrderPath(std::move(orderPath)) {}
+
+QsdListModel::Row QsdListModel::makeRow(const std::string& id, const nlohmann::json& value) const {
+	auto object = value.is_object();
+	return Row {id, object, object ? nlohmann::json() : value};
+}
+
+// Same id on both sides. An object item is the same node for as long as it is an object; only
+// leaves are compared (cheap: a leaf is one value or a small array).
+void QsdListModel::refreshRow(size_t row, const nlohmann::json& value) {
+	auto& current = this->mRows[row];
+	auto object = value.is_object();
+	if (object != current.object) {
+		current = this->makeRow(current.id, value);
+		auto index = this->index(static_cast<int>(row));
+		emit this->dataChanged(index, index, {NodeRole, ValueRole});
+	} else if (!object && current.leaf != value) {
+		current.leaf = value;
+		auto index = this->index(static_cast<int>(row));
+		emit this->dataChanged(index, index, {ValueRole});
+	}
+}
 
 int QsdListModel::rowCount(const QModelIndex& parent) const {
 	if (parent.isValid()) return 0;
@@ -49,15 +72,17 @@ int QsdListModel::indexOf(const QString& id) const {
 	return -1;
 }
 
-void QsdListModel::update(const nlohmann::json* collection, QsdNode* node) {
+void QsdListModel::update(const nlohmann::json* collection, QsdNode* node, const nlohmann::json* order) {
 	static const nlohmann::json EMPTY = nlohmann::json::object();
 	if (!collection || !collection->is_object()) collection = &EMPTY;
 	this->mNode = node;
 	auto oldCount = this->mRows.size();
-	auto makeRow = [](const std::string& id, const nlohmann::json& value) {
-		auto object = value.is_object();
-		return Row {id, object, object ? nlohmann::json() : value};
-	};
+	if (!this->mOrderPath.empty()) {
+		this->updateOrdered(*collection, order);
+		if (this->mRows.size() != oldCount) emit this->countChanged();
+		return;
+	}
+	auto makeRow = [this](const std::string& id, const nlohmann::json& value) { return this->makeRow(id, value); };
 
 	// Both sides are sorted by id (nlohmann keeps object keys in a std::map), so one merge walk
 	// finds every removal, insertion and change; contiguous runs become one begin/end pair.
@@ -86,23 +111,64 @@ void QsdListModel::update(const nlohmann::json* collection, QsdNode* node) {
 			row += added.size();
 			continue;
 		}
-		// Same id on both sides. An object item is the same node for as long as it is an
-		// object; only leaves are compared (cheap: a leaf is one value or a small array).
-		auto& current = this->mRows[row];
-		auto object = it.value().is_object();
-		if (object != current.object) {
-			current = makeRow(current.id, it.value());
-			auto index = this->index(static_cast<int>(row));
-			emit this->dataChanged(index, index, {NodeRole, ValueRole});
-		} else if (!object && current.leaf != it.value()) {
-			current.leaf = it.value();
-			auto index = this->index(static_cast<int>(row));
-			emit this->dataChanged(index, index, {ValueRole});
-		}
+		this->refreshRow(row, it.value());
 		++row;
 		++it;
 	}
 	if (this->mRows.size() != oldCount) emit this->countChanged();
+}
+
+// The rows in the order array's order: its keys that the collection has (each once), then the
+// collection's other keys in key order. Rows that went are removed, rows that stay are moved
+// (never removed and inserted again: their delegates stay), new ones inserted.
+void QsdListModel::updateOrdered(const nlohmann::json& collection, const nlohmann::json* order) {
+	std::vector<std::string> target;
+	std::unordered_set<std::string> listed;
+	if (order && order->is_array())
+		for (const auto& k: *order)
+			if (k.is_string() && collection.contains(k.get_ref<const std::string&>()) &&
+			    listed.insert(k.get<std::string>()).second)
+				target.push_back(k.get<std::string>());
+	for (const auto& [k, _]: collection.items())
+		if (!listed.count(k)) target.push_back(k);
+	std::unordered_set<std::string> wanted(target.begin(), target.end());
+
+	// Removals, from the end, a contiguous run at a time.
+	for (size_t end = this->mRows.size(); end > 0;) {
+		if (wanted.count(this->mRows[end - 1].id)) {
+			--end;
+			continue;
+		}
+		size_t first = end - 1;
+		while (first > 0 && !wanted.count(this->mRows[first - 1].id)) --first;
+		this->beginRemoveRows({}, static_cast<int>(first), static_cast<int>(end - 1));
+		this->mRows.erase(this->mRows.begin() + static_cast<ptrdiff_t>(first), this->mRows.begin() + static_cast<ptrdiff_t>(end));
+		this->endRemoveRows();
+		end = first;
+	}
+	// Then each position in turn: the row is there, moves up from further down, or is new.
+	for (size_t i = 0; i < target.size(); ++i) {
+		const auto& id = target[i];
+		const auto& value = collection.at(id);
+		if (i < this->mRows.size() && this->mRows[i].id == id) {
+			this->refreshRow(i, value);
+			continue;
+		}
+		size_t j = i + 1;
+		while (j < this->mRows.size() && this->mRows[j].id != id) ++j;
+		if (j < this->mRows.size()) {
+			this->beginMoveRows({}, static_cast<int>(j), static_cast<int>(j), {}, static_cast<int>(i));
+			Row moved = std::move(this->mRows[j]);
+			this->mRows.erase(this->mRows.begin() + static_cast<ptrdiff_t>(j));
+			this->mRows.insert(this->mRows.begin() + static_cast<ptrdiff_t>(i), std::move(moved));
+			this->endMoveRows();
+			this->refreshRow(i, value);
+			continue;
+		}
+		this->beginInsertRows({}, static_cast<int>(i), static_cast<int>(i));
+		this->mRows.insert(this->mRows.begin() + static_cast<ptrdiff_t>(i), this->makeRow(id, value));
+		this->endInsertRows();
+	}
 }
 
 } // namespace qsd::qml

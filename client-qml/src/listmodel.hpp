@@ -1,7 +1,8 @@
 #pragma once
 // A collection of the tree (an object keyed by stable ids, e.g. /power/devices) as a list model
-// for Repeater and ListView. Rows follow the keys in the daemon's order (sorted by id); a patch
-// inserts and removes rows, it never resets the model. A row of an object item holds the
+// for Repeater and ListView. Rows follow the keys in the daemon's order (sorted by id), or the
+// order of an array of keys the tree holds beside it (/tray/order); a patch inserts, removes and
+// moves rows, it never resets the model. A row of an object item holds the
 // mirror's node for that item, nothing else: a change inside the item notifies the node's
 // property and costs the model nothing.
 
@@ -35,10 +36,12 @@ public:
 	};
 	Q_ENUM(Roles)
 
-	QsdListModel(QsdClient* client, std::string path, QObject* parent);
+	QsdListModel(QsdClient* client, std::string path, QObject* parent, std::string orderPath = {});
 
 	[[nodiscard]] QString path() const { return QString::fromStdString(this->mPath); }
 	[[nodiscard]] const std::string& jsonPath() const { return this->mPath; }
+	// The JSON Pointer of the array of keys the rows follow; empty: key order.
+	[[nodiscard]] const std::string& orderPath() const { return this->mOrderPath; }
 	// The collection's node the rows were last brought in line with (nullptr: none).
 	[[nodiscard]] QsdNode* collectionNode() const { return this->mNode; }
 
@@ -55,7 +58,9 @@ public:
 	// row insertions and removals for keys that came and went, dataChanged only for leaf items
 	// whose value changed or items that turned from a leaf into an object or back. Object items
 	// are not compared: their nodes notify on their own.
-	void update(const nlohmann::json* collection, QsdNode* node);
+	// With an order path, `order` is the array there (nullptr: absent): the rows take its order,
+	// moving (beginMoveRows) rather than being removed and inserted again.
+	void update(const nlohmann::json* collection, QsdNode* node, const nlohmann::json* order = nullptr);
 
 signals:
 	void countChanged();
@@ -67,8 +72,13 @@ private:
 		nlohmann::json leaf;   // the value of a leaf item; null for an object item
 	};
 
+	void updateOrdered(const nlohmann::json& collection, const nlohmann::json* order);
+	[[nodiscard]] Row makeRow(const std::string& id, const nlohmann::json& value) const;
+	void refreshRow(size_t row, const nlohmann::json& value);
+
 	QsdClient* mClient;
 	std::string mPath;
+	std::string mOrderPath;
 	QsdNode* mNode = nullptr;
 	std::vector<Row> mRows;
 };

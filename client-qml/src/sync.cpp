@@ -190,12 +190,22 @@ void QsdClient::commit(Batch& batch, const std::vector<std::string>& touched, co
 	// 2. Models: rows are inserted and removed against the already complete state. A model
 	// has work only when its collection's own entries were written or its node came or went;
 	// a change inside an item is the item node's business.
+	// An ordered model also follows its order array, an entry of its parent node.
+	auto written = [&](QsdNode* node) {
+		auto writes = node ? batch.writes.find(node) : batch.writes.end();
+		return writes != batch.writes.end() && !writes->second.isEmpty();
+	};
 	for (auto& entry: this->mModels) {
 		auto* model = entry.second;
-		auto* node = this->nodeAt(entry.first);
-		auto writes = node ? batch.writes.find(node) : batch.writes.end();
-		if (node != model->collectionNode() || (writes != batch.writes.end() && !writes->second.isEmpty()))
-			model->update(this->find(entry.first), node);
+		const auto& path = model->jsonPath();
+		auto* node = this->nodeAt(path);
+		bool orderWritten = false;
+		if (!model->orderPath().empty()) {
+			const auto& order = model->orderPath();
+			orderWritten = written(this->nodeAt(order.substr(0, order.rfind('/'))));
+		}
+		if (node != model->collectionNode() || written(node) || orderWritten)
+			model->update(this->find(path), node, model->orderPath().empty() ? nullptr : this->find(model->orderPath()));
 	}
 
 	// 3. Property notifications, each property once; then `values`/`count` of the nodes whose
@@ -386,13 +396,16 @@ QVariant QsdClient::value(const QString& path) const {
 	return toVariant(*found);
 }
 
-QsdListModel* QsdClient::model(const QString& path) {
-	auto key = path.toStdString();
+QsdListModel* QsdClient::model(const QString& path, const QString& orderPath) {
+	auto collection = path.toStdString();
+	auto order = orderPath.toStdString();
+	// One model per (path, order): the key joins them with a byte no JSON Pointer holds.
+	auto key = order.empty() ? collection : collection + '\0' + order;
 	if (auto it = this->mModels.find(key); it != this->mModels.end()) return it->second;
-	auto* model = new QsdListModel(this, key, this);
+	auto* model = new QsdListModel(this, collection, this, order);
 	QQmlEngine::setObjectOwnership(model, QQmlEngine::CppOwnership);
 	this->mModels.emplace(key, model);
-	model->update(this->find(key), this->nodeAt(key));
+	model->update(this->find(collection), this->nodeAt(collection), order.empty() ? nullptr : this->find(order));
 	return model;
 }
 

@@ -116,4 +116,54 @@ TestCase {
         compare(inserted.count, insertedBefore + 1, "both rows in one insertion")
         compare(reset.count, 0, "no model reset")
     }
+
+    // An ordered model (Qsd.model(path, orderPath)): rows follow an array of keys beside the
+    // collection, as /tray/order orders /tray/items; rows move, they are never removed and
+    // inserted again, so their delegates stay.
+    property var ordered: Qsd.model("/debug/ocoll", "/debug/oorder")
+    SignalSpy { id: moved; target: test.ordered; signalName: "rowsMoved" }
+    SignalSpy { id: orderedRemoved; target: test.ordered; signalName: "rowsRemoved" }
+    SignalSpy { id: orderedReset; target: test.ordered; signalName: "modelReset" }
+    Repeater {
+        id: orderedRows
+        model: test.ordered
+        delegate: Item { property string rid: model.id }
+    }
+    function orderedIds() {
+        var out = []
+        for (var i = 0; i < test.ordered.count; ++i) out.push(test.ordered.idAt(i))
+        return out
+    }
+
+    function test_4_rowsFollowAnOrderArray() {
+        compare(Qsd.model("/debug/ocoll", "/debug/oorder"), ordered, "one model per path and order")
+        verify(Qsd.model("/debug/ocoll") !== ordered, "the same path in key order is another model")
+        set("/debug/ocoll", { a: { n: 1 }, b: { n: 2 }, c: { n: 3 } })
+        set("/debug/oorder", ["c", "a", "b"])
+        tryVerify(function() { return orderedIds().join() === "c,a,b" }, 10000, "the array's order")
+        var delegateOfA = orderedRows.itemAt(1)
+        compare(delegateOfA.rid, "a")
+        // The order changes: rows move, the delegates stay.
+        set("/debug/oorder", ["a", "b", "c"])
+        tryVerify(function() { return orderedIds().join() === "a,b,c" }, 10000, "moved")
+        verify(moved.count > 0)
+        compare(orderedRows.itemAt(0), delegateOfA, "the same delegate, moved")
+        compare(orderedRemoved.count, 0)
+        // Keys the array does not list come last, in key order; keys it lists that the
+        // collection lacks, and repeated keys, are skipped.
+        set("/debug/ocoll/e", { n: 5 })
+        set("/debug/ocoll/d", { n: 4 })
+        set("/debug/oorder", ["b", "ghost", "b", "a"])
+        tryVerify(function() { return orderedIds().join() === "b,a,c,d,e" }, 10000, "unlisted keys last")
+        // An item that goes is removed; the order without it changes nothing else.
+        remove("/debug/ocoll/a")
+        tryVerify(function() { return orderedIds().join() === "b,c,d,e" }, 10000, "a removed")
+        compare(orderedRemoved.count, 1)
+        // Without the array: key order.
+        remove("/debug/oorder")
+        tryVerify(function() { return orderedIds().join() === "b,c,d,e" }, 10000, "key order")
+        set("/debug/oorder", ["e", "d"])
+        tryVerify(function() { return orderedIds().join() === "e,d,b,c" }, 10000, "ordered again")
+        compare(orderedReset.count, 0, "no model reset")
+    }
 }

@@ -64,6 +64,27 @@ def test_fields_of_a_complete_item(tray):
     assert set(it) == set(schema["required"]) == set(schema["properties"])
 
 
+def test_the_order_is_quickshells(tray):
+    """/tray/order lists the items as Quickshell's SystemTray orders them: by category (the four
+    of the specification in its order, then any other), then by id case-insensitively."""
+    env, c, sub = tray
+    items = [("org.qsdtest.Hw", "Hardware", "zeta"), ("org.qsdtest.B", "ApplicationStatus", "Beta"),
+             ("org.qsdtest.A", "ApplicationStatus", "alpha"), ("org.qsdtest.Sys", "SystemServices", "x"),
+             ("org.qsdtest.Custom", "Custom", "b")]
+    for n, cat, i in items:
+        t.start_items(env, [{"register": "name", "name": n, "props": {"Id": i, "Category": cat}}])
+    leaving = t.start_items(env, [{"register": "name", "name": "org.qsdtest.None", "props": {"Id": "a"}}])
+    # An item without a Category is applicationStatus (the specification's default): id "a" first.
+    expected = [key(n) for n in ("org.qsdtest.None", "org.qsdtest.A", "org.qsdtest.B", "org.qsdtest.Sys",
+                                 "org.qsdtest.Hw", "org.qsdtest.Custom")]
+    c.wait_value(sub, "/tray/order", expected, timeout=30)
+    assert c.mirror(sub)["tray"]["items"][key("org.qsdtest.None")]["category"] == "applicationStatus"
+    # An item leaving leaves the order in the same change as the items.
+    leaving.terminate()
+    c.wait_for(lambda: key("org.qsdtest.None") not in c.mirror(sub)["tray"]["items"], timeout=30, what="item gone")
+    assert c.mirror(sub)["tray"]["order"] == [k for k in expected if k != key("org.qsdtest.None")]
+
+
 def test_a_free_text_status_is_shown_and_a_mistyped_category_degrades(tray):
     env, c, sub = tray
     t.start_items(env, [{"register": "name", "name": "org.qsdtest.Odd", "props": {

@@ -110,6 +110,23 @@ TEST(TrayKeys, BusNameAndObjectPathSyntax) {
 	EXPECT_FALSE(isValidObjectPath("/org/a-b"));
 }
 
+TEST(TrayEnums, ItemsInQuickshellsOrder) {
+	EXPECT_TRUE(itemOrder({}).empty());
+	auto order = itemOrder({{"k-hw", "hardware", "a"},
+	                        {"k-other", "custom", "a"},
+	                        {"k-none", std::nullopt, "0"},
+	                        {"k-Beta", "applicationStatus", "Beta"},
+	                        {"k-alpha", "applicationStatus", "alpha"},
+	                        {"k-comm", "communications", "z"},
+	                        {"k-sys", "systemServices", "m"},
+	                        {"k-same2", "hardware", "same"},
+	                        {"k-same1", "hardware", "SAME"}});
+	// Category first (the specification's four in its order, then the rest), then the id without
+	// case, then the key.
+	EXPECT_EQ(order, (std::vector<std::string>{"k-alpha", "k-Beta", "k-comm", "k-sys", "k-hw", "k-same1", "k-same2",
+	                                           "k-none", "k-other"}));
+}
+
 TEST(TrayEnums, StatusAndCategoryKeepNonStandardStrings) {
 	EXPECT_EQ(statusName("Passive"), "passive");
 	EXPECT_EQ(statusName("Active"), "active");

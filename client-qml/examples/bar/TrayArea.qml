@@ -9,7 +9,8 @@ Row {
     id: area
     objectName: "tray"
     signal menuRequested(string item, Item icon)
-    readonly property var items: Qsd.model("/tray/items")
+    // In Quickshell's order (category, then id), as /tray/order has it.
+    readonly property var items: Qsd.model("/tray/items", "/tray/order")
     // The key of the first shown item that has a menu ("" when none).
     readonly property string firstMenuItem: Qsd.keyOf((Qsd.tray?.items?.values ?? [])
         .find(i => i.hasMenu === true && i.status !== passive) ?? null)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <tuple>
 
 namespace qsd::tray {
 
@@ -134,6 +135,26 @@ std::vector<SavedItem> parseSavedItems(std::string_view text, std::string_view b
 
 std::string statusName(std::string_view status) { return fromTable(kStatus, status); }
 std::string categoryName(std::string_view category) { return fromTable(kCategory, category); }
+
+std::vector<std::string> itemOrder(std::vector<OrderEntry> items) {
+	auto rank = [](const std::optional<std::string>& category) {
+		for (size_t i = 0; i < kCategory.size(); ++i)
+			if (category && *category == kCategory[i].tree) return i;
+		return kCategory.size();
+	};
+	auto lower = [](std::string s) {
+		for (auto& c: s) c = char(std::tolower(static_cast<unsigned char>(c)));
+		return s;
+	};
+	std::vector<std::tuple<size_t, std::string, std::string>> keyed;
+	keyed.reserve(items.size());
+	for (auto& e: items) keyed.emplace_back(rank(e.category), lower(std::move(e.id)), std::move(e.key));
+	std::sort(keyed.begin(), keyed.end());
+	std::vector<std::string> out;
+	out.reserve(keyed.size());
+	for (auto& k: keyed) out.push_back(std::move(std::get<2>(k)));
+	return out;
+}
 
 std::optional<std::vector<Pixmap>> pixmapsOf(const dbus::Value& v) {
 	auto raw = dbus::as<std::vector<PixmapStruct>>(v);

@@ -83,6 +83,16 @@ constexpr size_t kMaxSavedItemsFile = 1u << 20;    // bytes of the file read bac
 // "SystemServices" -> "systemServices", "Hardware" -> "hardware"; other strings as sent.
 [[nodiscard]] std::string categoryName(std::string_view category);
 
+// The items' keys in Quickshell's SystemTray order: by category (applicationStatus,
+// communications, systemServices, hardware, then any other category or none), then by id
+// case-insensitively (ASCII), then by key. Each entry: (key, the tree's category or nullopt, id).
+struct OrderEntry {
+	std::string key;
+	std::optional<std::string> category;
+	std::string id;
+};
+[[nodiscard]] std::vector<std::string> itemOrder(std::vector<OrderEntry> items);
+
 // ------------------------------------------------------------------------------------------
 // Item properties
 

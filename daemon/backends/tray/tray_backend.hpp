@@ -60,7 +60,7 @@ private:
 	void onBusStart() override;
 	void onBusStop() override;
 	nlohmann::json initialRoot() const override {
-		return {{"available", false}, {"isWatcher", false}, {"items", nlohmann::json::object()}};
+		return {{"available", false}, {"isWatcher", false}, {"items", nlohmann::json::object()}, {"order", nlohmann::json::array()}};
 	}
 	std::span<const Method> methods() const override;
 	std::optional<Unavailable> availability() const override;
@@ -149,6 +149,8 @@ private:
 	void runDeferred();
 	void refresh(Item& item);
 	void publish(Item& item);
+	void publishOrder();
+	void queueOrder();
 	[[nodiscard]] Item* findItem(const std::string& key, uint64_t serial = 0);
 	[[nodiscard]] static std::string group(const std::string& key) { return "i:" + key + "|"; }
 	[[nodiscard]] static std::string itemPath(const std::string& key);
@@ -223,6 +225,7 @@ private:
 	std::set<std::string> refreshQueue_;         // keys with properties to re-read
 	std::set<std::string> menuQueue_;            // keys with LayoutUpdated to fetch
 	std::set<std::string> publishQueue_;         // keys to publish
+	bool orderDirty_ = false;                    // /tray/order to sort again (queueOrder)
 	EventSource deferred_;
 
 	IconTheme* theme_ = nullptr;                 // the daemon's (BackendContext::icons) while running

@@ -104,11 +104,19 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	}
 	order_.erase(std::remove(order_.begin(), order_.end(), key), order_.end());
 	bury(std::move(item.proxy));
-	if (item.published) context_.tree.remove(itemPath(key));
+	bool published = item.published;
+	if (published) context_.tree.remove(itemPath(key));
 	reader_.forget(key);
 	// What was indexed of the item's own icon trees goes with it.
 	if (const auto* p = dbus::find(item.props, "IconThemePath"); p && theme_) theme_->forget(dbus::asString(*p).value_or(""));
 	if (store_) store_->forget(key);
+	// Out of the order in the same change as out of the items (the others keep their order).
+	if (const json* order = context_.tree.find("/tray/order"); published && order && order->is_array()) {
+		json rest = json::array();
+		for (const auto& k: *order)
+			if (k != key) rest.push_back(k);
+		if (rest.size() != order->size()) context_.tree.set("/tray/order", std::move(rest));
+	}
 	// Last: the item's icon files are released (and deleted) with it.
 	items_.erase(it);
 	if (role_ == Role::Watcher) {
@@ -317,6 +325,10 @@ void TrayBackend::runDeferred() {
 	if (!publishQueue_.empty()) (void)context_.icons->theme();
 	for (const auto& key: take(publishQueue_))
 		if (Item* item = findItem(key)) publish(*item);
+	if (orderDirty_) {
+		orderDirty_ = false;
+		publishOrder();
+	}
 	flushWatcherSignals();
 }
 
@@ -398,11 +410,41 @@ void TrayBackend::publish(Item& item) {
 		v["menu"] = menuJson(item);
 		context_.tree.set(path, std::move(v));
 		item.published = true;
+		queueOrder();
 		return;
 	}
+	// The order follows an item's category and id, which items rarely change.
+	const json* shown = context_.tree.find(path);
+	bool reorder = !shown || shown->value("category", json()) != v["category"] || shown->value("id", json()) != v["id"];
 	// The menu is rebuilt only when it changed (the tree holds the one copy of its JSON).
 	context_.tree.sync(path, v, {"menu"});
 	if (item.menuDirty && menuReady) context_.tree.sync(pointer::join(path, "menu"), menuJson(item));
+	if (reorder) queueOrder();
+}
+
+// Once per loop pass, after the pass's publications (runDeferred, which also publishes the items,
+// so an item and its place in the order come in one change): a burst of registrations sorts the
+// list once.
+void TrayBackend::queueOrder() {
+	orderDirty_ = true;
+	deferred_.setEnabled(SD_EVENT_ONESHOT);
+}
+
+// /tray/order: the published items' keys in Quickshell's SystemTray order (mapping.hpp's itemOrder).
+void TrayBackend::publishOrder() {
+	std::vector<OrderEntry> entries;
+	for (const auto& [key, item]: items_) {
+		if (!item.published) continue;
+		const json* shown = context_.tree.find(itemPath(key));
+		if (!shown) continue;
+		OrderEntry e{key, std::nullopt, {}};
+		if (auto c = shown->find("category"); c != shown->end() && c->is_string()) e.category = c->get<std::string>();
+		if (auto i = shown->find("id"); i != shown->end() && i->is_string()) e.id = i->get<std::string>();
+		entries.push_back(std::move(e));
+	}
+	json order = itemOrder(std::move(entries));
+	if (const json* old = context_.tree.find("/tray/order"); old && *old == order) return;
+	context_.tree.set("/tray/order", std::move(order));
 }
 
 } // namespace qsd::tray
