@@ -226,6 +226,7 @@ private:
 	std::set<std::string> menuQueue_;            // keys with LayoutUpdated to fetch
 	std::set<std::string> publishQueue_;         // keys to publish
 	bool orderDirty_ = false;                    // /tray/order to sort again (queueOrder)
+	bool inDeferred_ = false;                    // runDeferred is publishing
 	EventSource deferred_;
 
 	IconTheme* theme_ = nullptr;                 // the daemon's (BackendContext::icons) while running

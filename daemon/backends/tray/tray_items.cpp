@@ -323,8 +323,10 @@ void TrayBackend::runDeferred() {
 		if (Item* item = findItem(key)) refreshMenu(*item);
 	// The icon lookups below see every change inotify reported before this pass.
 	if (!publishQueue_.empty()) (void)context_.icons->theme();
+	inDeferred_ = true;
 	for (const auto& key: take(publishQueue_))
 		if (Item* item = findItem(key)) publish(*item);
+	inDeferred_ = false;
 	if (orderDirty_) {
 		orderDirty_ = false;
 		publishOrder();
@@ -422,12 +424,12 @@ void TrayBackend::publish(Item& item) {
 	if (reorder) queueOrder();
 }
 
-// Once per loop pass, after the pass's publications (runDeferred, which also publishes the items,
-// so an item and its place in the order come in one change): a burst of registrations sorts the
-// list once.
+// In the change that publishes the item: once at the end of runDeferred, which publishes the
+// items of a loop pass (a burst of registrations sorts the list once), or at once for a
+// publication made anywhere else.
 void TrayBackend::queueOrder() {
-	orderDirty_ = true;
-	deferred_.setEnabled(SD_EVENT_ONESHOT);
+	if (inDeferred_) orderDirty_ = true;
+	else publishOrder();
 }
 
 // /tray/order: the published items' keys in Quickshell's SystemTray order (mapping.hpp's itemOrder).
