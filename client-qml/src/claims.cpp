@@ -231,49 +231,51 @@ QsdSecretPrompter::~QsdSecretPrompter() { this->shutdown(); }
 
 bool QsdSecretPrompter::targetPresent() const { return isTrue(this->client()->findDaemon("/network/available")); }
 
-QsdPeakMonitor::~QsdPeakMonitor() { this->shutdown(); }
-
-void QsdPeakMonitor::setNode(const QString& node) {
+void QsdNodeClaim::setNode(const QString& node) {
 	if (node == this->mNode) return;
 	this->mNode = node;
 	emit this->nodeChanged();
 	this->reconfigure();
-	this->readPeaks();
+	this->read();
 }
 
-std::string QsdPeakMonitor::watchedPath() const {
+std::string QsdNodeClaim::watchedPath() const {
 	if (this->mNode.isEmpty()) return "/audio/available";
 	return "/audio/nodes/" + pointer::escape(this->mNode.toStdString());
 }
 
-bool QsdPeakMonitor::targetPresent() const {
-	const auto* node = this->client()->findDaemon(this->watchedPath());
-	return !this->mNode.isEmpty() && node && node->is_object();
+bool QsdNodeClaim::targetPresent() const {
+	const auto* node = this->nodeValue();
+	return node && node->is_object();
 }
 
-void QsdPeakMonitor::componentComplete() {
+const nlohmann::json* QsdNodeClaim::nodeValue() const {
+	if (!this->client() || this->mNode.isEmpty()) return nullptr;
+	return this->client()->findDaemon(this->watchedPath());
+}
+
+void QsdNodeClaim::componentComplete() {
 	QsdSwitchClaim::componentComplete();
-	this->readPeaks();   // another client may be monitoring the node already
+	this->read();   // another client may hold the same claim already
 }
 
-void QsdPeakMonitor::watchedChanged() {
+void QsdNodeClaim::watchedChanged() {
 	QsdSwitchClaim::watchedChanged();
-	this->readPeaks();
+	this->read();
 }
 
-void QsdPeakMonitor::readPeaks() {
+QsdPeakMonitor::~QsdPeakMonitor() { this->shutdown(); }
+
+void QsdPeakMonitor::read() {
 	QVariantList peaks;
 	double peak = 0;
 	QStringList channels;
-	if (this->client() && !this->mNode.isEmpty()) {
-		const auto* node = this->client()->findDaemon(this->watchedPath());
-		if (node && node->is_object()) {
-			if (auto it = node->find("peaks"); it != node->end() && it->is_array())
-				for (const auto& v: *it) peaks.append(v.is_number() ? v.get<double>() : 0.0);
-			if (auto it = node->find("peak"); it != node->end() && it->is_number()) peak = it->get<double>();
-			if (auto it = node->find("peakChannels"); it != node->end() && it->is_array())
-				for (const auto& v: *it) channels.append(v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
-		}
+	if (const auto* node = this->nodeValue(); node && node->is_object()) {
+		if (auto it = node->find("peaks"); it != node->end() && it->is_array())
+			for (const auto& v: *it) peaks.append(v.is_number() ? v.get<double>() : 0.0);
+		if (auto it = node->find("peak"); it != node->end() && it->is_number()) peak = it->get<double>();
+		if (auto it = node->find("peakChannels"); it != node->end() && it->is_array())
+			for (const auto& v: *it) channels.append(v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
 	}
 	if (channels != this->mChannels) {
 		this->mChannels = channels;
@@ -291,43 +293,12 @@ void QsdPeakMonitor::readPeaks() {
 
 QsdNodeProperties::~QsdNodeProperties() { this->shutdown(); }
 
-void QsdNodeProperties::setNode(const QString& node) {
-	if (node == this->mNode) return;
-	this->mNode = node;
-	emit this->nodeChanged();
-	this->reconfigure();
-	this->readProperties();
-}
-
-std::string QsdNodeProperties::watchedPath() const {
-	if (this->mNode.isEmpty()) return "/audio/available";
-	return "/audio/nodes/" + pointer::escape(this->mNode.toStdString());
-}
-
-bool QsdNodeProperties::targetPresent() const {
-	const auto* node = this->client()->findDaemon(this->watchedPath());
-	return !this->mNode.isEmpty() && node && node->is_object();
-}
-
-void QsdNodeProperties::componentComplete() {
-	QsdSwitchClaim::componentComplete();
-	this->readProperties();   // another client may be watching the node already
-}
-
-void QsdNodeProperties::watchedChanged() {
-	QsdSwitchClaim::watchedChanged();
-	this->readProperties();
-}
-
-void QsdNodeProperties::readProperties() {
+void QsdNodeProperties::read() {
 	QVariantMap properties;
-	if (this->client() && !this->mNode.isEmpty()) {
-		const auto* node = this->client()->findDaemon(this->watchedPath());
-		if (node && node->is_object())
-			if (auto it = node->find("properties"); it != node->end() && it->is_object())
-				for (const auto& [k, v]: it->items())
-					properties.insert(QString::fromStdString(k), v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
-	}
+	if (const auto* node = this->nodeValue(); node && node->is_object())
+		if (auto it = node->find("properties"); it != node->end() && it->is_object())
+			for (const auto& [k, v]: it->items())
+				properties.insert(QString::fromStdString(k), v.is_string() ? QString::fromStdString(v.get<std::string>()) : QString());
 	if (properties != this->mProperties) {
 		this->mProperties = properties;
 		emit this->propertiesChanged();

@@ -209,12 +209,44 @@ protected:
 	[[nodiscard]] nlohmann::json target() const override { return nlohmann::json::object(); }
 };
 
+// A switch claim on one node of /audio/nodes (audio.monitorPeaks, audio.watchProperties): the
+// node param, the claim made while the node is there, and the node's fields read again whenever
+// the mirror changes under it (another client may hold the same claim already).
+class QsdNodeClaim: public qsd::qml::QsdSwitchClaim {
+	Q_OBJECT
+	QML_ANONYMOUS
+	/// The node: a key of /audio/nodes.
+	Q_PROPERTY(QString node READ node WRITE setNode NOTIFY nodeChanged)
+
+public:
+	using QsdSwitchClaim::QsdSwitchClaim;
+
+	[[nodiscard]] QString node() const { return this->mNode; }
+	void setNode(const QString& node);
+	[[nodiscard]] std::string watchedPath() const override;
+	void watchedChanged() override;
+	void componentComplete() override;
+
+signals:
+	void nodeChanged();
+
+protected:
+	[[nodiscard]] bool configured() const override { return !this->mNode.isEmpty(); }
+	[[nodiscard]] bool targetPresent() const override;
+	[[nodiscard]] nlohmann::json target() const override { return {{"node", this->mNode.toStdString()}}; }
+	// The node's object in the mirror, or nullptr.
+	[[nodiscard]] const nlohmann::json* nodeValue() const;
+	// Reads the element's own fields from nodeValue().
+	virtual void read() = 0;
+
+private:
+	QString mNode;
+};
+
 // QsdPeakMonitor { node: Qsd.audio?.defaultAudioSink ?? ""; active: popup.visible }
-class QsdPeakMonitor: public qsd::qml::QsdSwitchClaim {
+class QsdPeakMonitor: public qsd::qml::QsdNodeClaim {
 	Q_OBJECT
 	QML_ELEMENT
-	/// The audio node: a key of /audio/nodes.
-	Q_PROPERTY(QString node READ node WRITE setNode NOTIFY nodeChanged)
 	/// Per channel, 0..1 (/audio/nodes/<node>/peaks); [] while not monitored.
 	Q_PROPERTY(QVariantList peaks READ peaks NOTIFY peaksChanged)
 	/// The largest of peaks (/audio/nodes/<node>/peak); 0 while not monitored.
@@ -224,34 +256,23 @@ class QsdPeakMonitor: public qsd::qml::QsdSwitchClaim {
 	Q_PROPERTY(QStringList channels READ channels NOTIFY channelsChanged)
 
 public:
-	explicit QsdPeakMonitor(QObject* parent = nullptr): QsdSwitchClaim(parent) {}
+	explicit QsdPeakMonitor(QObject* parent = nullptr): QsdNodeClaim(parent) {}
 	~QsdPeakMonitor() override;
 
-	[[nodiscard]] QString node() const { return this->mNode; }
-	void setNode(const QString& node);
 	[[nodiscard]] QVariantList peaks() const { return this->mPeaks; }
 	[[nodiscard]] double peak() const { return this->mPeak; }
 	[[nodiscard]] QStringList channels() const { return this->mChannels; }
-	[[nodiscard]] std::string watchedPath() const override;
-	void watchedChanged() override;
-	void componentComplete() override;
 
 signals:
-	void nodeChanged();
 	void peaksChanged();
 	void peakChanged();
 	void channelsChanged();
 
 protected:
-	[[nodiscard]] bool configured() const override { return !this->mNode.isEmpty(); }
-	[[nodiscard]] bool targetPresent() const override;
 	[[nodiscard]] std::string method() const override { return "audio.monitorPeaks"; }
-	[[nodiscard]] nlohmann::json target() const override { return {{"node", this->mNode.toStdString()}}; }
+	void read() override;
 
 private:
-	void readPeaks();
-
-	QString mNode;
 	QVariantList mPeaks;
 	double mPeak = 0;
 	QStringList mChannels;
@@ -259,40 +280,27 @@ private:
 
 // QsdNodeProperties { node: stream.key; active: details.visible }: every PipeWire property of
 // the node (audio.watchProperties), Quickshell's PwNode.properties under a PwObjectTracker.
-class QsdNodeProperties: public qsd::qml::QsdSwitchClaim {
+class QsdNodeProperties: public qsd::qml::QsdNodeClaim {
 	Q_OBJECT
 	QML_ELEMENT
-	/// The node: a key of /audio/nodes.
-	Q_PROPERTY(QString node READ node WRITE setNode NOTIFY nodeChanged)
 	/// Every property PipeWire holds for the node, as strings (/audio/nodes/<node>/properties);
 	/// empty while nobody watches it.
 	Q_PROPERTY(QVariantMap properties READ properties NOTIFY propertiesChanged)
 
 public:
-	explicit QsdNodeProperties(QObject* parent = nullptr): QsdSwitchClaim(parent) {}
+	explicit QsdNodeProperties(QObject* parent = nullptr): QsdNodeClaim(parent) {}
 	~QsdNodeProperties() override;
 
-	[[nodiscard]] QString node() const { return this->mNode; }
-	void setNode(const QString& node);
 	[[nodiscard]] QVariantMap properties() const { return this->mProperties; }
-	[[nodiscard]] std::string watchedPath() const override;
-	void watchedChanged() override;
-	void componentComplete() override;
 
 signals:
-	void nodeChanged();
 	void propertiesChanged();
 
 protected:
-	[[nodiscard]] bool configured() const override { return !this->mNode.isEmpty(); }
-	[[nodiscard]] bool targetPresent() const override;
 	[[nodiscard]] std::string method() const override { return "audio.watchProperties"; }
-	[[nodiscard]] nlohmann::json target() const override { return {{"node", this->mNode.toStdString()}}; }
+	void read() override;
 
 private:
-	void readProperties();
-
-	QString mNode;
 	QVariantMap mProperties;
 };
 
