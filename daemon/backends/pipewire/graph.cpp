@@ -824,7 +824,6 @@ void Graph::unwatchProperties(uint32_t node) {
 	// The node is still there (globalRemove retires a watch with its node), so the server knows
 	// the binding and takes its destroy.
 	it->second->watch.reset();
-	if (it->second->complete) changes_.nodes.insert(node);
 }
 
 } // namespace qsd::pipewire

@@ -178,7 +178,8 @@ public:
 	// Starts and ends the watch of a node's every property (PropertyWatch). Its first info
 	// records the node as changed. Starting is 0 (also when it is watched already) or a negative
 	// errno; a refusal of the binding arrives through takeErrors() with the node's global id.
-	// Ending records the node as changed.
+	// Ending records nothing: it happens outside PipeWire's dispatch (a client letting go), after
+	// which no flush may run, so the caller publishes the node itself.
 	int watchProperties(uint32_t node);
 	void unwatchProperties(uint32_t node);
 	// Reads the "default" metadata again: binds it a second time (PipeWire sends a new binding
