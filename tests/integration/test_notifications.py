@@ -482,3 +482,66 @@ def test_qsctl_watch_is_a_notification_log_and_popups_are_one_line_away(env):
         os.killpg(popups.pid, signal.SIGTERM)
         popups.wait(10)
         log.kill()
+
+
+def test_a_glib_applications_gnotification(env, bus):
+    """What GTK and GLib applications send: Gio.Notification through GLib's own freedesktop
+    backend. Its default action and a button with a target come back to the application as the
+    GActions they name; sending under the same id replaces the one shown; withdrawing closes it."""
+    c, sub = n.start(env)
+    app = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "gnotification_app.py")], env=env.env,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def say(line, answer):
+        app.stdin.write(line + "\n")
+        app.stdin.flush()
+        got = app.stdout.readline().strip()
+        assert got == answer, (line, got, app.stderr.read() if app.poll() is not None else "")
+
+    def shown(title):
+        found = [(k, v) for k, v in items(c, sub).items() if v["summary"] == title]
+        return found[0] if found else None
+
+    try:
+        assert app.stdout.readline().strip() == "ready"
+        say("send msg-1 New message", "sent msg-1")
+        c.wait_for(lambda: shown("New message"), timeout=10, what="the GNotification")
+        nid, it = shown("New message")
+        assert it["desktopEntry"] == "org.qsd.GNotificationTest"
+        assert it["body"] == "Ann: lunch at 1?"
+        assert [a["label"] for a in it["actions"]] == ["", "Reply", "Open"]
+        assert it["actions"][0]["key"] == "default"
+        assert it["image"] is not None and it["image"].endswith("mail-unread.png"), it["image"]
+        reply = it["actions"][1]["key"]
+
+        # The button with a target: GLib activates app.reply with "room-7".
+        assert c.call("notifications.invokeAction", {"id": int(nid), "action": reply})["closed"] is True
+        assert app.stdout.readline().strip() == "action reply room-7"
+        c.wait_for(lambda: nid not in items(c, sub), what="closed after its action")
+
+        # The default action: app.open, without a target.
+        say("send msg-2 Second", "sent msg-2")
+        c.wait_for(lambda: shown("Second"), timeout=10, what="the second GNotification")
+        second, _ = shown("Second")
+        c.call("notifications.invokeAction", {"id": int(second), "action": "default"})
+        assert app.stdout.readline().strip() == "action open -"
+
+        # The same GNotification id again replaces the one shown, in place; withdrawing it closes it.
+        say("send msg-3 Draft", "sent msg-3")
+        c.wait_for(lambda: shown("Draft"), timeout=10, what="the third GNotification")
+        third, _ = shown("Draft")
+        say("send msg-3 Draft, edited", "sent msg-3")
+        c.wait_for(lambda: shown("Draft, edited"), timeout=10, what="the replacement")
+        assert shown("Draft, edited")[0] == third
+        assert shown("Draft") is None
+        say("withdraw msg-3", "withdrawn msg-3")
+        c.wait_for(lambda: third not in items(c, sub), timeout=10, what="the withdrawn notification gone")
+        c.wait_for(lambda: third in history(c, sub), what="history")
+        assert history(c, sub)[third]["closeReason"] == "closedByApp"
+    finally:
+        app.stdin.close()
+        try:
+            app.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            app.kill()
+            app.wait()
