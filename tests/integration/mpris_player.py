@@ -4,8 +4,10 @@ session bus, configured by a JSON object given as the first argument (or "@file"
 
   name          the bus name to own (org.mpris.MediaPlayer2.<key>)
   root, player  property values of org.mpris.MediaPlayer2 / .Player over the defaults below;
-                a value {"type": "i", "value": 5} is sent with that D-Bus type
-  metadata      Metadata entries: xesam:artist may be a list (as) or a string (s)
+                a value {"type": "i", "value": 5} is sent with that D-Bus type ("ay": that
+                many bytes)
+  metadata      Metadata entries: xesam:artist may be a list (as) or a string (s); an
+                mpris:trackid that is not a path is sent as a string
   omit          property names the player does not have at all (e.g. ["Rate"])
   positionFails Get(Position) answers an error, and GetAll has no Position
   noSeeked      Seek and SetPosition move the position without a Seeked signal
@@ -13,10 +15,13 @@ session bus, configured by a JSON object given as the first argument (or "@file"
   getAllFails   the first N GetAll calls answer an error (a player not ready yet)
   silent        never answers any call (an unresponsive player)
   aliases       N: also owns <name>.a0 … <name>.a<N-1> (one process, many players)
+  replaceable   owns its name so that another process may take it over (allow_replacement)
+  replace       takes its name over from the process that owns it (replace_existing)
 
 The player keeps a position that moves while it plays. Control interface org.qsdtest.Control
 at /org/mpris/MediaPlayer2: Calls() the method calls it got as JSON, Change(iface, prop, json)
-changes a property and emits PropertiesChanged, SetStatus(s) changes PlaybackStatus as a
+changes a property and emits PropertiesChanged, NewTrack(trackid, title) starts the next track
+at 0 and says so only in its Metadata, SetStatus(s) changes PlaybackStatus as a
 player does (the position stops or starts moving), EmitSeeked(us) emits Seeked with that value
 without moving, Invalidate(iface, prop) emits it as invalidated, GoSilent() stops answering
 any call from then on, Emit(n) toggles
@@ -51,6 +56,8 @@ PLAYER_DEFAULTS = {"PlaybackStatus": "Paused", "LoopStatus": "None", "Rate": 1.0
 def wire(name, value):
     if isinstance(value, dict) and "type" in value:
         t, v = value["type"], value["value"]
+        if t == "ay":   # value: the length of an array of bytes
+            return dbus.ByteArray(b"x" * v)
         return {"i": dbus.Int32, "s": dbus.String, "d": dbus.Double, "b": dbus.Boolean, "x": dbus.Int64}[t](v)
     if name == "Metadata":
         return metadata(value)
@@ -69,7 +76,7 @@ def metadata(m):
     out = {}
     for k, v in m.items():
         if k == "mpris:trackid":
-            out[k] = dbus.ObjectPath(v)
+            out[k] = dbus.ObjectPath(v) if v.startswith("/") else dbus.String(v)
         elif k == "mpris:length":
             out[k] = dbus.Int64(v)
         elif isinstance(v, list):
@@ -100,7 +107,7 @@ class Player(dbus.service.Object):
     # --- position
     def rate(self):
         r = self.player.get("Rate", 1.0)
-        return r if isinstance(r, float) else 1.0
+        return r if isinstance(r, float) and 0 <= r <= 1000 else 1.0   # a hostile Rate is only shown
 
     def position(self):
         if self.player["PlaybackStatus"] == "Playing":
@@ -286,6 +293,12 @@ class Player(dbus.service.Object):
     def Invalidate(self, iface, prop):
         self.PropertiesChanged(iface, {}, [prop])
 
+    @dbus.service.method(CTL, in_signature="ss")
+    def NewTrack(self, trackid, title):
+        # The next track, from its start, announced only by its Metadata (no Seeked).
+        self.pos_us, self.pos_at = 0, time.monotonic()
+        self.change(PLAYER, {"Metadata": {"mpris:trackid": trackid, "xesam:title": title, "mpris:length": 300000000}})
+
     @dbus.service.method(CTL, in_signature="s")
     def SetStatus(self, status):
         self.set_status(status)
@@ -304,7 +317,8 @@ cfg = json.load(open(arg[1:])) if arg.startswith("@") else json.loads(arg)
 dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
 bus = dbus.SessionBus()
 player = Player(bus, cfg)
-names = [dbus.service.BusName(cfg["name"], bus)]
+names = [dbus.service.BusName(cfg["name"], bus, allow_replacement=cfg.get("replaceable", False),
+                              replace_existing=cfg.get("replace", False))]
 names += [dbus.service.BusName(f"{cfg['name']}.a{i}", bus) for i in range(cfg.get("aliases", 0))]
 print("ready", flush=True)
 loop = GLib.MainLoop()

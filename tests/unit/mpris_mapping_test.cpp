@@ -86,6 +86,8 @@ TEST(MprisMapping, CutTextKeepsWholeCharacters) {
 	EXPECT_EQ(cutText("a€b", 3), "a");
 	EXPECT_EQ(cutText("a€b", 4), "a€");
 	EXPECT_EQ(cutText(std::string(5000, 'x')).size(), kMaxText);
+	// What is cut keeps no room for the rest: a shortened string would keep its whole buffer.
+	EXPECT_LE(cutText(std::string(1'000'000, 'x')).capacity(), 2 * kMaxText);
 }
 
 TEST(MprisMapping, MetadataAsTheSpecificationHasIt) {
@@ -160,6 +162,12 @@ TEST(MprisMapping, MetadataThatPlayersGetWrong) {
 	EXPECT_EQ(none.value["artists"], json::array());
 	dbus::Value notAMap{sdbus::Variant(std::string("x"))};
 	EXPECT_EQ(mapMetadata(&notAMap).badEntries, std::vector<std::string>{"Metadata"});
+
+	// A track id that is no object path cannot be given back to SetPosition: none.
+	auto notAPath = map({{"mpris:trackid", sdbus::Variant(std::string("spotify:track:abc"))}});
+	EXPECT_EQ(notAPath.value["trackId"], nullptr);
+	EXPECT_EQ(notAPath.trackId, std::nullopt);
+	EXPECT_EQ(notAPath.badEntries, std::vector<std::string>{"mpris:trackid"});
 }
 
 TEST(MprisMapping, MetadataIsBounded) {
@@ -194,6 +202,15 @@ TEST(MprisMapping, TrackKeysTellTracksApart) {
 	EXPECT_NE(a.trackKey, b.trackKey);
 	EXPECT_NE(c.trackKey, d.trackKey);
 	EXPECT_EQ(c.trackKey, map({{"xesam:title", sdbus::Variant(std::string("T"))}}).trackKey);
+	// One id for every track (browsers): the title or the URL tells them apart.
+	auto firefox = [](const char* title, const char* url) {
+		return map({{"mpris:trackid", sdbus::Variant(sdbus::ObjectPath("/org/mpris/MediaPlayer2/firefox"))},
+		            {"xesam:title", sdbus::Variant(std::string(title))}, {"xesam:url", sdbus::Variant(std::string(url))}})
+		    .trackKey;
+	};
+	EXPECT_NE(firefox("A", "https://x/1"), firefox("B", "https://x/1"));
+	EXPECT_NE(firefox("A", "https://x/1"), firefox("A", "https://x/2"));
+	EXPECT_EQ(firefox("A", "https://x/1"), firefox("A", "https://x/1"));
 }
 
 TEST(MprisMapping, DesktopEntriesArePlainFileNames) {

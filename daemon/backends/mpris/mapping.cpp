@@ -2,6 +2,8 @@
 
 #include "../../text.hpp"
 
+#include <systemd/sd-bus.h>
+
 #include <cmath>
 #include <set>
 #include <limits>
@@ -22,8 +24,10 @@ std::optional<std::string> playerKey(std::string_view busName) {
 }
 
 std::string cutText(std::string s, size_t max) {
-	s.resize(cutAtCharacter(s, max).size());
-	return s;
+	if (s.size() <= max) return s;
+	// A copy of the prefix, not s.resize(): a shortened string keeps its buffer, so a 25 MB title
+	// cut to 1 KiB would still hold 25 MB.
+	return std::string(cutAtCharacter(s, max));
 }
 
 std::optional<std::string> playbackStatus(std::string_view wire) {
@@ -109,10 +113,12 @@ Metadata mapMetadata(const dbus::Value* metadata) {
 
 	json trackId = nullptr;
 	if (auto it = m.find("mpris:trackid"); it != m.end()) {
-		if (auto s = dbus::asString(it->second); s && s->size() <= kMaxTrackId) {
+		// An object path, as the specification types it: SetPosition sends it back as one. A
+		// string that is not a path ("spotify:track:…") is no track id.
+		if (auto s = dbus::asString(it->second); s && s->size() <= kMaxTrackId && sd_bus_object_path_is_valid(s->c_str())) {
 			trackId = *s;
 			out.trackId = std::move(*s);
-		} else if (!s) {
+		} else if (!s || s->size() <= kMaxTrackId) {
 			bad.emplace_back("mpris:trackid");
 		}
 	}
@@ -178,9 +184,12 @@ Metadata mapMetadata(const dbus::Value* metadata) {
 	             {"url", url},
 	             {"trackNumber", trackNumber},
 	             {"other", std::move(other)}};
-	if (out.trackId) out.trackKey = "id:" + *out.trackId;
-	else out.trackKey = "t:" + (title.is_string() ? title.get<std::string>() : std::string()) + "\n" +
-		                 (url.is_string() ? url.get<std::string>() : std::string());
+	// The id, and the title and URL too: browsers give every track the same id (Firefox
+	// "/org/mpris/MediaPlayer2/firefox", WebKit ".../webkit"), so a tab that plays the next track
+	// changes only those.
+	out.trackKey = (out.trackId ? *out.trackId : std::string()) + "\n" +
+	               (title.is_string() ? title.get<std::string>() : std::string()) + "\n" +
+	               (url.is_string() ? url.get<std::string>() : std::string());
 	return out;
 }
 

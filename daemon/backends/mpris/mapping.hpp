@@ -59,7 +59,7 @@ struct Metadata {
 	nlohmann::json value;                    // {trackId, title, artists, album, albumArtists, artUrl, url, trackNumber, other}
 	nlohmann::json length = nullptr;         // seconds, or null
 	std::optional<std::string> trackId;      // as sent (for SetPosition), when it is usable
-	std::string trackKey;                    // tells one track from the next (track id, else title and url)
+	std::string trackKey;                    // tells one track from the next (track id, title and url)
 	// kde:pid: a browser integration's player (plasma-browser-integration) names the browser it
 	// mirrors by its process id. A positive integer of any D-Bus integer type; anything else is
 	// ignored.

@@ -40,8 +40,12 @@ void trim(dbus::Properties& props, const std::set<std::string, std::less<>>& kee
 				value = dbus::Value::texts(supportedNames(*list));
 			else if (!value.unread())
 				value = dbus::Value::unread(value.signature());
-		} else if (auto s = dbus::asString(value); s && s->size() > kMaxText) {
-			value = dbus::Value::text(cutText(*s));
+		} else if (const auto* s = value.stringValue()) {
+			if (s->size() > kMaxText) value = dbus::Value::text(cutText(*s));
+		} else if (value.stringsValue() || value.bytesValue() || value.variant()) {
+			// Every other kept property is a basic type: an array or a container in its place is
+			// only reported, and could be as large as a message, for each of the kept names.
+			value = dbus::Value::unread(value.signature());
 		}
 		return std::next(it);
 	};
@@ -191,7 +195,9 @@ void MprisBackend::onNameOwnerChanged(const std::string& name, const std::string
 	if (!key) return;
 	if (!oldOwner.empty()) {
 		waiting_.erase(name);
-		if (auto* p = find(*key); p && p->owner == oldOwner) removePlayer(*key, "left the bus");
+		// Taken over by another process (old → new in one signal): the name keeps its slot.
+		if (auto* p = find(*key); p && p->owner == oldOwner)
+			removePlayer(*key, newOwner.empty() ? "left the bus" : "changed owner", newOwner.empty());
 	}
 	if (!newOwner.empty()) addPlayer(name, newOwner);
 }
@@ -201,7 +207,7 @@ void MprisBackend::addPlayer(const std::string& name, const std::string& owner) 
 	if (!key) return;
 	if (auto* p = find(*key)) {
 		if (p->owner == owner) return;
-		removePlayer(*key, "changed owner");
+		removePlayer(*key, "changed owner", false);
 	}
 	if (players_.size() >= kMaxPlayers) {
 		if (!warnedCap_)
@@ -238,7 +244,7 @@ void MprisBackend::readPid(Player& p) {
 	             });
 }
 
-void MprisBackend::removePlayer(const std::string& key, const char* why) {
+void MprisBackend::removePlayer(const std::string& key, const char* why, bool admit) {
 	auto it = players_.find(key);
 	if (it == players_.end()) return;
 	auto& p = *it->second;
@@ -256,7 +262,7 @@ void MprisBackend::removePlayer(const std::string& key, const char* why) {
 	}
 	updateDuplicates();
 	updateActive();
-	admitWaiting();
+	if (admit) admitWaiting();
 }
 
 void MprisBackend::admitWaiting() {
@@ -309,9 +315,13 @@ void MprisBackend::loaded(Player& p, bool root, const sdbus::Error* e) {
 		return;
 	}
 	if (p.reloadRoot || p.reloadPlayer) return load(p);   // invalidated while it was read
+	// After a failed read only the failed interface was read again: the other's Position is as
+	// old as its answer, and Seeked signals meanwhile were not applied (nothing was published).
+	bool stale = !p.published && p.retry.failures() > 0;
 	p.retry.reset();
 	digest(p, nullptr);
 	publish(p, kAllFields);
+	if (stale && p.published) readPosition(p);
 }
 
 void MprisBackend::onPropertiesChanged(sdbus::Message& msg) {
@@ -323,6 +333,11 @@ void MprisBackend::onPropertiesChanged(sdbus::Message& msg) {
 		auto& p = *ptr;
 		if (p.owner != sender) continue;
 		auto copy = change;   // a process may own several player names
+		// Invalidated properties keep their values until the GetAll that reads them answers:
+		// dropped now, a playing player would be published stopped (and playing again, as if it
+		// had just started) for a round trip.
+		bool invalidated = !copy.invalidated.empty();
+		copy.invalidated.clear();
 		auto& set = isRoot ? p.root : p.player;
 		auto c = set.apply(copy);
 		if (!c) continue;
@@ -332,12 +347,14 @@ void MprisBackend::onPropertiesChanged(sdbus::Message& msg) {
 			if (!p.loading) load(p);
 			continue;
 		}
-		Fields fields = 0;
-		if (c->invalidated) {
+		if (invalidated) {
 			(isRoot ? p.reloadRoot : p.reloadPlayer) = true;
 			load(p);
-			fields = kAllFields;
 		}
+		// Not published yet (the other interface is still being read): its first publication
+		// digests everything; a Position digested now would be stamped again then, stale.
+		if (!p.published) continue;
+		Fields fields = 0;
 		for (const auto& name: c->names) fields |= fieldsOf(isRoot, name);
 		digest(p, isRoot ? nullptr : &c->names);
 		publish(p, fields);
@@ -397,7 +414,7 @@ void MprisBackend::digest(Player& p, const std::vector<std::string>* names) {
 	if (named("Rate")) {
 		rate = 1;
 		if (auto r = reader_.number(v, key, "Rate")) {
-			if (std::isfinite(*r) && *r >= 0) rate = *r;
+			if (std::isfinite(*r) && *r >= 0 && *r <= kRateCeiling) rate = *r;
 			else warnValue("Rate", fmt::format("{}", *r));
 		}
 	}
@@ -568,7 +585,7 @@ void MprisBackend::updateActive() {
 // position
 
 void MprisBackend::positionIs(Player& p, int64_t us) {
-	p.positionUs = std::max<int64_t>(0, us);
+	p.positionUs = std::clamp<int64_t>(us, 0, kMaxPositionUs);
 	p.positionMono = context_.loop.now();
 	p.positionAt = rfc3339(context_.loop.wallNow());   // the same instant as positionMono
 }
@@ -578,7 +595,7 @@ void MprisBackend::advance(Player& p) {
 	uint64_t now = context_.loop.now();
 	if (p.status == "playing" && now > p.positionMono) {
 		double moved = double(now - p.positionMono) * p.rate;
-		p.positionUs = std::max<int64_t>(0, *p.positionUs + int64_t(std::llround(moved)));
+		p.positionUs = std::clamp<int64_t>(*p.positionUs + int64_t(std::llround(moved)), 0, kMaxPositionUs);
 	}
 	p.positionMono = now;
 	p.positionAt = rfc3339(context_.loop.wallNow());

@@ -40,6 +40,10 @@ constexpr int kMaxActionsInFlight = 8;
 constexpr std::chrono::milliseconds kLateRead{100};
 // A position read back within this of qsd's own estimate leaves the tree as it is.
 constexpr int64_t kPositionSlackUs = 10'000;
+// The largest rate and position qsd extrapolates with; a rate above is not an MPRIS value (no
+// player goes past 32×), and a position is cut to a century, so that no sum of them overflows.
+constexpr double kRateCeiling = 1000;
+constexpr int64_t kMaxPositionUs = int64_t(100) * 366 * 24 * 3600 * 1'000'000;
 
 // A set of a published player's fields, one bit each (mpris_backend.cpp, Field).
 using Fields = uint32_t;
@@ -111,7 +115,9 @@ private:
 	void listNames();
 	void onNameOwnerChanged(const std::string& name, const std::string& oldOwner, const std::string& newOwner);
 	void addPlayer(const std::string& name, const std::string& owner);
-	void removePlayer(const std::string& key, const char* why);
+	// `admit`: give the freed slot to a name waiting for one (not when the same name comes back
+	// under a new owner, which takes its own slot again).
+	void removePlayer(const std::string& key, const char* why, bool admit = true);
 	void admitWaiting();
 
 	// --- reading
