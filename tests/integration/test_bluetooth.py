@@ -362,6 +362,38 @@ def test_a_discovery_claim_outlives_bluetoothd(world, env):
     assert err.data["name"] == "org.bluez.Error.NotReady"
 
 
+def test_a_claim_cut_off_by_bluetoothd_is_not_kept(world, env):
+    c, shell = world.c, env.client()
+    bz = world.bz
+    # bluetoothd busy (stopped) while a shell claims discovery: its StartDiscovery is in flight
+    # when bluetoothd goes.
+    os.kill(bz.proc.pid, signal.SIGSTOP)
+    try:
+        shell.send_raw(json.dumps({"jsonrpc": "2.0", "id": 9101, "method": "bluetooth.setDiscovering",
+                                   "params": {"adapter": "hci0", "enabled": True}}) + "\n")
+        # qsd read the claim (a connection's requests are handled in order): StartDiscovery is sent.
+        shell.sync()
+    finally:
+        os.kill(bz.proc.pid, signal.SIGKILL)
+        bz.proc.wait(10)
+    world.wait("/bluetooth/available", False)
+    err = answer_of(shell, 9101)["error"]
+    assert err["code"] == -32000 and err["data"]["backend"] == "bluetooth", err
+    # The claim was refused: nothing may start discovery for it when bluetoothd is back.
+    bz = Bluez(env, ["hci0"])
+    world.wait("/bluetooth/adapters/hci0/enabled", True)
+    # A barrier through BlueZ: a StartDiscovery of qsd's (made with the adapter) reached the mock
+    # before this Set.
+    c.call("bluetooth.setAlias", {"adapter": "hci0", "alias": "barrier"})
+    world.wait("/bluetooth/adapters/hci0/alias", "barrier")
+    assert bz.calls(HCI0, "StartDiscovery") == []
+    assert world.bt()["adapters"]["hci0"]["discovering"] is False
+    # The shell is still connected and may claim again.
+    assert shell.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": True}) == {"adapter": "hci0", "enabled": True}
+    assert len(bz.calls(HCI0, "StartDiscovery")) == 1
+    shell.close()
+
+
 def test_a_refused_discovery_waits_for_the_adapter(world, env):
     c = world.c
     c.call("bluetooth.setDiscovering", {"adapter": "hci0", "enabled": True})

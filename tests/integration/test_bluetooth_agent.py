@@ -7,7 +7,7 @@ import os
 import pytest
 
 from bluezmock import AGENT_PATH, Bluez, dbus_mod
-from qsdtest import RpcError, answers_late_once
+from qsdtest import RpcError, answers_late_once, ts
 
 DEV = Bluez.device_key()
 DEV_PATH = Bluez.device_path()
@@ -145,6 +145,125 @@ def test_display_requests_are_answered_at_once_and_shown_until_paired(agent):
     # A client dismisses it.
     assert agent.c.call("bluetooth.answer", {"request": "2", "accept": True}) == {"request": "2", "accepted": True}
     agent.wait_no_request()
+
+
+def events_of(shell):
+    return [n["params"]["data"] for n in shell.notifications
+            if n["method"] == "event" and n["params"]["topic"] == "bluetooth.agentRequest"]
+
+
+def test_a_new_passkey_for_the_device_is_a_new_request(agent):
+    dbus = dbus_mod()
+    shell = agent.env.client()
+    shell.call("events.subscribe", {"topics": ["bluetooth.agentRequest"]})
+    agent.ask("DisplayPasskey", "ouq", dev_path(), dbus.UInt32(111111), dbus.UInt16(0))
+    first = agent.wait_request()["1"]
+    # A key typed on the other side: the same request, no event.
+    agent.ask("DisplayPasskey", "ouq", dev_path(), dbus.UInt32(111111), dbus.UInt16(2))
+    agent.c.wait_value(agent.sub, f"{REQUESTS}/1/entered", 2)
+    # The pairing failed and the next attempt shows a new passkey: a new request in place of the
+    # old one, announced, with its own time (and its own 60 s).
+    agent.ask("DisplayPasskey", "ouq", dev_path(), dbus.UInt32(222222), dbus.UInt16(0))
+    agent.c.wait_for(lambda: list(agent.requests()) == ["2"], what="request 2 in place of request 1")
+    second = agent.requests()["2"]
+    assert second["kind"] == "displayPasskey" and second["passkey"] == "222222" and second["entered"] == 0
+    assert ts(second["createdAt"]) >= ts(first["createdAt"])
+    shell.wait_for(lambda: [e["id"] for e in events_of(shell)] == ["1", "2"], what="an event per request")
+    assert events_of(shell)[1] == second
+    # The same passkey from the start again (nothing typed): a new attempt as well.
+    agent.ask("DisplayPasskey", "ouq", dev_path(), dbus.UInt32(222222), dbus.UInt16(0))
+    agent.c.wait_for(lambda: list(agent.requests()) == ["3"], what="request 3 in place of request 2")
+    # One thing shown per device: a PIN code to show replaces the passkey.
+    agent.ask("DisplayPinCode", "os", dev_path(), "0000")
+    agent.c.wait_for(lambda: list(agent.requests()) == ["4"], what="request 4 in place of request 3")
+    assert agent.requests()["4"]["pinCode"] == "0000"
+    shell.wait_for(lambda: [e["id"] for e in events_of(shell)] == ["1", "2", "3", "4"], what="an event per request")
+    shell.close()
+
+
+def test_display_requests_end_with_the_pairing(agent):
+    dbus = dbus_mod()
+    c, bz = agent.c, agent.bz
+    # qsd's Pair fails (the other side refused, or typed the passkey wrong): BlueZ sends no Cancel
+    # for what it asked qsd to show, and the passkey is of no use any more.
+    bz.control(DEV_PATH).AddMethod("org.bluez.Device1", "Pair", "", "",
+                                   "raise dbus.exceptions.DBusException('Authentication Failed', "
+                                   "name='org.bluez.Error.AuthenticationFailed')")
+    agent.ask("DisplayPasskey", "ouq", dev_path(), dbus.UInt32(7), dbus.UInt16(0))
+    agent.wait_request()
+    with pytest.raises(RpcError) as err:
+        c.call("bluetooth.pair", {"device": DEV})
+    assert err.value.data["name"] == "org.bluez.Error.AuthenticationFailed"
+    c.sync()
+    assert agent.requests() == {}
+    # A pairing started elsewhere (the other side, bluetoothctl), cancelled through qsd.
+    agent.ask("DisplayPinCode", "os", dev_path(), "4711")
+    agent.wait_request()
+    assert c.call("bluetooth.cancelPairing", {"device": DEV}) == {"device": DEV}
+    c.sync()
+    assert agent.requests() == {}
+    # ... also when BlueZ says there was no pairing left to cancel.
+    bz.control(DEV_PATH).AddMethod("org.bluez.Device1", "CancelPairing", "", "",
+                                   "raise dbus.exceptions.DBusException('Does Not Exist', "
+                                   "name='org.bluez.Error.DoesNotExist')")
+    agent.ask("DisplayPinCode", "os", dev_path(), "4712")
+    agent.wait_request()
+    with pytest.raises(RpcError) as err:
+        c.call("bluetooth.cancelPairing", {"device": DEV})
+    assert err.value.data["name"] == "org.bluez.Error.DoesNotExist"
+    c.sync()
+    assert agent.requests() == {}
+    # The other side drops the link during its pairing: nothing to show any more.
+    bz.mock.ConnectDevice("hci0", "11:22:33:44:55:66")
+    c.wait_value(agent.sub, f"/bluetooth/devices/{DEV}/connected", True)
+    agent.ask("DisplayPasskey", "ouq", dev_path(), dbus.UInt32(9), dbus.UInt16(0))
+    agent.wait_request()
+    bz.mock.DisconnectDevice("hci0", "11:22:33:44:55:66")
+    c.wait_value(agent.sub, f"/bluetooth/devices/{DEV}/connected", False)
+    c.sync()
+    assert agent.requests() == {}
+    # Questions are not ended by a disconnection: only BlueZ's Cancel, an answer or the timeout
+    # end them.
+    agent.ask("RequestConfirmation", "ou", dev_path(), dbus.UInt32(10))
+    agent.wait_request()
+    bz.mock.ConnectDevice("hci0", "11:22:33:44:55:66")
+    c.wait_value(agent.sub, f"/bluetooth/devices/{DEV}/connected", True)
+    bz.mock.DisconnectDevice("hci0", "11:22:33:44:55:66")
+    c.wait_value(agent.sub, f"/bluetooth/devices/{DEV}/connected", False)
+    c.sync()
+    assert [r["kind"] for r in agent.requests().values()] == ["requestConfirmation"]
+
+
+def test_shown_passkeys_leave_room_for_questions(agent):
+    dbus = dbus_mod()
+    phones = [f"22:00:00:00:00:{i:02X}" for i in range(17)]
+    for address in phones:
+        agent.bz.add_device(address, "Phone")
+
+    def show(address, passkey):
+        token = agent.ask("DisplayPasskey", "ouq", dbus.ObjectPath(Bluez.device_path(address)), dbus.UInt32(passkey),
+                          dbus.UInt16(0))
+        assert agent.bz.wait_agent_result(token) == ["ok"]
+
+    # Sixteen phones pair with us within a minute, each passkey still shown...
+    for i, address in enumerate(phones[:16]):
+        show(address, i)
+    agent.wait_request(16)
+    # ... and BlueZ still gets its question asked, not rejected.
+    token = agent.ask("RequestConfirmation", "ou", dev_path(), dbus.UInt32(424242))
+
+    def asked():
+        return [r for r in agent.requests().values() if r["kind"] == "requestConfirmation"]
+    agent.c.wait_for(lambda: asked() or agent.bz.agent_result(token) != ["pending"], what="the question shown or answered")
+    assert agent.bz.agent_result(token) == ["pending"]
+    question = asked()[0]
+    # What is shown is bounded all the same: a 17th phone's passkey takes the oldest one's place.
+    show(phones[16], 16)
+    agent.c.wait_for(lambda: any(r["passkey"] == "000016" for r in agent.requests().values()), what="the 17th passkey")
+    shown = [r for r in agent.requests().values() if r["kind"] == "displayPasskey"]
+    assert len(shown) == 16 and "1" not in agent.requests()
+    agent.c.call("bluetooth.answer", {"request": question["id"], "accept": True})
+    assert agent.bz.wait_agent_result(token) == ["ok"]
 
 
 def test_cancel_removes_the_request(agent):

@@ -103,6 +103,39 @@ def test_a_soft_block_is_lifted_then_the_adapter_powered(world):
     assert world.c.mirror(world.sub)["bluetooth"]["adapters"]["hci0"]["enabled"] is True
 
 
+def answer_of(c, rid):
+    """The answer to a request sent raw (a call made meanwhile may have read it)."""
+    while rid not in c.responses:
+        msg = c.read_message()
+        if msg.get("id") == rid:
+            return msg
+    return c.responses.pop(rid)
+
+
+def test_a_later_power_off_wins_over_a_power_on_waiting_for_the_kernel(world):
+    k, c = world.kernel, world.c
+    power_off(world)
+    k.switch(0, "hci0", soft=True)
+    world.state("blocked")
+    req = {"jsonrpc": "2.0", "id": 901, "method": "bluetooth.setEnabled", "params": {"adapter": "hci0", "enabled": True}}
+    c.send_raw(json.dumps(req) + "\n")
+    assert k.read_request() == {"idx": 0, "type": TYPE_BLUETOOTH, "op": OP_CHANGE, "soft": 0, "hard": 0}
+    # The user turns Bluetooth off again before the kernel reported the block lifted.
+    assert c.call("bluetooth.setEnabled", {"adapter": "hci0", "enabled": False}) == {"adapter": "hci0", "enabled": False}
+    k.switch(0, "hci0", op=OP_CHANGE, soft=False)
+    c.wait_value(world.sub, "/bluetooth/adapters/hci0/state", predicate=lambda s: s != "blocked")
+    # A barrier through BlueZ: a Set of Powered that qsd made when the kernel reported reached the
+    # mock, and its PropertiesChanged qsd, before this Set.
+    c.call("bluetooth.setAlias", {"adapter": "hci0", "alias": "barrier"})
+    c.wait_value(world.sub, "/bluetooth/adapters/hci0/alias", "barrier")
+    # The latest call won: the adapter stays off, and the earlier call says it was superseded.
+    hci0 = c.mirror(world.sub)["bluetooth"]["adapters"]["hci0"]
+    assert hci0["enabled"] is False and hci0["state"] == "disabled", hci0
+    err = answer_of(c, 901).get("error")
+    assert err and err["code"] == -32002 and err["data"]["name"] == "qsd.bluetooth.Superseded", err
+    assert err["data"]["backend"] == "bluetooth"
+
+
 def test_a_hard_block_is_named(world):
     k = world.kernel
     power_off(world)

@@ -64,6 +64,8 @@ TEST(BluetoothMapping, DeviceKeys) {
 TEST(BluetoothMapping, BoundedStringsCutAtCharacters) {
 	EXPECT_EQ(bounded("short", 248), "short");
 	EXPECT_EQ(bounded(std::string(300, 'x'), 248).size(), 248u);
+	// What is cut keeps no room for the rest (a shortened string would keep its whole buffer).
+	EXPECT_LE(bounded(std::string(1'000'000, 'x'), 248).capacity(), 512u);
 	// "é" is two bytes: a cut in its middle drops it whole.
 	std::string s = std::string(247, 'a') + "\xc3\xa9";
 	EXPECT_EQ(bounded(s, 248), std::string(247, 'a'));

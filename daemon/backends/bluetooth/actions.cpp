@@ -153,6 +153,23 @@ void BluetoothBackend::power(const std::string& key, bool on, std::shared_ptr<An
 	if (it == adapters_.end())
 		return answer->error(ErrorCode::NotFound, "No adapter " + key, {{"param", "adapter"}, {"adapter", key}});
 	auto& a = it->second;
+	// The latest call wins (the serial below): a setEnabled(true) still waiting for the kernel to
+	// lift a soft block must not power the adapter when the kernel reports, after this call. It is
+	// answered now; the block it lifted stays lifted.
+	std::vector<std::unique_ptr<PendingUnblock>> superseded;
+	for (auto u = unblocks_.begin(); u != unblocks_.end();) {
+		if ((*u)->adapter == key) {
+			superseded.push_back(std::move(*u));
+			u = unblocks_.erase(u);
+		} else {
+			++u;
+		}
+	}
+	for (auto& u: superseded) {
+		auto message = fmt::format("{}: superseded by a later bluetooth.setEnabled", key);
+		u->answer->error(ErrorCode::BackendFailed, message,
+		                 {{"backend", "bluetooth"}, {"name", "qsd.bluetooth.Superseded"}, {"message", message}});
+	}
 	uint64_t serial = nextSerial_++;
 	a.pending = on ? Intent::On : Intent::Off;
 	a.serial = serial;
@@ -341,6 +358,10 @@ void BluetoothBackend::pair(Call& c) {
 			    if (it->second.pairing > 0) --it->second.pairing;
 			    publishDevice(key);
 		    }
+		    // The pairing failed: BlueZ sends no Cancel for the passkey or PIN code it had qsd show
+		    // (those calls wait for no answer), which would stay on screen until the timeout.
+		    // InProgress is no failure of the pairing that goes on (another one's).
+		    if (e && e->getName() != "org.bluez.Error.InProgress") endDisplayOf(key, "the pairing failed");
 		    if (e) return answer->failed(*e);
 		    // Trusted, or the device will not reconnect on its own (what bluetoothctl users do by hand).
 		    setProperty(path, kDeviceIface, "Trusted", sdbus::Variant(true), [answer, key](const sdbus::Error* e) {
@@ -354,7 +375,14 @@ void BluetoothBackend::pair(Call& c) {
 void BluetoothBackend::cancelPairing(Call& c) {
 	auto& d = device(c.params());
 	auto key = c.params().string("device");
-	callMethod(d.path, kDeviceIface, "CancelPairing", {}, answerWith(c.answer(), {{"device", key}}));
+	auto answer = c.answer();
+	callMethod(d.path, kDeviceIface, "CancelPairing", {}, [this, key, answer](const sdbus::Error* e) {
+		// Cancelled, or BlueZ had no pairing of its own to cancel (DoesNotExist: the other side
+		// started it): either way the user is done with it, and what it showed goes.
+		endDisplayOf(key, "the pairing was cancelled");
+		if (e) answer->failed(*e);
+		else answer->result({{"device", key}});
+	});
 }
 
 void BluetoothBackend::connectDevice(Call& c) {

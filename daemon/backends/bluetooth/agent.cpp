@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace qsd::bluetooth {
 
 namespace {
@@ -158,14 +160,19 @@ void BluetoothBackend::onAgentCall(sdbus::MethodCall call, AgentKind kind) {
 			uint16_t entered = 0;
 			call >> entered;
 			r.entered = entered;
-			// BlueZ calls again as keys are typed on the other side: the passkey on screen is updated.
-			for (auto& [n, old]: requests_) {
-				if (old.kind != AgentKind::DisplayPasskey || old.device != r.device) continue;
-				old.passkey = r.passkey;
-				old.entered = r.entered;
-				context_.tree.set(std::string(kRequests) + "/" + old.id, requestJson(old));
-				replyEmpty(call);
-				return;
+			// BlueZ calls again as keys are typed on the other side (entered 1, 2, ...): the request
+			// on screen is updated in place. Another passkey, or one with nothing typed, is another
+			// pairing attempt (the last one failed): a new request below, with its event and its
+			// own 60 s. (A keypress "cleared" also reports 0 with the same passkey; it cannot be
+			// told from a new attempt, and showing it anew loses nothing.)
+			if (entered != 0) {
+				for (auto& [n, old]: requests_) {
+					if (old.kind != AgentKind::DisplayPasskey || old.device != r.device || old.passkey != r.passkey) continue;
+					old.entered = r.entered;
+					context_.tree.set(std::string(kRequests) + "/" + old.id, requestJson(old));
+					replyEmpty(call);
+					return;
+				}
 			}
 		}
 		break;
@@ -178,9 +185,20 @@ void BluetoothBackend::onAgentCall(sdbus::MethodCall call, AgentKind kind) {
 	}
 	default: break;
 	}
-	// A misbehaving peer calling in a loop must not grow the daemon: questions beyond the bound
-	// are refused at once (BlueZ itself asks one at a time).
-	if (requests_.size() >= kMaxAgentRequests) {
+	if (answeredAtOnce(kind)) {
+		// One thing shown per device: what BlueZ shows now replaces what it showed for an earlier
+		// attempt. Shown requests wait for no answer, so they take no room from questions; they
+		// have a bound of their own, the oldest making room (peers pairing in a loop).
+		endDisplayOf(r.device, "replaced by a new one");
+		auto isShown = [](const auto& q) { return answeredAtOnce(q.second.kind); };
+		if (size_t(std::count_if(requests_.begin(), requests_.end(), isShown)) >= kMaxDisplayRequests) {
+			// requests_ is in the order they came: the first shown one is the oldest.
+			auto oldest = std::find_if(requests_.begin(), requests_.end(), isShown);
+			endRequest(oldest->first, "too many are shown at once; this was the oldest");
+		}
+	} else if (waitingRequests() >= kMaxAgentRequests) {
+		// A misbehaving peer calling in a loop must not grow the daemon: questions beyond the bound
+		// are refused at once (BlueZ itself asks one at a time).
 		if (!requestsWarned_)
 			log::warning("bluetooth", "{} agent requests are waiting: further ones are rejected until some are answered",
 			             kMaxAgentRequests);
@@ -208,17 +226,30 @@ void BluetoothBackend::endRequest(uint64_t n, const char* reason) {
 	if (it == requests_.end()) return;
 	auto r = std::move(it->second);
 	requests_.erase(it);
-	if (requests_.size() < kMaxAgentRequests) requestsWarned_ = false;
+	if (waitingRequests() < kMaxAgentRequests) requestsWarned_ = false;
 	if (!r.replied) replyError(r.call, kCanceled, reason);
 	log::info("bluetooth", "agent request {} ended: {}", r.id, reason);
 	context_.tree.remove(std::string(kRequests) + "/" + r.id);
 }
 
-void BluetoothBackend::endRequestsOf(const std::string& deviceKey, bool displayOnly) {
+size_t BluetoothBackend::waitingRequests() const {
+	size_t n = 0;
+	for (const auto& [_, r]: requests_) n += r.replied ? 0 : 1;
+	return n;
+}
+
+void BluetoothBackend::endRequestsOf(const std::string& deviceKey, const char* reason) {
 	std::vector<uint64_t> ids;
 	for (const auto& [n, r]: requests_)
-		if (r.device == deviceKey && (!displayOnly || answeredAtOnce(r.kind))) ids.push_back(n);
-	for (auto n: ids) endRequest(n, displayOnly ? "the device is paired" : "the device is gone");
+		if (r.device == deviceKey) ids.push_back(n);
+	for (auto n: ids) endRequest(n, reason);
+}
+
+void BluetoothBackend::endDisplayOf(const std::string& deviceKey, const char* reason) {
+	std::vector<uint64_t> ids;
+	for (const auto& [n, r]: requests_)
+		if (r.device == deviceKey && answeredAtOnce(r.kind)) ids.push_back(n);
+	for (auto n: ids) endRequest(n, reason);
 }
 
 void BluetoothBackend::cancelAllRequests(const char* reason) {

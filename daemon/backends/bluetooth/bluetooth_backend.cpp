@@ -95,11 +95,17 @@ void BluetoothBackend::reset() {
 	calls_.cancel("agent");
 	cancelAllRequests("BlueZ left the bus");
 	unblocks_.clear();        // their setEnabled answers BackendUnavailable
-	for (auto& [_, d]: discovery_) {
-		// BlueZ forgot qsd's sessions; the claims stay, and start discovery again when it is back.
+	for (auto it = discovery_.begin(); it != discovery_.end();) {
+		// BlueZ forgot qsd's sessions; the claims held stay, and start discovery again when it is
+		// back. A claim whose StartDiscovery was still in flight is answered BackendUnavailable
+		// (its Answer goes with `waiting`), so it is not kept either, as in discoveryLost: nothing
+		// may start discovery later for a request that failed.
+		auto& d = it->second;
 		d.phase = Discovery::Phase::Stopped;
 		++d.serial;
+		for (const auto& w: d.waiting) d.holders.erase(w.first);
 		d.waiting.clear();
+		it = d.holders.empty() ? discovery_.erase(it) : std::next(it);
 	}
 	adapters_.clear();
 	devices_.clear();
@@ -217,10 +223,16 @@ void BluetoothBackend::changed(const std::string& path, const std::string& inter
 		return;
 	}
 	publishDevice(id->key);
-	// What was shown for the pairing is no longer needed once the device is paired.
-	if (interface == kDeviceIface && has(names, "Paired")) {
-		const auto* v = cache_->property(path, kDeviceIface, "Paired");
-		if (v && dbus::asBool(*v).value_or(false)) endRequestsOf(id->key, true);
+	// What was shown for the pairing is no longer needed once the device is paired, nor once its
+	// link is gone: no pairing goes on without one, and BlueZ cancels no display request (a
+	// pairing the other side started and gave up on ends so; questions BlueZ cancels itself).
+	if (interface == kDeviceIface) {
+		auto boolOf = [&](const char* name) -> std::optional<bool> {
+			const auto* v = cache_->property(path, kDeviceIface, name);
+			return v ? dbus::asBool(*v) : std::nullopt;
+		};
+		if (has(names, "Paired") && boolOf("Paired") == true) endDisplayOf(id->key, "the device is paired");
+		else if (has(names, "Connected") && boolOf("Connected") == false) endDisplayOf(id->key, "the device disconnected");
 	}
 }
 
@@ -271,7 +283,7 @@ void BluetoothBackend::addDevice(const std::string& path, const DeviceId& id) {
 void BluetoothBackend::removeDevice(const std::string& key) {
 	auto it = devices_.find(key);
 	if (it == devices_.end()) return;
-	endRequestsOf(key, false);
+	endRequestsOf(key, "the device is gone");
 	bool wasPublished = it->second.published;
 	reader_.forget(it->second.path);
 	devices_.erase(it);

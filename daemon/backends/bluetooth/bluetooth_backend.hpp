@@ -64,6 +64,7 @@ public:
 	// Bounds on what peers can make grow (docs/backends/bluetooth.md, "Limits").
 	static constexpr size_t kMaxDevices = 1024;           // devices in the tree
 	static constexpr size_t kMaxAgentRequests = 16;       // agent questions waiting at once
+	static constexpr size_t kMaxDisplayRequests = 16;     // passkeys and PIN codes shown at once (one per device)
 	static constexpr auto kAgentTimeout = std::chrono::seconds(60);
 	static constexpr auto kUnblockTimeout = std::chrono::seconds(5);
 	static constexpr auto kPairTimeout = std::chrono::seconds(120);
@@ -151,7 +152,11 @@ private:
 	void replyEmpty(const sdbus::MethodCall& call);
 	void replyError(const sdbus::MethodCall& call, const char* name, const std::string& message);
 	void endRequest(uint64_t id, const char* reason);
-	void endRequestsOf(const std::string& deviceKey, bool displayOnly);
+	void endRequestsOf(const std::string& deviceKey, const char* reason);
+	// What is shown for a device's pairing (displayPasskey, displayPinCode): BlueZ never cancels
+	// it (the calls wait for no answer), so qsd ends it when that pairing is over.
+	void endDisplayOf(const std::string& deviceKey, const char* reason);
+	size_t waitingRequests() const;   // questions not answered yet: the ones kMaxAgentRequests bounds
 	void cancelAllRequests(const char* reason);
 	json requestJson(const AgentRequest& r) const;
 	void answer(Call& c);

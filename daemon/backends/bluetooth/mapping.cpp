@@ -91,8 +91,8 @@ std::string bounded(std::string s, size_t maxBytes) {
 	size_t cut = maxBytes;
 	// Back up over continuation bytes (10xxxxxx) to the start of the character that would be cut.
 	while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-	s.resize(cut);
-	return s;
+	// A copy, not s.resize(cut): a shortened string keeps its whole buffer.
+	return s.substr(0, cut);
 }
 
 std::optional<std::string> adapterKey(std::string_view path) {
