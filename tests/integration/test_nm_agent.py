@@ -27,6 +27,18 @@ def wifi_connection(uuid="6a1b3c4d-0000-4000-8000-000000000001", ssid="Neighbour
     }
 
 
+def dot1x_connection(uuid="6a1b3c4d-0000-4000-8000-0000000000e1", eap="peap", phase2="mschapv2"):
+    """A Wi-Fi enterprise profile as NetworkManager passes it to GetSecrets, with a system-owned
+    secret that came along (never read)."""
+    return {
+        "connection": {"id": "Campus", "uuid": uuid, "type": "802-11-wireless"},
+        "802-11-wireless": {"ssid": dbus.ByteArray(b"Campus"), "mode": "infrastructure"},
+        "802-11-wireless-security": {"key-mgmt": "wpa-eap"},
+        "802-1x": {"eap": dbus.Array([eap], signature="s"), "phase2-auth": phase2, "identity": "bob",
+                   "password-flags": dbus.UInt32(1), "ca-cert-password": "system-owned ca secret"},
+    }
+
+
 def vpn_connection(uuid="6a1b3c4d-0000-4000-8000-0000000000aa"):
     return {
         "connection": {"id": "Work VPN", "uuid": uuid, "type": "vpn"},
@@ -134,6 +146,92 @@ def test_prompt_answered_with_a_psk(agent):
     log = agent.env.qsd_log()
     assert PSK not in log and "short" not in log
     assert PSK not in str(agent.c.mirror(agent.sub))
+
+
+def test_psks_networkmanager_takes(agent):
+    """An answer's psk follows NetworkManager's rule (nm_utils_wpa_psk_valid): 8..63 bytes of any
+    kind, so a passphrase that is not ASCII joins, or 64 hex digits; SAE takes any password."""
+    agent.claim()
+    for psk in ("p\u00e4ssw\u00f6rd-123", "0123456789abcdef" * 4):
+        token = agent.ask()
+        rid, _ = agent.only_request()
+        agent.c.call("network.answerSecrets", {"request": rid, "secrets": {"psk": psk}})
+        assert agent.reply(token) == ("ok", "", {"802-11-wireless-security": {"psk": psk}})
+        agent.wait("/network/secretRequests", {})
+    # 64 characters that are not hex digits: refused, the request kept for another try.
+    token = agent.ask()
+    rid, _ = agent.only_request()
+    for bad in ("x" * 64, "a" * 62 + "\u00e4", "p\u00e4ssw"):
+        with pytest.raises(RpcError) as err:
+            agent.c.call("network.answerSecrets", {"request": rid, "secrets": {"psk": bad}})
+        assert err.value.code == -32602 and err.value.data["param"] == "secrets.psk", bad
+    assert agent.pending(token) and rid in agent.get("/network/secretRequests")
+    agent.c.call("network.cancelSecrets", {"request": rid})
+    agent.wait("/network/secretRequests", {})
+    # SAE (WPA3): a 7-character password is one.
+    sae = wifi_connection()
+    sae["802-11-wireless-security"]["key-mgmt"] = "sae"
+    token = agent.ask(sae)
+    rid, _ = agent.only_request()
+    agent.c.call("network.answerSecrets", {"request": rid, "secrets": {"psk": "1234567"}})
+    assert agent.reply(token) == ("ok", "", {"802-11-wireless-security": {"psk": "1234567"}})
+    assert "p\u00e4ssw\u00f6rd-123" not in agent.env.qsd_log()
+
+
+def test_dot1x_asks_for_what_networkmanager_hints(agent):
+    """NetworkManager's hints name the 802.1X keys it needs: the request asks for those (a
+    password would be ignored and asked for again, forever). An identity alone answers nothing:
+    NetworkManager takes only secrets from an agent."""
+    agent.claim()
+    token = agent.ask(dot1x_connection(), "802-1x", ["phase2-private-key-password"])
+    rid, req = agent.only_request()
+    assert req["type"] == "8021x" and req["setting"] == "802-1x" and req["ssid"] == "Campus"
+    assert req["fields"] == [{"key": "identity", "label": "Username", "secret": False},
+                             {"key": "phase2-private-key-password", "label": "Inner private key password", "secret": True}]
+    with pytest.raises(RpcError) as err:
+        agent.c.call("network.answerSecrets", {"request": rid, "secrets": {"identity": "bob"}})
+    assert err.value.code == -32602 and err.value.data["param"] == "secrets"
+    assert "phase2-private-key-password" in err.value.data["expected"]
+    assert agent.pending(token) and rid in agent.get("/network/secretRequests")
+    agent.c.call("network.answerSecrets", {"request": rid, "secrets": {"identity": "bob",
+                                                                       "phase2-private-key-password": "key pw"}})
+    assert agent.reply(token) == ("ok", "", {"802-1x": {"identity": "bob", "phase2-private-key-password": "key pw"}})
+    agent.wait("/network/secretRequests", {})
+
+    # Several keys; password and its byte-array alternative password-raw make one field.
+    agent.ask(dot1x_connection(), "802-1x", ["ca-cert-password", "client-cert-password", "pin"])
+    rid, req = agent.only_request()
+    assert [(f["key"], f["label"], f["secret"]) for f in req["fields"]] == [
+        ("identity", "Username", False), ("ca-cert-password", "CA certificate password", True),
+        ("client-cert-password", "Client certificate password", True), ("pin", "PIN", True)]
+    agent.c.call("network.cancelSecrets", {"request": rid})
+    agent.wait("/network/secretRequests", {})
+    agent.ask(dot1x_connection(), "802-1x", ["password", "password-raw"])
+    rid, req = agent.only_request()
+    assert [f["key"] for f in req["fields"]] == ["identity", "password"]
+    agent.c.call("network.cancelSecrets", {"request": rid})
+    agent.wait("/network/secretRequests", {})
+    # password-raw alone: the typed text goes as the bytes NetworkManager's ay takes.
+    token = agent.ask(dot1x_connection(), "802-1x", ["password-raw"])
+    rid, req = agent.only_request()
+    assert req["fields"][1] == {"key": "password-raw", "label": "Password", "secret": True}
+    agent.c.call("network.answerSecrets", {"request": rid, "secrets": {"password-raw": "p\u00e4ss"}})
+    state, _, secrets = agent.reply(token)
+    assert state == "ok" and bytes(secrets["802-1x"]["password-raw"]) == "p\u00e4ss".encode()
+    agent.wait("/network/secretRequests", {})
+
+    # No hints (NetworkManager's own Ethernet and Wi-Fi devices give none): by the EAP method.
+    agent.ask(dot1x_connection(eap="peap", phase2="mschapv2"), "802-1x")
+    rid, req = agent.only_request()
+    assert [f["key"] for f in req["fields"]] == ["identity", "password"]
+    agent.c.call("network.cancelSecrets", {"request": rid})
+    agent.wait("/network/secretRequests", {})
+    agent.ask(dot1x_connection(eap="sim"), "802-1x")
+    rid, req = agent.only_request()
+    assert [f["key"] for f in req["fields"]] == ["identity", "pin"]
+    agent.c.call("network.cancelSecrets", {"request": rid})
+    agent.wait("/network/secretRequests", {})
+    assert "system-owned ca secret" not in agent.env.qsd_log()
 
 
 def test_cancel_is_exactly_user_canceled(agent):

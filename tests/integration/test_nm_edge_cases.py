@@ -130,18 +130,81 @@ def test_hidden_networks_and_their_security(env):
     c.call("network.connect", {"device": "wlan0", "network": "Neighbour", "psk": "passphrase", "security": "sae"})
     add = m.calls(P, "AddAndActivateConnection")[-1]
     assert add[0]["802-11-wireless-security"]["key-mgmt"] == "sae" and add[2] == nb
-    # A 64-character key must be hex (a raw PSK); 8..63 characters must be printable ASCII.
+    # A 64-character key must be hex (a raw PSK); the rest of the key rules: test_psk_rules_are_networkmanagers.
     c.call("network.connect", {"device": "wlan0", "network": "Third", "psk": "0123456789abcdef" * 4})
     assert m.calls(P, "AddAndActivateConnection")[-1][0]["802-11-wireless-security"]["psk"] == "0123456789abcdef" * 4
     before = len(m.calls(P, "AddAndActivateConnection"))
-    for params, param in [({"psk": "g" * 64}, "psk"), ({"psk": "caf\u00e9 au lait"}, "psk"),
-                          ({"psk": "tab\there!"}, "psk"), ({"psk": "12345678", "security": "wep"}, "security"),
+    for params, param in [({"psk": "g" * 64}, "psk"), ({"psk": "12345678", "security": "wep"}, "security"),
                           ({"psk": "12345678", "security": "open"}, "psk"), ({"security": "sae"}, "psk")]:
         with pytest.raises(RpcError) as err:
             c.call("network.connect", {"device": "wlan0", "network": "Other", "hidden": True, **params})
         assert err.value.code == -32602 and err.value.data["param"] == param, (params, err.value)
     assert len(m.calls(P, "AddAndActivateConnection")) == before
     assert "a WPA3 passphrase" not in env.qsd_log()
+
+
+def test_psk_rules_are_networkmanagers(env):
+    """network.connect takes the keys NetworkManager takes: a WPA-PSK passphrase of 8..63 bytes of
+    any kind (nm_utils_wpa_psk_valid checks no characters: a UTF-8 passphrase joins) or 64 hex
+    digits; an SAE (WPA3) password of any length. The rule follows the key management the key
+    goes with: the saved profile's, else the security's."""
+    m = NmMock(env)
+    w = m.add_wifi("wlan0")
+    # Networks without a profile (each connect below saves one, the template's way).
+    aps = {name: m.add_ap(w, f"ap_{i}", name, f"00:11:22:33:44:{70 + i}") for i, name in
+           enumerate(("Third", "Fourth", "Fifth", "Sixth"))}
+    m.add_ap(w, "ap_wpa3", "Wpa3Home", "00:11:22:33:44:79")
+    sae_profile = m.add_connection(wifi_profile("33333333-0000-0000-0000-000000000001", "Wpa3Home", 500, key_mgmt="sae"))
+    c, get, wait = start(env, m)
+    wait("/network/devices/wlan0/networks/Wpa3Home/known", True)
+    wait("/network/devices/wlan0/networks", predicate=lambda v: v and set(aps) <= set(v))
+
+    def added(**params):
+        c.call("network.connect", {"device": "wlan0", **params})
+        add = m.calls(P, "AddAndActivateConnection")[-1]
+        assert add[2] == aps[params["network"]]
+        return add[0]["802-11-wireless-security"]
+
+    # Not ASCII: 12 characters, 14 bytes.
+    assert added(network="Third", psk="p\u00e4ssw\u00f6rd-123") == {"key-mgmt": "wpa-psk", "psk": "p\u00e4ssw\u00f6rd-123"}
+    # 6 characters but 8 bytes: NetworkManager counts bytes.
+    assert added(network="Fourth", psk="p\u00e4ssw\u00f6")["psk"] == "p\u00e4ssw\u00f6"
+    assert added(network="Fifth", psk="0123456789ABCDEF" * 4)["psk"] == "0123456789ABCDEF" * 4
+    # SAE: a 7-character password, of a new profile (hidden or not) or of a saved SAE profile.
+    assert added(network="Sixth", psk="1234567", security="sae") == {"key-mgmt": "sae", "psk": "1234567"}
+    try:
+        c.call("network.connect", {"device": "wlan0", "network": "Hidden3", "hidden": True, "psk": "1234567",
+                                   "security": "sae"})
+    except RpcError as err:
+        assert err.code == -32002, err   # the template adds no connection without an access point
+    assert m.calls(P, "AddAndActivateConnection")[-1][0]["802-11-wireless-security"] == {"key-mgmt": "sae", "psk": "1234567"}
+    c.call("network.connect", {"device": "wlan0", "network": "Wpa3Home", "psk": "wpa3pw!"})
+    update = m.calls(sae_profile, "Update")[-1][0]
+    assert update["802-11-wireless-security"]["key-mgmt"] == "sae" and update["802-11-wireless-security"]["psk"] == "wpa3pw!"
+
+    # Refused before any call: a saved WPA-PSK profile (Third's, now) and a new one alike.
+    third = m.calls(P, "AddAndActivateConnection")[0]
+    m.add_ap(w, "ap_new", "Unsaved", "00:11:22:33:44:7a")
+    wait("/network/devices/wlan0/networks/Unsaved/visible", True)
+    updates = len(m.calls(sae_profile, "Update"))
+    before = len(m.calls(P, "AddAndActivateConnection"))
+    for params in ({"network": "Third", "psk": "g" * 64},                # 64 characters, not hex
+                   {"network": "Unsaved", "psk": "g" * 64},
+                   {"network": "Third", "psk": "a" * 62 + "\u00e4"},    # 63 characters, 64 bytes, not hex
+                   {"network": "Unsaved", "psk": "a" * 65},
+                   {"network": "Third", "psk": "1234567"},               # WPA-PSK: 8 bytes at least
+                   {"network": "Unsaved", "psk": "p\u00e4ssw"},          # 6 bytes
+                   {"network": "Unsaved", "psk": "nul\u0000byte!"},      # a D-Bus string would end there
+                   {"network": "Unsaved", "psk": "", "security": "sae"},
+                   {"network": "Wpa3Home", "psk": ""},
+                   {"network": "Hidden4", "hidden": True, "psk": "1234567"}):
+        with pytest.raises(RpcError) as err:
+            c.call("network.connect", {"device": "wlan0", **params})
+        assert err.value.code == -32602 and err.value.data["param"] == "psk", (params, err.value)
+    assert len(m.calls(P, "AddAndActivateConnection")) == before
+    assert len(m.calls(sae_profile, "Update")) == updates == 1
+    assert third[0]["802-11-wireless-security"]["psk"] == "p\u00e4ssw\u00f6rd-123"
+    assert "p\u00e4ssw\u00f6rd-123" not in env.qsd_log()
 
 
 def boottime_ms():

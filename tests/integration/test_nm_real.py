@@ -237,6 +237,62 @@ def test_update_profile_keeps_the_stored_secrets(env, real):
     assert "s3cret passphrase" not in str(c.mirror(sub))
 
 
+def test_update_profile_of_a_renamed_property(env, real):
+    """NetworkManager's GetSettings carries ipv4 addresses, routes (and dns) in two spellings, the
+    legacy `addresses` and the newer `address-data`..., and when an Update carries both the daemon
+    takes the legacy one (libnm's _nm_setting_use_legacy_property). qsd sends back the cached
+    settings merged with the change: a change to one spelling must go without the other, or
+    NetworkManager keeps the old value without a word. Checked in what NetworkManager stored."""
+    env.start_qsd(backends=["nm"])
+    c = env.client()
+    sub = c.subscribe(["/network/available"])
+    c.wait_value(sub, "/network/available", True, timeout=20)
+    real.nmcli("connection", "add", "type", "ethernet", "ifname", "veth-a", "con-name", "manual",
+               "ipv4.method", "manual", "ipv4.addresses", "10.0.0.1/24", "ipv4.gateway", "10.0.0.254",
+               "ipv4.routes", "192.168.5.0/24 10.0.0.254", "ipv4.dns", "192.168.1.1",
+               "ipv6.method", "disabled", "connection.autoconnect", "no")
+    uuid = real.nmcli("-g", "connection.uuid", "connection", "show", "manual").strip()
+    stored = lambda key: real.nmcli("-g", key, "connection", "show", uuid).strip()  # noqa: E731
+
+    def ipv4():
+        try:
+            return c.call("network.getProfile", {"profile": uuid})["settings"]["ipv4"]
+        except RpcError:
+            return None
+
+    def update(changes, check):
+        """Updates through qsd, then waits until qsd's copy (getProfile reads it again, which is
+        also what the next update merges into) shows the change."""
+        c.call("network.updateProfile", {"profile": uuid, "settings": {"ipv4": changes}})
+        wait_until(lambda: (v := ipv4()) is not None and check(v), timeout=20, what=f"the update {changes} in qsd")
+
+    ip = wait_until(ipv4, timeout=20, what="the profile in qsd")
+    # Both spellings, as NetworkManager sends them: the case this is about.
+    assert "addresses" in ip and ip["address-data"] == [{"address": "10.0.0.1", "prefix": 24}]
+    assert "routes" in ip and "route-data" in ip
+
+    update({"address-data": [{"address": "10.0.0.2", "prefix": 24}]},
+           lambda v: v.get("address-data") == [{"address": "10.0.0.2", "prefix": 24}])
+    assert stored("ipv4.addresses") == "10.0.0.2/24"
+    assert stored("ipv4.gateway") == "10.0.0.254"          # untouched
+    assert "192.168.5.0/24" in stored("ipv4.routes")
+
+    # The legacy addresses carry a gateway too, which NetworkManager would take instead.
+    update({"gateway": "10.0.0.253"}, lambda v: v.get("gateway") == "10.0.0.253")
+    assert stored("ipv4.gateway") == "10.0.0.253"
+    assert stored("ipv4.addresses") == "10.0.0.2/24"
+
+    update({"route-data": [{"dest": "192.168.6.0", "prefix": 24, "next-hop": "10.0.0.254"}]},
+           lambda v: [r.get("dest") for r in v.get("route-data", [])] == ["192.168.6.0"])
+    routes = stored("ipv4.routes")
+    assert "192.168.6.0/24" in routes and "192.168.5.0" not in routes
+
+    if "dns-data" in ipv4():   # NetworkManager 1.42 names the DNS servers both ways as well
+        update({"dns-data": ["9.9.9.9"]}, lambda v: v.get("dns-data") == ["9.9.9.9"])
+        assert stored("ipv4.dns") == "9.9.9.9"
+    assert stored("ipv4.addresses") == "10.0.0.2/24" and stored("ipv4.gateway") == "10.0.0.253"
+
+
 # --- the secret agent and every saved connection, against the real service --------------------
 
 EAP_USER, EAP_PASSWORD = "alice", "md5 secret 42"

@@ -38,9 +38,21 @@ TEST(NmPsk, PassphrasesAndRawKeys) {
 	EXPECT_NE(pskProblem(std::string(65, 'a')), std::nullopt);       // too long
 	EXPECT_NE(pskProblem(std::string(64, 'g')), std::nullopt);       // 64 characters, not hex
 	EXPECT_NE(pskProblem(std::string(63, 'a') + " "), std::nullopt); // 64, a space
-	EXPECT_NE(pskProblem("caf\xc3\xa9 au lait"), std::nullopt);      // not ASCII
-	EXPECT_NE(pskProblem("tab\there!"), std::nullopt);               // a control character
-	EXPECT_NE(pskProblem(std::string("nul\0byte!", 9)), std::nullopt);
+	// NetworkManager counts bytes and checks no characters (nm_utils_wpa_psk_valid).
+	EXPECT_EQ(pskProblem("caf\xc3\xa9 au lait"), std::nullopt);
+	EXPECT_EQ(pskProblem("p\xc3\xa4ssw\xc3\xb6rd-123"), std::nullopt);
+	EXPECT_EQ(pskProblem("p\xc3\xa4ssw\xc3\xb6"), std::nullopt);           // 6 characters, 8 bytes
+	EXPECT_NE(pskProblem("p\xc3\xa4ss"), std::nullopt);                  // 5 bytes
+	EXPECT_NE(pskProblem(std::string(62, 'a') + "\xc3\xa4"), std::nullopt); // 63 characters, 64 bytes, not hex
+	EXPECT_EQ(pskProblem("tab\there!"), std::nullopt);
+	EXPECT_NE(pskProblem(std::string("nul\0byte!", 9)), std::nullopt);   // a D-Bus string would end there
+	// SAE (WPA3): any non-empty password.
+	EXPECT_EQ(pskProblem("1234567", "sae"), std::nullopt);
+	EXPECT_EQ(pskProblem("x", "sae"), std::nullopt);
+	EXPECT_EQ(pskProblem(std::string(100, 'g'), "sae"), std::nullopt);
+	EXPECT_NE(pskProblem("", "sae"), std::nullopt);
+	EXPECT_NE(pskProblem(std::string("nul\0byte!", 9), "sae"), std::nullopt);
+	EXPECT_NE(pskProblem("1234567", "wpa-psk"), std::nullopt);
 }
 
 TEST(NmScanDelay, DueAfterTheIntervalSinceTheNewerOfTheLastScanAndTheLastRequest) {

@@ -3,6 +3,7 @@
 
 #include "backends/nm/secrets.hpp"
 
+#include "dbus/raw.hpp"
 #include "dbus/variant.hpp"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,17 @@ std::vector<std::string> keys(const SecretPrompt& p) {
 }
 
 using Keys = std::vector<std::string>;
+
+// The reply writeSecretsReply writes, read back as NetworkManager gets it.
+RawSettings secretsReply(const SecretPrompt& p, const std::map<std::string, std::string>& secrets) {
+	auto msg = qsd::dbus::plainMessage();
+	writeSecretsReply(msg, p, secrets);
+	msg.seal();
+	msg.rewind(true);
+	RawSettings out;
+	msg >> out;
+	return out;
+}
 
 } // namespace
 
@@ -87,6 +99,38 @@ TEST(NmSecretPrompt, Dot1xIdentityAndPassword) {
 	EXPECT_EQ(p.ssid, std::nullopt);
 	s["802-1x"].insert_or_assign("eap", Variant(std::vector<std::string>{"tls"}));
 	EXPECT_EQ(keys(secretPrompt(s, "802-1x", {}, 1)), (Keys{"identity", "private-key-password"}));
+	// Without hints, by the EAP method as NetworkManager's need_secrets: a SIM's PIN, the inner
+	// TLS key's password of PEAP or TTLS.
+	s["802-1x"].insert_or_assign("eap", Variant(std::vector<std::string>{"sim"}));
+	EXPECT_EQ(keys(secretPrompt(s, "802-1x", {}, 1)), (Keys{"identity", "pin"}));
+	s["802-1x"].insert_or_assign("eap", Variant(std::vector<std::string>{"peap"}));
+	s["802-1x"].insert_or_assign("phase2-autheap", Variant(std::string("tls")));
+	EXPECT_EQ(keys(secretPrompt(s, "802-1x", {}, 1)), (Keys{"identity", "phase2-private-key-password"}));
+	s["802-1x"].insert_or_assign("phase2-autheap", Variant(std::string("mschapv2")));
+	EXPECT_EQ(keys(secretPrompt(s, "802-1x", {}, 1)), (Keys{"identity", "password"}));
+}
+
+// NetworkManager's hints name the 802.1X keys it needs: those are asked for, not a password.
+TEST(NmSecretPrompt, Dot1xFromHints) {
+	auto s = connection("802-11-wireless", "Campus");
+	s["802-1x"] = {{"eap", Variant(std::vector<std::string>{"peap"})}, {"phase2-auth", Variant(std::string("mschapv2"))}};
+	auto p = secretPrompt(s, "802-1x", {"phase2-private-key-password"}, 1);
+	ASSERT_EQ(p.fields.size(), 2u);
+	EXPECT_EQ(p.fields[0], (SecretField{"identity", "Username", false}));
+	EXPECT_EQ(p.fields[1], (SecretField{"phase2-private-key-password", "Inner private key password", true}));
+	p = secretPrompt(s, "802-1x", {"ca-cert-password", "client-cert-password", "pin"}, 1);
+	ASSERT_EQ(keys(p), (Keys{"identity", "ca-cert-password", "client-cert-password", "pin"}));
+	EXPECT_EQ(p.fields[1].label, "CA certificate password");
+	EXPECT_EQ(p.fields[2].label, "Client certificate password");
+	EXPECT_EQ(p.fields[3].label, "PIN");
+	for (const auto& f: p.fields) EXPECT_EQ(f.secret, f.key != "identity") << f.key;
+	// password and its byte-array alternative password-raw: one field.
+	EXPECT_EQ(keys(secretPrompt(s, "802-1x", {"password", "password-raw"}, 1)), (Keys{"identity", "password"}));
+	p = secretPrompt(s, "802-1x", {"password-raw"}, 1);
+	ASSERT_EQ(keys(p), (Keys{"identity", "password-raw"}));
+	EXPECT_EQ(p.fields[1].label, "Password");
+	// A hint of the identity only (iwd asks for it so): a secret is still asked for.
+	EXPECT_EQ(keys(secretPrompt(s, "802-1x", {"identity"}, 1)), (Keys{"identity", "password"}));
 }
 
 TEST(NmSecretPrompt, VpnFromHintsThenDataFlags) {
@@ -157,9 +201,27 @@ TEST(NmSecretAnswer, KeysMustBeFieldsAndPsksValid) {
 	EXPECT_NE(bad->expected.find("psk"), std::string::npos);
 	EXPECT_EQ(secretsProblem(p, {})->param, "secrets");
 	EXPECT_EQ(secretsProblem(p, {{"psk", std::string("abcdefgh\0ij", 11)}})->param, "secrets.psk");
+	// NetworkManager's rule (nm_utils_wpa_psk_valid): 8..63 bytes of anything, or 64 hex digits.
+	EXPECT_EQ(secretsProblem(p, {{"psk", "p\xc3\xa4ssw\xc3\xb6rd-123"}}), std::nullopt);
+	EXPECT_EQ(secretsProblem(p, {{"psk", std::string(64, 'F')}}), std::nullopt);
+	EXPECT_EQ(secretsProblem(p, {{"psk", std::string(64, 'x')}})->param, "secrets.psk");
 	// SAE passwords are not WPA passphrases: any length.
 	auto sae = secretPrompt(wifi("sae"), "802-11-wireless-security", {}, 1);
 	EXPECT_EQ(secretsProblem(sae, {{"psk", "short"}}), std::nullopt);
+	EXPECT_EQ(secretsProblem(sae, {{"psk", std::string(100, 'x')}}), std::nullopt);
+	EXPECT_EQ(secretsProblem(sae, {{"psk", ""}})->param, "secrets.psk");
+}
+
+TEST(NmSecretAnswer, AnIdentityAloneIsNoAnswer) {
+	auto s = connection("802-3-ethernet", "Office");
+	s["802-1x"] = {{"eap", Variant(std::vector<std::string>{"md5"})}};
+	auto p = secretPrompt(s, "802-1x", {}, 1);
+	auto bad = secretsProblem(p, {{"identity", "bob"}});
+	ASSERT_TRUE(bad);
+	EXPECT_EQ(bad->param, "secrets");
+	EXPECT_NE(bad->expected.find("password"), std::string::npos);
+	EXPECT_EQ(secretsProblem(p, {{"identity", "bob"}, {"password", "pw"}}), std::nullopt);
+	EXPECT_EQ(secretsProblem(p, {{"password", "pw"}}), std::nullopt);
 }
 
 TEST(NmSecretAnswer, ReplyShapes) {
@@ -177,6 +239,11 @@ TEST(NmSecretAnswer, ReplyShapes) {
 	EXPECT_EQ((r.at("vpn").at("secrets").get<std::map<std::string, std::string>>()),
 	          (std::map<std::string, std::string>{{"otp", "123456"}, {"password", "p"}}));
 
+	auto dot1x = connection("802-3-ethernet");
+	r = secretsReply(secretPrompt(dot1x, "802-1x", {"password-raw"}, 1), {{"password-raw", "p\xc3\xa4ss"}});
+	EXPECT_EQ(qsd::dbus::signatureOf(r.at("802-1x").at("password-raw")), "ay");
+	EXPECT_EQ(r.at("802-1x").at("password-raw").get<std::vector<uint8_t>>(), (std::vector<uint8_t>{'p', 0xc3, 0xa4, 's', 's'}));
+
 	auto peer = std::string(43, 'B') + "=";
 	auto wg = secretPrompt(connection("wireguard"), "wireguard", {"private-key", "peers." + peer + ".preshared-key"}, 1);
 	r = secretsReply(wg, {{"private-key", "k"}, {"peers." + peer + ".preshared-key", "psk"}});
@@ -186,6 +253,50 @@ TEST(NmSecretAnswer, ReplyShapes) {
 	ASSERT_EQ(peers.size(), 1u);
 	EXPECT_EQ(peers[0].at("public-key").get<std::string>(), peer);
 	EXPECT_EQ(peers[0].at("preshared-key").get<std::string>(), "psk");
+}
+
+// GetSecrets' connection is read without the secrets NetworkManager passes along.
+TEST(NmSecretConnection, ReadsOnlyWhatThePromptNeeds) {
+	auto s = wifi("wpa-psk");
+	s["802-11-wireless-security"].emplace("psk", Variant(std::string("hunter22")));
+	s["802-11-wireless-security"].emplace("psk-flags", Variant(uint32_t(1)));
+	s["802-11-wireless"].emplace("mode", Variant(std::string("infrastructure")));
+	s["vpn"] = {{"service-type", Variant(std::string("org.freedesktop.NetworkManager.openvpn"))},
+	            {"data", Variant(std::map<std::string, std::string>{{"password-flags", "1"}})},
+	            {"secrets", Variant(std::map<std::string, std::string>{{"password", "vpn secret"}})}};
+	s["802-1x"] = {{"eap", Variant(std::vector<std::string>{"peap"})}, {"password", Variant(std::string("eap secret"))},
+	               {"password-raw", Variant(std::vector<uint8_t>{1, 2})}, {"phase2-auth", Variant(std::string("mschapv2"))}};
+	auto msg = qsd::dbus::plainMessage();
+	msg << s << sdbus::ObjectPath("/p") << std::string("802-11-wireless-security");
+	msg.seal();
+	msg.rewind(true);
+	auto read = readConnection(msg);
+	// The message goes on after it.
+	sdbus::ObjectPath path;
+	std::string setting;
+	msg >> path >> setting;
+	EXPECT_EQ(path, "/p");
+	EXPECT_EQ(setting, "802-11-wireless-security");
+
+	auto has = [&](const std::string& g, const std::string& k) { return read.count(g) && read.at(g).count(k); };
+	for (auto [g, k]: {std::pair{"connection", "id"}, {"connection", "uuid"}, {"connection", "type"}, {"802-11-wireless", "ssid"},
+	                   {"802-11-wireless-security", "key-mgmt"}, {"802-11-wireless-security", "psk-flags"},
+	                   {"vpn", "service-type"}, {"vpn", "data"}, {"802-1x", "eap"}, {"802-1x", "phase2-auth"}})
+		EXPECT_TRUE(has(g, k)) << g << "." << k;
+	for (auto [g, k]: {std::pair{"802-11-wireless-security", "psk"}, {"vpn", "secrets"}, {"802-1x", "password"},
+	                   {"802-1x", "password-raw"}, {"802-11-wireless", "mode"}})
+		EXPECT_FALSE(has(g, k)) << g << "." << k;
+	// The prompt is the same as from the whole connection.
+	auto p = secretPrompt(read, "802-11-wireless-security", {}, 1);
+	EXPECT_EQ(p.fields, secretPrompt(s, "802-11-wireless-security", {}, 1).fields);
+	EXPECT_EQ(p.ssid, "Home");
+	EXPECT_EQ(p.profile, "u-1");
+
+	auto wrong = qsd::dbus::plainMessage();
+	wrong << std::string("not a connection");
+	wrong.seal();
+	wrong.rewind(true);
+	EXPECT_THROW((void)readConnection(wrong), sdbus::Error);
 }
 
 TEST(NmProfileNames, Types) {

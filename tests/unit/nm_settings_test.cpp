@@ -67,6 +67,81 @@ TEST(NmSettings, MergeKeepsTypesAndRemovesNulls) {
 	EXPECT_EQ(merged["ipv6"].at("addr-gen-mode").peekValueType(), "i");
 }
 
+namespace {
+// A manual IPv4 profile as NetworkManager's GetSettings gives it: each renamed property in both
+// spellings (the legacy addresses carry the gateway as well).
+RawSettings manual() {
+	using Dict = std::map<std::string, sdbus::Variant>;
+	RawSettings s;
+	s["connection"].emplace("id", sdbus::Variant(std::string("Manual")));
+	s["connection"].emplace("master", sdbus::Variant(std::string("br0")));
+	s["connection"].emplace("controller", sdbus::Variant(std::string("br0")));
+	s["ipv4"].emplace("method", sdbus::Variant(std::string("manual")));
+	s["ipv4"].emplace("addresses", sdbus::Variant(std::vector<std::vector<uint32_t>>{{0x0100000a, 24, 0xfe00000a}}));
+	s["ipv4"].emplace("address-data", sdbus::Variant(std::vector<Dict>{
+	                                      {{"address", sdbus::Variant(std::string("10.0.0.1"))}, {"prefix", sdbus::Variant(uint32_t(24))}}}));
+	s["ipv4"].emplace("gateway", sdbus::Variant(std::string("10.0.0.254")));
+	s["ipv4"].emplace("routes", sdbus::Variant(std::vector<std::vector<uint32_t>>{{0x0005a8c0, 24, 0xfe00000a, 0}}));
+	s["ipv4"].emplace("route-data", sdbus::Variant(std::vector<Dict>{{{"dest", sdbus::Variant(std::string("192.168.5.0"))},
+	                                                                 {"prefix", sdbus::Variant(uint32_t(24))}}}));
+	s["ipv4"].emplace("dns", sdbus::Variant(std::vector<uint32_t>{0x0101a8c0}));
+	s["ipv4"].emplace("dns-data", sdbus::Variant(std::vector<std::string>{"192.168.1.1"}));
+	return s;
+}
+} // namespace
+
+// NetworkManager prefers the legacy spelling when an Update carries both: a change to one must
+// not travel with the cached other.
+TEST(NmSettings, MergeDropsTheOtherSpellingOfAChangedProperty) {
+	auto merged = mergeSettings(manual(), {{"ipv4", {{"address-data", json::array({json{{"address", "10.0.0.2"}, {"prefix", 24}}})}}}});
+	const auto& ip = merged["ipv4"];
+	EXPECT_FALSE(ip.count("addresses"));
+	EXPECT_EQ(ip.at("address-data").peekValueType(), "aa{sv}");
+	// Everything else is sent as it was.
+	for (auto key: {"gateway", "routes", "route-data", "dns", "dns-data", "method"}) EXPECT_TRUE(ip.count(key)) << key;
+	EXPECT_TRUE(merged["connection"].count("master"));
+
+	merged = mergeSettings(manual(), {{"ipv4", {{"route-data", json::array()}, {"dns-data", json::array({"1.1.1.1"})}}}});
+	EXPECT_FALSE(merged["ipv4"].count("routes"));
+	EXPECT_FALSE(merged["ipv4"].count("dns"));
+	EXPECT_TRUE(merged["ipv4"].count("addresses"));
+
+	// The legacy spelling changed: the new one goes.
+	merged = mergeSettings(manual(), {{"ipv4", {{"dns", json::array({"9.9.9.9"})}}}});
+	EXPECT_FALSE(merged["ipv4"].count("dns-data"));
+	EXPECT_EQ(merged["ipv4"].at("dns").get<std::vector<uint32_t>>(), (std::vector<uint32_t>{0x09090909}));
+
+	// Removing one spelling removes the property.
+	merged = mergeSettings(manual(), {{"ipv4", {{"address-data", nullptr}}}});
+	EXPECT_FALSE(merged["ipv4"].count("address-data"));
+	EXPECT_FALSE(merged["ipv4"].count("addresses"));
+
+	// The gateway: the legacy addresses carry one that NetworkManager would take instead.
+	merged = mergeSettings(manual(), {{"ipv4", {{"gateway", "10.0.0.253"}}}});
+	EXPECT_FALSE(merged["ipv4"].count("addresses"));
+	EXPECT_TRUE(merged["ipv4"].count("address-data"));
+	EXPECT_EQ(merged["ipv4"].at("gateway").get<std::string>(), "10.0.0.253");
+
+	// Both spellings named: both are the caller's.
+	merged = mergeSettings(manual(), {{"ipv4", {{"routes", nullptr}, {"route-data", json::array()}}}});
+	EXPECT_FALSE(merged["ipv4"].count("routes"));
+	EXPECT_TRUE(merged["ipv4"].count("route-data"));
+
+	// The other renamed properties.
+	merged = mergeSettings(manual(), {{"connection", {{"controller", "br1"}}}});
+	EXPECT_FALSE(merged["connection"].count("master"));
+	EXPECT_EQ(merged["connection"].at("controller").get<std::string>(), "br1");
+	RawSettings wifi;
+	wifi["802-11-wireless"].emplace("cloned-mac-address", sdbus::Variant(std::vector<uint8_t>{2, 0, 0, 0, 0, 1}));
+	wifi["802-11-wireless"].emplace("assigned-mac-address", sdbus::Variant(std::string("02:00:00:00:00:01")));
+	merged = mergeSettings(wifi, {{"802-11-wireless", {{"assigned-mac-address", "random"}}}});
+	EXPECT_FALSE(merged["802-11-wireless"].count("cloned-mac-address"));
+	EXPECT_EQ(merged["802-11-wireless"].at("assigned-mac-address").get<std::string>(), "random");
+	// A key of the same name in another setting is not touched.
+	merged = mergeSettings(manual(), {{"custom", {{"address-data", "x"}}}});
+	EXPECT_TRUE(merged["ipv4"].count("addresses"));
+}
+
 TEST(NmSettings, MergeRefusesValuesThatDoNotFitNamingTheParam) {
 	auto refused = [](const json& changes) -> std::string {
 		try {

@@ -101,10 +101,14 @@ void NmBackend::connectNetwork(Call& c) {
 		if (!security || !nm::keyMgmtFor(*security)) Params::fail("security", kSecurityExpected);
 	}
 	json result = {{"device", dev.key}, {"network", key}};
-	if (psk)
-		if (auto why = nm::pskProblem(*psk))
+	// The key's rule depends on the key management it goes with (WPA-PSK or SAE), known only once
+	// the security is: checked before anything is called.
+	auto checkPsk = [&psk](std::string_view keyMgmt) {
+		if (!psk) return;
+		if (auto why = nm::pskProblem(*psk, keyMgmt))
 			throw RpcException(ErrorCode::InvalidParams, "Invalid params: psk: " + *why,
-			                   {{"param", "psk"}, {"expected", "a WPA passphrase of 8..63 printable ASCII characters or 64 hex digits"}});
+			                   {{"param", "psk"}, {"expected", nm::pskExpected(keyMgmt)}});
+	};
 
 	if (!dev.wifi) {
 		if (psk || hidden || security)
@@ -130,6 +134,7 @@ void NmBackend::connectNetwork(Call& c) {
 		if (ssid.empty() || ssid.size() > 32) Params::fail("network", "an SSID of 1..32 bytes");
 		auto sec = security.value_or(psk ? nm::Security::Wpa2Psk : nm::Security::Open);
 		checkKeyFits(sec, psk);
+		checkPsk(nm::keyMgmtFor(sec).value_or(""));
 		nm::RawSettings s;
 		s["802-11-wireless"].emplace("ssid", sdbus::Variant(ssid));
 		s["802-11-wireless"].emplace("hidden", sdbus::Variant(true));
@@ -156,7 +161,12 @@ void NmBackend::connectNetwork(Call& c) {
 		// Update the reference profile with the key (and the key management when it has none),
 		// then activate it.
 		auto path = net.profiles.front();
-		auto merged = profiles_[path].raw;
+		const auto& saved = profiles_[path];
+		auto keyMgmt = nm::keyMgmtFor(sec).value_or("wpa-psk");
+		if (const auto& s = saved.info.security; s.is_object())
+			if (auto it = s.find("key-mgmt"); it != s.end() && it->is_string()) keyMgmt = it->get<std::string>();
+		checkPsk(keyMgmt);
+		auto merged = saved.raw;
 		if (psk) {
 			auto& s = merged["802-11-wireless-security"];
 			if (!s.count("key-mgmt")) s.emplace("key-mgmt", sdbus::Variant(nm::keyMgmtFor(sec).value_or("wpa-psk")));
@@ -176,6 +186,7 @@ void NmBackend::connectNetwork(Call& c) {
 	if (net.refAp.empty())
 		throw RpcException(ErrorCode::NotFound, "Network " + key + " is not in range and has no saved profile",
 		                   {{"param", "network"}, {"device", dev.key}, {"network", key}});
+	checkPsk(nm::keyMgmtFor(sec).value_or(""));
 	nm::RawSettings s;
 	addSecurity(s, sec, psk);
 	addAndActivate(std::move(s), dev, net.refAp, answer, result);

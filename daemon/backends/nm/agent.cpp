@@ -4,13 +4,19 @@
 // can answer it: a client holds network.handleSecrets and NetworkManager allows interaction.
 // Otherwise it is refused at once with NoSecrets, so NetworkManager asks the next agent.
 //
-// Secrets pass through and are never kept: a prompt holds field names; the values of
-// network.answerSecrets go into the reply and are wiped from qsd's own copies once it is sent.
+// Secrets pass through and are never kept: a prompt holds field names. What is overwritten, and
+// what is not (docs/backends/nm.md, "What qsd does not do"): GetSecrets' connection is read
+// without its secrets (nm::readConnection skips them), and the call and its reply are marked
+// sensitive, so sd-bus overwrites their bodies when it frees them; the values of
+// network.answerSecrets are copied once, into a map that is overwritten when the method returns,
+// and written from there straight into the reply. The request's JSON text (the client's read
+// buffer) and its parsed params belong to the server and are freed without being overwritten.
 // qsd stores no secrets, so SaveSecrets and DeleteSecrets only succeed; it never calls
 // DeleteSecrets or ClearSecrets on its own.
 
 #include "nm_backend.hpp"
 
+#include "../../dbus/raw.hpp"
 #include "../../log.hpp"
 
 #include <qsd/protocol/mirror.hpp>
@@ -117,15 +123,20 @@ bool NmBackend::fromNetworkManager(sdbus::MethodCall& call) {
 }
 
 void NmBackend::onGetSecrets(sdbus::MethodCall call) {
+	// The connection may carry secrets (system-owned ones, a VPN's vpn.secrets), and the reply
+	// will: sd-bus overwrites a sensitive message's body when it frees it, and a reply created
+	// from this call is sensitive too.
+	sd_bus_message_sensitive(dbus::rawMessage(call));
 	if (!fromNetworkManager(call)) return;
 	nm::SecretPrompt prompt;
 	sdbus::ObjectPath path;
 	uint32_t flags = 0;
 	try {
-		nm::RawSettings connection;
+		// Only the names and types the prompt needs are read: the secrets are skipped unread.
+		auto connection = nm::readConnection(call);
 		std::string setting;
 		std::vector<std::string> hints;
-		call >> connection >> path >> setting >> hints >> flags;
+		call >> path >> setting >> hints >> flags;
 		prompt = nm::secretPrompt(connection, setting, hints, flags);
 	} catch (const sdbus::Error& e) {
 		return sendError(call, kInvalidArgs, "GetSecrets takes (a{sa{sv}} o s as u): " + e.getMessage());
@@ -246,20 +257,24 @@ void NmBackend::handleSecrets(Call& c) {
 void NmBackend::answerSecrets(Call& c) {
 	auto& r = request(c.params());
 	std::map<std::string, std::string> secrets;
-	for (const auto& [key, value]: c.params().object("secrets").items()) secrets.emplace(key, value.get<std::string>());
 	struct Wipe {
 		std::map<std::string, std::string>& s;
 		~Wipe() {
 			for (auto& [_, v]: s) wipe(v);
 		}
 	} wiped{secrets};
+	// Copied once, from the params' own string into the map (no temporary left behind).
+	for (const auto& [key, value]: c.params().object("secrets").items())
+		secrets.emplace(key, value.get_ref<const std::string&>());
 	if (auto problem = nm::secretsProblem(r.prompt, secrets))
 		throw RpcException(ErrorCode::InvalidParams, "Invalid params: " + problem->param + " must be " + problem->expected,
 		                   {{"param", problem->param}, {"expected", problem->expected}, {"request", r.id}});
 	auto id = r.id;
 	auto call = r.call;
 	auto reply = call.createReply();
-	reply << nm::secretsReply(r.prompt, secrets);
+	// Inherited from the call; said again, since the reply is what holds the values.
+	sd_bus_message_sensitive(dbus::rawMessage(reply));
+	nm::writeSecretsReply(reply, r.prompt, secrets);
 	requests_.erase(id);
 	if (ready_) context_.tree.remove(pointer::join(kSecretRequests, id));
 	log::info("nm", "secret request {} answered", id);

@@ -111,19 +111,29 @@ std::optional<std::string> keyMgmtFor(Security s) {
 	}
 }
 
-std::optional<std::string> pskProblem(std::string_view psk) {
-	// As NetworkManager's nm_utils_wpa_psk_valid: a passphrase of 8..63 printable ASCII
-	// characters, or the raw key as 64 hex digits.
-	if (psk.size() == 64) {
-		for (char c: psk)
-			if (!std::isxdigit(static_cast<unsigned char>(c))) return "a 64-character key must be 64 hex digits";
+std::optional<std::string> pskProblem(std::string_view psk, std::string_view keyMgmt) {
+	// D-Bus strings end at the first NUL: the key would arrive cut short.
+	if (psk.find('\0') != std::string_view::npos) return "a key must not contain NUL characters";
+	// SAE (WPA3) takes a password of any length; NetworkManager checks none
+	// (nm-setting-wireless-security.c, verify_secrets: "sae" is left out of the PSK check).
+	if (keyMgmt == "sae") {
+		if (psk.empty()) return "an SAE password must not be empty";
 		return std::nullopt;
 	}
-	if (psk.size() < 8 || psk.size() > 63) return "a passphrase must have 8..63 characters (or be 64 hex digits)";
-	for (char c: psk)
-		if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e)
-			return "a passphrase must be printable ASCII";
+	// As NetworkManager's nm_utils_wpa_psk_valid: 8..63 bytes, any bytes (a UTF-8 passphrase
+	// such as "pässwörd-123" is fine), or the raw key as exactly 64 hex digits.
+	if (psk.size() == 64) {
+		for (char c: psk)
+			if (!std::isxdigit(static_cast<unsigned char>(c))) return "a 64-byte key must be 64 hex digits";
+		return std::nullopt;
+	}
+	if (psk.size() < 8 || psk.size() > 63) return "a passphrase must have 8..63 bytes (or be 64 hex digits)";
 	return std::nullopt;
+}
+
+std::string pskExpected(std::string_view keyMgmt) {
+	if (keyMgmt == "sae") return "a non-empty SAE password without NUL characters";
+	return "a WPA passphrase of 8..63 bytes (UTF-8 is fine) or 64 hex digits";
 }
 
 int64_t scanDelayMs(std::optional<int64_t> lastScanMs, std::optional<int64_t> lastRequestMs, int64_t nowMs,

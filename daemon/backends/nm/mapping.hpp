@@ -69,9 +69,13 @@ enum class Security { Wpa3SuiteB192, Sae, Wpa2Eap, Wpa2Psk, WpaEap, WpaPsk, Stat
 // of network.connect): wpaPsk, wpa2Psk "wpa-psk", sae "sae", owe "owe", open "" (no security
 // setting); nullopt for the others (WEP, EAP, LEAP, Suite B need more than a key).
 [[nodiscard]] std::optional<std::string> keyMgmtFor(Security s);
-// Why `psk` is not a valid WPA key, nullopt when it is (NetworkManager's rule): 8..63
-// printable ASCII characters, or exactly 64 hex digits.
-[[nodiscard]] std::optional<std::string> pskProblem(std::string_view psk);
+// Why `psk` is not a key NetworkManager takes for 802-11-wireless-security.key-mgmt `keyMgmt`,
+// nullopt when it is. wpa-psk (and anything but sae): nm_utils_wpa_psk_valid, a passphrase of
+// 8..63 bytes (any bytes: UTF-8 is fine) or exactly 64 hex digits. sae (WPA3): any non-empty
+// password. Never a NUL character (a D-Bus string would end there).
+[[nodiscard]] std::optional<std::string> pskProblem(std::string_view psk, std::string_view keyMgmt = "wpa-psk");
+// The rule pskProblem applies, for an error's `expected`.
+[[nodiscard]] std::string pskExpected(std::string_view keyMgmt);
 // Milliseconds until the next Device.Wireless.RequestScan is due: `intervalMs` after the newer
 // of NetworkManager's last scan (LastScan, CLOCK_BOOTTIME ms; negative: never) and qsd's last
 // request; 0 when due now (never scanned, or a time after `nowMs`).

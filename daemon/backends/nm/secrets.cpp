@@ -2,6 +2,7 @@
 
 #include "mapping.hpp"
 
+#include "../../dbus/raw.hpp"
 #include "../../dbus/variant.hpp"
 
 #include <algorithm>
@@ -58,6 +59,11 @@ std::string label(const std::string& key) {
 	    {"private-key", "Private key"},
 	    {"private-key-password", "Private key password"},
 	    {"phase2-private-key-password", "Inner private key password"},
+	    {"password-raw", "Password"},
+	    {"ca-cert-password", "CA certificate password"},
+	    {"client-cert-password", "Client certificate password"},
+	    {"phase2-ca-cert-password", "Inner CA certificate password"},
+	    {"phase2-client-cert-password", "Inner client certificate password"},
 	    {"pin", "PIN"},
 	    {"mka-cak", "Connectivity association key"},
 	    {"cert-pass", "Certificate password"},
@@ -107,11 +113,26 @@ void wifiSecurityFields(SecretPrompt& p, const Group* sec, const std::vector<std
 	}
 }
 
-void dot1xFields(SecretPrompt& p, const Group* dot1x) {
+void dot1xFields(SecretPrompt& p, const Group* dot1x, const std::vector<std::string>& hints) {
+	add(p.fields, "identity", false);
+	// The hints name the keys NetworkManager needs (its need_secrets: phase2-private-key-password,
+	// pin, ca-cert-password...): asked for exactly, or NetworkManager asks again and again.
+	// identity is no secret, and NetworkManager ignores it in an agent's reply. password-raw is
+	// the alternative NetworkManager names with password: one field does.
+	bool password = std::find(hints.begin(), hints.end(), "password") != hints.end();
+	for (const auto& h: hints)
+		if (h != "identity" && !starts(h, "x-") && !(h == "password-raw" && password)) add(p.fields, h);
+	if (p.fields.size() > 1) return;
+	// No hints: NetworkManager's own Ethernet and Wi-Fi devices give none for 802.1X. What its
+	// need_secrets asks for, by the first EAP method.
 	std::vector<std::string> eap;
 	if (const auto* v = value(dot1x, "eap")) eap = dbus::asStrings(*v).value_or(std::vector<std::string>{});
-	add(p.fields, "identity", false);
-	if (!eap.empty() && eap.front() == "tls") add(p.fields, "private-key-password");
+	auto method = eap.empty() ? std::string() : eap.front();
+	auto inner = text(dot1x, "phase2-auth");
+	if (inner.empty()) inner = text(dot1x, "phase2-autheap");
+	if (method == "tls") add(p.fields, "private-key-password");
+	else if (method == "sim") add(p.fields, "pin");
+	else if ((method == "peap" || method == "ttls") && inner == "tls") add(p.fields, "phase2-private-key-password");
 	else add(p.fields, "password");
 }
 
@@ -146,10 +167,6 @@ void otherFields(SecretPrompt& p, const Group* g, const std::vector<std::string>
 	else if (s == "macsec") add(p.fields, "mka-cak");
 }
 
-bool isField(const SecretPrompt& p, const std::string& key) {
-	return std::any_of(p.fields.begin(), p.fields.end(), [&](const SecretField& f) { return f.key == key; });
-}
-
 } // namespace
 
 SecretPrompt secretPrompt(const RawSettings& connection, const std::string& setting, const std::vector<std::string>& hints,
@@ -173,7 +190,7 @@ SecretPrompt secretPrompt(const RawSettings& connection, const std::string& sett
 		wifiSecurityFields(p, own, hints);
 	} else if (setting == "802-1x") {
 		p.type = "8021x";
-		dot1xFields(p, own);
+		dot1xFields(p, own, hints);
 	} else if (setting == "vpn") {
 		p.type = "vpn";
 		vpnFields(p, vpn, hints);
@@ -206,37 +223,133 @@ json promptJson(const SecretPrompt& p, const std::string& id, const std::string&
 }
 
 std::optional<SecretsProblem> secretsProblem(const SecretPrompt& p, const std::map<std::string, std::string>& secrets) {
-	std::string names;
-	for (const auto& f: p.fields) names += (names.empty() ? "" : ", ") + f.key;
+	std::string names, secretNames;
+	for (const auto& f: p.fields) {
+		names += (names.empty() ? "" : ", ") + f.key;
+		if (f.secret) secretNames += (secretNames.empty() ? "" : ", ") + f.key;
+	}
 	if (secrets.empty()) return SecretsProblem{"secrets", "at least one of the request's fields: " + names};
+	bool secret = false;
 	for (const auto& [key, v]: secrets) {
-		if (!isField(p, key)) return SecretsProblem{"secrets." + key, "one of the request's fields: " + names};
+		auto f = std::find_if(p.fields.begin(), p.fields.end(), [&](const SecretField& x) { return x.key == key; });
+		if (f == p.fields.end()) return SecretsProblem{"secrets." + key, "one of the request's fields: " + names};
+		secret = secret || f->secret;
 		// D-Bus strings end at the first NUL: the value would arrive cut short.
 		if (v.find('\0') != std::string::npos) return SecretsProblem{"secrets." + key, "a string without NUL characters"};
 	}
-	if (p.setting == "802-11-wireless-security" && (p.keyMgmt == "wpa-psk" || p.keyMgmt.empty()))
-		if (auto it = secrets.find("psk"); it != secrets.end() && pskProblem(it->second))
-			return SecretsProblem{"secrets.psk", "a WPA passphrase of 8..63 printable ASCII characters or 64 hex digits"};
+	// NetworkManager takes only secrets from an agent (an 802.1X identity alone is ignored), and
+	// would ask again at once.
+	if (!secret) return SecretsProblem{"secrets", "at least one of the request's secret fields: " + secretNames};
+	if (p.setting == "802-11-wireless-security")
+		if (auto it = secrets.find("psk"); it != secrets.end() && pskProblem(it->second, p.keyMgmt))
+			return SecretsProblem{"secrets.psk", pskExpected(p.keyMgmt)};
 	return std::nullopt;
 }
 
-RawSettings secretsReply(const SecretPrompt& p, const std::map<std::string, std::string>& secrets) {
-	RawSettings out;
+void writeSecretsReply(sdbus::Message& m, const SecretPrompt& p, const std::map<std::string, std::string>& secrets) {
+	// Written straight into the reply: an sdbus::Variant per value would be one more copy of each
+	// secret, in a message of its own that is freed without being overwritten.
+	auto entry = [&m](const std::string& key, const char* signature) {
+		m.openDictEntry("sv");
+		m << key;
+		m.openVariant(signature);
+	};
+	auto endEntry = [&m] {
+		m.closeVariant();
+		m.closeDictEntry();
+	};
+	m.openContainer("{sa{sv}}");
+	m.openDictEntry("sa{sv}");
+	m << p.setting;
+	m.openContainer("{sv}");
 	if (p.setting == "vpn") {
-		out["vpn"].emplace("secrets", sdbus::Variant(secrets));
-		return out;
-	}
-	auto& g = out[p.setting];
-	std::vector<std::map<std::string, sdbus::Variant>> peers;
-	for (const auto& [key, v]: secrets) {
-		if (p.setting == "wireguard" && starts(key, "peers.") && ends(key, ".preshared-key")) {
-			auto publicKey = key.substr(6, key.size() - 6 - 14);
-			peers.push_back({{"public-key", sdbus::Variant(publicKey)}, {"preshared-key", sdbus::Variant(v)}});
-		} else {
-			g.insert_or_assign(key, sdbus::Variant(v));
+		// VPN plugins take their secrets as vpn.secrets, a{ss}.
+		entry("secrets", "a{ss}");
+		m.openContainer("{ss}");
+		for (const auto& [key, v]: secrets) {
+			m.openDictEntry("ss");
+			m << key << v;
+			m.closeDictEntry();
+		}
+		m.closeContainer();
+		endEntry();
+	} else {
+		std::vector<std::pair<std::string, const std::string*>> peers;
+		for (const auto& [key, v]: secrets) {
+			if (p.setting == "wireguard" && starts(key, "peers.") && ends(key, ".preshared-key")) {
+				peers.emplace_back(key.substr(6, key.size() - 6 - 14), &v);
+			} else if (key == "password-raw") {
+				// 802-1x.password-raw is a byte array: the bytes typed.
+				entry(key, "ay");
+				if (int r = sd_bus_message_append_array(dbus::rawMessage(m), 'y', v.data(), v.size()); r < 0)
+					throw sdbus::createError(-r, "writing password-raw into the reply failed");
+				endEntry();
+			} else {
+				entry(key, "s");
+				m << v;
+				endEntry();
+			}
+		}
+		if (!peers.empty()) {
+			// WireGuard peers' keys: {peers: [{public-key, preshared-key}]}.
+			entry("peers", "aa{sv}");
+			m.openContainer("a{sv}");
+			for (const auto& [publicKey, v]: peers) {
+				m.openContainer("{sv}");
+				entry("public-key", "s");
+				m << publicKey;
+				endEntry();
+				entry("preshared-key", "s");
+				m << *v;
+				endEntry();
+				m.closeContainer();
+			}
+			m.closeContainer();
+			endEntry();
 		}
 	}
-	if (!peers.empty()) g.insert_or_assign("peers", sdbus::Variant(peers));
+	m.closeContainer();
+	m.closeDictEntry();
+	m.closeContainer();
+}
+
+bool promptReads(std::string_view group, std::string_view key) {
+	if (group == "connection") return key == "id" || key == "uuid" || key == "type";
+	if (group == "802-11-wireless" && key == "ssid") return true;
+	if (group == "vpn" && (key == "service-type" || key == "data")) return true;
+	return key == "key-mgmt" || key == "auth-alg" || key == "wep-tx-keyidx" || key == "eap" || key == "phase2-auth" ||
+	       key == "phase2-autheap" || ends(key, "-flags");
+}
+
+RawSettings readConnection(sdbus::Message& m) {
+	// Read with sd-bus, to skip what is not read without copying it (sdbus-c++ would make a
+	// Variant, a message of its own, of every value).
+	auto* raw = dbus::rawMessage(m);
+	using dbus::checkRead;
+	RawSettings out;
+	checkRead(sd_bus_message_enter_container(raw, 'a', "{sa{sv}}"), "connection");
+	while (checkRead(sd_bus_message_enter_container(raw, 'e', "sa{sv}"), "connection") > 0) {
+		const char* group = nullptr;
+		checkRead(sd_bus_message_read_basic(raw, 's', &group), "setting name");
+		std::string name = group ? group : "";
+		checkRead(sd_bus_message_enter_container(raw, 'a', "{sv}"), "setting");
+		while (checkRead(sd_bus_message_enter_container(raw, 'e', "sv"), "setting") > 0) {
+			const char* k = nullptr;
+			checkRead(sd_bus_message_read_basic(raw, 's', &k), "key");
+			std::string key = k ? k : "";
+			if (promptReads(name, key)) {
+				sdbus::Variant v;
+				m >> v;
+				out[name].insert_or_assign(key, std::move(v));
+			} else {
+				checkRead(sd_bus_message_skip(raw, "v"), "value");
+			}
+			checkRead(sd_bus_message_exit_container(raw), "setting");
+		}
+		checkRead(sd_bus_message_exit_container(raw), "setting");
+		checkRead(sd_bus_message_exit_container(raw), "connection");
+	}
+	checkRead(sd_bus_message_exit_container(raw), "connection");
 	return out;
 }
 

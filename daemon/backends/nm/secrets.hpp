@@ -6,7 +6,7 @@
 //
 // Nothing here keeps a secret: a prompt holds the names of the fields only. The connection
 // NetworkManager passes to GetSecrets may carry secrets the agent is allowed to see (a VPN's
-// vpn.secrets); they are never read.
+// vpn.secrets, system-owned passwords); readConnection skips them unread.
 
 #include "settings.hpp"
 
@@ -58,8 +58,11 @@ struct SecretPrompt {
 // secret), the hints and the flags.
 //  - 802-11-wireless-security: key-mgmt wpa-psk/sae -> psk; none (WEP) -> wep-key<wep-tx-keyidx>;
 //    ieee8021x with auth-alg leap -> leap-password; else the hints.
-//  - 802-1x: eap tls -> identity (not secret), private-key-password; any other method ->
-//    identity (not secret), password.
+//  - 802-1x: identity (not secret), then the hints (NetworkManager's keys: password,
+//    phase2-private-key-password, pin, ca-cert-password...; password-raw only without password;
+//    identity and "x-" hints are no fields). Without a hint of a secret, by the first EAP method:
+//    tls -> private-key-password; sim -> pin; peap/ttls with an inner (phase2) tls ->
+//    phase2-private-key-password; any other -> password.
 //  - vpn: the hints (a plugin's secret names; "x-vpn-message:" gives `message`), else every
 //    vpn.data "<key>-flags" that is agent-owned or not saved and not "not required", else password.
 //  - wireguard: private-key when the hints name it or there are none; "peers.<key>.preshared-key"
@@ -73,8 +76,10 @@ struct SecretPrompt {
 [[nodiscard]] nlohmann::json promptJson(const SecretPrompt& prompt, const std::string& id, const std::string& createdAt);
 
 // Why `secrets` cannot answer `prompt`: {param, expected} of the -32602 error, nullopt when they
-// can. Each key must be one of the prompt's fields, and a WPA-PSK key must be one NetworkManager
-// takes (pskProblem).
+// can. Each key must be one of the prompt's fields, at least one of them a secret one (an 802.1X
+// identity alone answers nothing: NetworkManager takes only secrets from an agent), no value may
+// hold a NUL, and a Wi-Fi psk must be one NetworkManager takes for the key management
+// (pskProblem: WPA-PSK 8..63 bytes or 64 hex digits, SAE any non-empty password).
 struct SecretsProblem {
 	std::string param;      // "secrets.psk"
 	std::string expected;
@@ -82,9 +87,20 @@ struct SecretsProblem {
 [[nodiscard]] std::optional<SecretsProblem> secretsProblem(const SecretPrompt& prompt,
                                                            const std::map<std::string, std::string>& secrets);
 
-// The GetSecrets reply for `secrets`: {setting: {key: value}}; a VPN's {vpn: {secrets: a{ss}}};
-// WireGuard peers' keys as {wireguard: {peers: [{public-key, preshared-key}]}}.
-[[nodiscard]] RawSettings secretsReply(const SecretPrompt& prompt, const std::map<std::string, std::string>& secrets);
+// Writes the GetSecrets reply for `secrets` (a{sa{sv}}) into `reply`: {setting: {key: value}}
+// (802-1x password-raw as the bytes, ay); a VPN's {vpn: {secrets: a{ss}}}; WireGuard peers' keys
+// as {wireguard: {peers: [{public-key, preshared-key}]}}. The values go into the message only: no
+// other copy is made.
+void writeSecretsReply(sdbus::Message& reply, const SecretPrompt& prompt, const std::map<std::string, std::string>& secrets);
+
+// Whether secretPrompt reads `group`.`key` of GetSecrets' connection: connection id, uuid and
+// type, 802-11-wireless ssid, vpn service-type and data, and in any setting key-mgmt, auth-alg,
+// wep-tx-keyidx, eap, phase2-auth, phase2-autheap and the "-flags" keys. Never a secret.
+[[nodiscard]] bool promptReads(std::string_view group, std::string_view key);
+// Reads GetSecrets' connection argument (a{sa{sv}}) at `message`'s read position, keeping only
+// what promptReads names; every other value (the secrets NetworkManager may pass along among
+// them) is skipped unread. Throws sdbus::Error for a message that holds anything else.
+[[nodiscard]] RawSettings readConnection(sdbus::Message& message);
 
 // /network/profiles/<uuid>/type from connection.type: "802-11-wireless" -> "wifi",
 // "802-3-ethernet" -> "wired", "802-11-olpc-mesh" -> "olpcMesh", anything else in camelCase

@@ -131,6 +131,38 @@ std::optional<std::vector<uint8_t>> bytesOf(const json& v) {
 	return out;
 }
 
+// NetworkManager renamed some properties and still sends both spellings in GetSettings. When an
+// Update carries both, the daemon takes the legacy one and ignores the other
+// (_nm_setting_use_legacy_property in libnm-core: "The daemon prefers the legacy property if it
+// exists"). So a change to one spelling must not travel with the cached value of the other, or
+// NetworkManager keeps the old value without a word. Each entry: the key a change names -> the
+// cached key that would override it. `gateway` is no twin of `addresses`, but the legacy
+// `addresses` carries the gateway too, and NetworkManager then ignores `gateway` the same way.
+const std::vector<std::string>& overriddenBy(const std::string& group, const std::string& key) {
+	static const std::vector<std::string> none;
+	static const std::map<std::string, std::vector<std::string>> ip = {
+	    {"address-data", {"addresses"}}, {"addresses", {"address-data"}}, {"route-data", {"routes"}},
+	    {"routes", {"route-data"}},      {"dns-data", {"dns"}},           {"dns", {"dns-data"}},
+	    {"gateway", {"addresses"}},
+	};
+	static const std::map<std::string, std::vector<std::string>> connection = {
+	    {"controller", {"master"}},     {"master", {"controller"}},
+	    {"port-type", {"slave-type"}},  {"slave-type", {"port-type"}},
+	    {"autoconnect-ports", {"autoconnect-slaves"}}, {"autoconnect-slaves", {"autoconnect-ports"}},
+	};
+	static const std::map<std::string, std::vector<std::string>> mac = {
+	    {"mac-address-denylist", {"mac-address-blacklist"}}, {"mac-address-blacklist", {"mac-address-denylist"}},
+	    {"assigned-mac-address", {"cloned-mac-address"}},     {"cloned-mac-address", {"assigned-mac-address"}},
+	};
+	const std::map<std::string, std::vector<std::string>>* table = nullptr;
+	if (group == "ipv4" || group == "ipv6") table = &ip;
+	else if (group == "connection") table = &connection;
+	else if (group == "802-3-ethernet" || group == "802-11-wireless") table = &mac;
+	if (!table) return none;
+	auto it = table->find(key);
+	return it == table->end() ? none : it->second;
+}
+
 } // namespace
 
 std::optional<sdbus::Variant> jsonToVariant(const json& v, const std::string& sig) {
@@ -256,6 +288,10 @@ RawSettings mergeSettings(const RawSettings& base, const json& changes) {
 			                        {{"param", param}, {"expected", "an object {key: value or null} or null"}});
 		auto& target = out[group];
 		for (const auto& [key, value]: keys.items()) {
+			// The cached other spelling goes, unless the change names it too (then both are
+			// the caller's, sent as given).
+			for (const auto& other: overriddenBy(group, key))
+				if (!keys.contains(other)) target.erase(other);
 			if (value.is_null()) {
 				target.erase(key);
 				continue;

@@ -27,6 +27,11 @@ using RawSettings = std::map<std::string, std::map<std::string, sdbus::Variant>>
 // the key (a null group removes the group). A key that exists keeps its D-Bus type; a new key
 // takes its type from NetworkManager's setting table where known, else from the JSON type
 // (boolean b, string s, integer i, array of strings as, object of strings a{ss}).
+// A change to one spelling of a property NetworkManager renamed (ipv4/ipv6 address-data and
+// addresses, route-data and routes, dns-data and dns; connection controller and master...) drops
+// the other spelling from the result unless the change names it too: NetworkManager would take
+// the legacy one and ignore the change. A change to ipv4/ipv6 gateway drops the legacy addresses
+// (which carry a gateway of their own) for the same reason.
 // Throws rpc::RpcException (-32602, data {param: "settings.<group>.<key>", expected}) for a
 // value that does not fit.
 [[nodiscard]] RawSettings mergeSettings(const RawSettings& base, const nlohmann::json& changes);
