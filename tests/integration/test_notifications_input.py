@@ -130,16 +130,17 @@ def test_an_icon_installed_while_qsd_runs_is_found(env, bus):
     assert trayutil.file_of(wait_until(found, timeout=10, interval=0.05, what="the icon installed later")) == late
 
 
-def noise_png(path, w, h):
-    """A w x h RGBA PNG of random pixels, stored uncompressed: w*h*4 bytes and a little more."""
-    raw = b"".join(b"\x00" + os.urandom(w * 4) for _ in range(h))
+def noise_png(path, w, h, depth=8):
+    """A w x h RGBA PNG of random pixels, stored uncompressed: w*h*4 bytes (8 a pixel at depth
+    16) and a little more."""
+    raw = b"".join(b"\x00" + os.urandom(w * 4 * depth // 8) for _ in range(h))
 
     def chunk(kind, data):
         c = kind + data
         return struct.pack(">I", len(data)) + c + struct.pack(">I", zlib.crc32(c) & 0xFFFFFFFF)
 
     with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)) +
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, 6, 0, 0, 0)) +
                 chunk(b"IDAT", zlib.compress(raw, 0)) + chunk(b"IEND", b""))
 
 
@@ -147,11 +148,12 @@ def test_each_application_has_its_own_room_for_images(env, bus):
     """Image files are charged to the connection that sent them: one application's photos do not
     leave the others without images."""
     c, sub = n.start(env)
-    # Five photos of 1.3 MB each from one application, copied into qsd's store.
+    # Five photos of 1.3 MB each from one application, copied into qsd's store (410 px a side at
+    # 16 bits a sample: within the 512 px qsd stores as they are).
     photos = []
     for i in range(5):
         path = os.path.join(env.dir, f"photo{i}.png")
-        noise_png(path, 600, 560)
+        noise_png(path, 410, 410, 16)
         photos.append(bus.notify(f"photo {i}", hints={"image-path": path}, timeout=0))
     # Then another application's picture of 260 KB.
     avatar_png = os.path.join(env.dir, "avatar.png")
@@ -175,7 +177,7 @@ def test_history_keeps_at_most_32_mib_of_images(env, bus):
     ids = []
     for i in range(30):
         path = os.path.join(env.dir, f"photo{i}.png")
-        noise_png(path, 600, 560)
+        noise_png(path, 410, 410, 16)
         ids.append(bus.notify(f"photo {i}", hints={"image-path": path}, timeout=0))
         c.call("notifications.dismiss", {"id": ids[-1]})
         os.unlink(path)
@@ -215,6 +217,129 @@ def test_a_temporary_image_path_that_vanishes_is_kept(env, bus):
     c.wait_for(lambda: {str(a), str(b)} <= set(items(c, sub)), what="items")
     assert trayutil.file_of(items(c, sub)[str(a)]["image"]) == svg
     assert items(c, sub)[str(b)]["image"] is None
+
+
+def png_claiming(path, w, h):
+    """A PNG file of 57 bytes whose header (IHDR, with its checksum) gives w x h pixels, and one
+    tiny IDAT: what a sender needs to make every reader that trusts the header allocate w*h*4
+    bytes."""
+    def chunk(kind, data):
+        c = kind + data
+        return struct.pack(">I", len(data)) + c + struct.pack(">I", zlib.crc32(c) & 0xFFFFFFFF)
+
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(b"\x00")) + chunk(b"IEND", b""))
+
+
+def png_sides(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", path
+    return struct.unpack(">II", head[16:24])
+
+
+def test_a_png_is_stored_at_most_512_px_a_side_and_a_huge_header_is_refused(env, bus):
+    """An image-path or app_icon PNG is read by its header before it is copied: one larger than
+    512 px a side is decoded and scaled down, as image-data is, so that what qsd publishes never
+    makes a shell decode more; one whose header claims more than 4096 px a side (a 57-byte file
+    claiming 30000 x 30000 pixels, 3.6 GB to a decoder) is neither copied nor shown, whatever
+    its size, and the next image source is used."""
+    c, sub = n.start(env)
+    wide = os.path.join(env.dir, "wide.png")
+    trayutil.write_png(wide, 1024, 600, (10, 20, 30, 255))
+    huge = os.path.join(env.dir, "huge.png")
+    png_claiming(huge, 30000, 30000)
+    # The same header in a file too large to copy (past 8 MiB): not shown where it is either.
+    padded = os.path.join(env.dir, "padded.png")
+    png_claiming(padded, 30000, 30000)
+    with open(padded, "ab") as f:
+        f.truncate(9 << 20)
+    red = (1, 1, 3, False, 8, 3, b"\xff\x00\x00")
+    ids = {
+        "wide": bus.notify("wide", hints={"image-path": wide}, timeout=0),
+        "huge": bus.notify("huge", hints={"image-path": huge}, timeout=0),
+        "padded": bus.notify("padded", icon=padded, timeout=0),
+        "huge, then pixels": bus.notify("huge, then pixels", icon=huge, hints={"image-data": red}, timeout=0),
+        "huge icon, wide path": bus.notify("huge icon, wide path", icon="file://" + huge, hints={"image-path": wide},
+                                           timeout=0),
+    }
+    c.wait_for(lambda: {str(i) for i in ids.values()} <= set(items(c, sub)), what="every notification shown")
+    got = {name: items(c, sub)[str(i)] for name, i in ids.items()}
+    path = trayutil.file_of(got["wide"]["image"])
+    assert os.path.dirname(path) == store_dir(env)
+    assert png_sides(path) == (512, 300)
+    assert pixels(path)[150][256] == (10, 20, 30, 255)
+    assert got["huge"]["image"] is None and got["huge"]["appIcon"] is None
+    assert got["padded"]["image"] is None and got["padded"]["appIcon"] is None
+    assert got["huge, then pixels"]["appIcon"] is None
+    assert pixels(trayutil.file_of(got["huge, then pixels"]["image"])) == [[(255, 0, 0, 255)]]
+    assert got["huge icon, wide path"]["appIcon"] is None
+    assert png_sides(trayutil.file_of(got["huge icon, wide path"]["image"])) == (512, 300)
+    # Nothing in the store claims more than 512 px.
+    for name in os.listdir(store_dir(env)):
+        if name.endswith(".png"):
+            assert max(png_sides(os.path.join(store_dir(env), name))) <= 512, name
+    assert "30000x30000" in env.qsd_log()
+
+
+def test_control_characters_are_dropped_from_what_is_shown(env, bus):
+    """C0 control characters (but tab and line feed) and DEL have nothing to show, and JSON
+    writes each as six bytes (\\u0001): they are dropped from the texts before these are cut.
+    Action keys keep them, as the application gets its key back."""
+    c, sub = n.start(env)
+    nid = bus.notify("a\x01b\tc\nd\re\x7f", "x\x02<b>y</b>&#1;z", app="my\x03app",
+                     actions=["k\x04", "La\x05bel"], hints={"category": "im\x06.received"}, timeout=0)
+    cut = bus.notify("\x01" * 5000 + "summary", timeout=0)
+    c.wait_for(lambda: {str(nid), str(cut)} <= set(items(c, sub)), what="items")
+    it = items(c, sub)[str(nid)]
+    assert it["summary"] == "ab\tc\nde"
+    assert it["body"] == "x<b>y</b>&#1;z" and it["bodyText"] == "xyz"
+    assert it["appName"] == "myapp" and it["category"] == "im.received"
+    assert it["actions"] == [{"key": "k\x04", "label": "Label"}]
+    # Dropped before the cut: the summary is what remains, whole.
+    assert items(c, sub)[str(cut)]["summary"] == "summary"
+    c.call("notifications.invokeAction", {"id": nid, "action": "k\x04"})
+    bus.wait_signal(lambda s: ("ActionInvoked", nid, "k\x04") in s, what="ActionInvoked with the key as sent")
+
+
+def test_one_notify_with_two_hundred_thousand_image_hints_is_read_at_once(env, bus):
+    """A hints a{sv} may name image-data any number of times (the bus carries it, though a
+    dictionary is meant to name each key once). Each pixel hint name has one slot, and the last
+    value sent counts, as for every hint: the call is read in one pass over the message. Before,
+    each one was placed by a search from the start of those read so far: 200 000 of them kept
+    qsd's only loop busy for about four minutes before the reply. The deadlines only catch that
+    hang; meanwhile another client's call is answered too."""
+    from gi.repository import Gio, GLib
+    c, sub = n.start(env)
+
+    def entry(w, data):
+        return GLib.Variant.new_dict_entry(
+            GLib.Variant("s", "image-data"),
+            GLib.Variant("v", GLib.Variant("(iiibiiay)", (w, w, 3 * w, False, 8, 3, data))))
+
+    hints = GLib.Variant.new_array(None, [entry(0, b"")] * 200_000 + [entry(1, b"\x00\x80\xff")])
+    args = GLib.Variant.new_tuple(GLib.Variant("s", "many"), GLib.Variant("u", 0), GLib.Variant("s", ""),
+                                  GLib.Variant("s", "Many images"), GLib.Variant("s", ""), GLib.Variant("as", []),
+                                  hints, GLib.Variant("i", 0))
+    replies = []
+
+    def done(conn, result):
+        try:
+            replies.append(conn.call_finish(result).unpack()[0])
+        except GLib.Error as e:
+            replies.append(e)
+
+    bus.conn.call(n.NAME, n.PATH, n.IFACE, "Notify", args, GLib.VariantType("(u)"), Gio.DBusCallFlags.NONE, 60_000,
+                  None, done)
+    other = env.client()
+    assert other.call("notifications.setDnd", {"enabled": False}, timeout=60) == {"enabled": False}
+    wait_until(lambda: bus.pump() or replies, timeout=60, interval=0.05, what="Notify's reply")
+    nid = replies[0]
+    assert isinstance(nid, int), nid
+    c.wait_for(lambda: str(nid) in items(c, sub), what="the notification")
+    assert pixels(trayutil.file_of(items(c, sub)[str(nid)]["image"])) == [[(0, 128, 255, 255)]]
+    other.close()
 
 
 def test_wrong_hint_types_are_ignored_and_logged_once(env, bus):

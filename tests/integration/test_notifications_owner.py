@@ -13,8 +13,9 @@ import time
 import pytest
 
 import notifyutil as n
+import trayutil
 from notifyutil import history, items, notify_send
-from qsdtest import BUILD, BUS_CONF, QSD, crash_markers, wait_until
+from qsdtest import BUILD, BUS_CONF, QSD, RpcError, crash_markers, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -168,6 +169,167 @@ def test_a_second_qsd_leaves_the_first_ones_image_files_alone(env):
     finally:
         bus.close()
         env.socket = first_socket
+
+
+def queued_owners(bus):
+    """The unique names queued for org.freedesktop.Notifications, the owner first."""
+    GLib = bus.GLib
+    return bus.conn.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListQueuedOwners",
+                              GLib.Variant("(s)", (n.NAME,)), GLib.VariantType("(as)"), bus.Gio.DBusCallFlags.NONE, 5000,
+                              None).unpack()[0]
+
+
+def test_a_waiting_qsd_serves_no_notifications(env):
+    """A qsd queued behind the server is no server: it has no Notifications object while it
+    waits, so a caller that finds its unique name (ListQueuedOwners gives it) gets the bus's
+    UnknownObject, and neither the server's image files nor its ids are touched. Once it has the
+    name, the object is there for the first call."""
+    c, sub = n.start(env)
+    first_daemon = env.daemon
+    first_socket = env.socket
+    bus = n.Bus(env)
+    try:
+        shown = bus.notify("Shown", hints={"image-data": (1, 1, 3, False, 8, 3, b"\xff\x00\x00")}, timeout=0)
+        c.wait_for(lambda: str(shown) in items(c, sub), what="the first qsd's notification")
+        image = trayutil.file_of(items(c, sub)[str(shown)]["image"])
+        env.start_qsd(backends=["notifications"], socket_path=os.path.join(env.run, "second.sock"))
+        c2 = env.client()
+        sub2 = c2.subscribe(["/notifications"])
+        c2.wait_value(sub2, "/notifications/server", "waiting", timeout=20)
+        # qsd says waiting once it learnt who owns the name; the bus queues it when its
+        # RequestName arrives.
+        second = wait_until(lambda: queued_owners(bus)[1:], what="the second qsd queued")[0]
+        for method, signature, args in (("Notify", "susssasa{sv}i", ("hostile", 0, "", "To the queue", "", [], {}, 0)),
+                                        ("CloseNotification", "u", (shown,)),
+                                        ("GetCapabilities", None, ())):
+            with pytest.raises(bus.GLib.Error) as e:
+                bus.call(method, signature, args, name=second)
+            assert bus.Gio.DBusError.get_remote_error(e.value) == "org.freedesktop.DBus.Error.UnknownObject", method
+        assert os.path.exists(image)
+        assert c2.mirror(sub2)["notifications"]["items"] == {}
+        assert str(shown) in items(c, sub)
+        # The server's ids go on as if nothing happened.
+        assert bus.notify("Next") == shown + 1
+        # The first leaves: the second has the object for the first notification the name brings.
+        first_daemon.send_signal(signal.SIGTERM)
+        assert first_daemon.wait(10) == 0
+        nid = int(notify_send(env, "-p", "To the second").stdout)
+        assert nid > shown + 1
+        c2.wait_for(lambda: str(nid) in c2.mirror(sub2)["notifications"]["items"], what="the second's notification")
+        assert queued_owners(bus) == [second]
+        c.close()
+        c2.close()
+    finally:
+        bus.close()
+        env.socket = first_socket
+
+
+def test_a_waiting_qsd_refuses_to_change_the_servers_state(env):
+    """The notifications.* methods of a qsd queued behind the server would act on a stale copy
+    of the server's state (its history's image files, its state file): they are refused with
+    -32000 naming the server, and the waiting qsd writes nothing, also when it stops."""
+    c, sub = n.start(env)
+    first_daemon = env.daemon
+    first_socket = env.socket
+    bus = n.Bus(env)
+    path = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    try:
+        closed = bus.notify("Closed", hints={"image-data": (1, 1, 3, False, 8, 3, b"\x00\xff\x00")}, timeout=0)
+        c.call("notifications.dismiss", {"id": closed})
+        c.wait_for(lambda: str(closed) in history(c, sub), what="history")
+        copy = trayutil.file_of(history(c, sub)[str(closed)]["image"])
+        wait_until(lambda: [e["id"] for e in json.load(open(path))["history"]] == [closed], what="history written")
+        written = open(path, "rb").read()
+        env.start_qsd(backends=["notifications"], socket_path=os.path.join(env.run, "second.sock"))
+        c2 = env.client()
+        sub2 = c2.subscribe(["/notifications"])
+        c2.wait_value(sub2, "/notifications/otherOwner", predicate=lambda v: v and v["processName"], timeout=20)
+        assert c2.mirror(sub2)["notifications"]["server"] == "waiting"
+        assert str(closed) in c2.mirror(sub2)["notifications"]["history"]
+        for method, params in (("notifications.clearHistory", {}), ("notifications.removeFromHistory", {"id": closed}),
+                               ("notifications.configure", {"historyLimit": 0}),
+                               ("notifications.setDnd", {"enabled": True}), ("notifications.dismissAll", {})):
+            with pytest.raises(RpcError) as e:
+                c2.call(method, params)
+            assert e.value.code == -32000, method
+            assert e.value.data["backend"] == "notifications" and e.value.data["path"] == "/notifications"
+            assert e.value.data["otherOwner"]["pid"] == first_daemon.pid, method
+            assert "not the notification server" in e.value.data["reason"] and "(qsd)" in e.value.data["reason"]
+        got = c2.mirror(sub2)["notifications"]
+        assert str(closed) in got["history"] and got["dnd"] is False and got["historyLimit"] == 200
+        assert os.path.exists(copy)
+        # The waiting qsd stops: it leaves the server's state file as the server wrote it.
+        assert env.stop_qsd() == 0
+        assert open(path, "rb").read() == written
+        assert os.path.exists(copy)
+        assert history(c, sub)[str(closed)]["image"] == "file://" + copy
+        assert c.call("notifications.setDnd", {"enabled": True}) == {"enabled": True}
+        c.close()
+        c2.close()
+    finally:
+        bus.close()
+        env.daemon = first_daemon
+        env.socket = first_socket
+
+
+def test_the_state_file_keeps_the_newest_history_within_4_mib(env):
+    """A sender can make each history entry tens of KiB in the file (texts of characters JSON
+    escapes, at their bounds; action keys of control characters, kept as sent), and the file is
+    rewritten whole up to once a second. It is kept within 4 MiB: the oldest entries are left
+    out of it, and bodyText, computed again when the file is read, is not written. The newest
+    history survives a restart as it was."""
+    c, sub = n.start(env)
+    bus = n.Bus(env)
+    path = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    quote = '"'
+    actions = []
+    for k in range(16):
+        actions += [f"{k:02d}" + "\x01" * 254, quote * 256]
+    try:
+        ids = []
+        for i in range(200):
+            hints = {"category": quote * 256, "desktop-entry": quote * 256, "x-kde-reply-placeholder-text": quote * 256,
+                     "x-dunst-stack-tag": f"{i}" + quote * 250}
+            ids.append(bus.notify(quote * 1024, quote * 16384, app=quote * 256, actions=actions, hints=hints, timeout=0))
+        # One connection has at most 100 shown: the older ones went to history as they came.
+        c.call("notifications.dismissAll", timeout=60)
+        # A subscriber that read nothing during those 14 MB of changes was left behind (see
+        # test_slow_client.py); a new one reads the tree as it is.
+        c.close()
+        c = env.client()
+        sub = c.subscribe(["/notifications"])
+        before = history(c, sub)
+        assert sorted(int(i) for i in before) == ids
+        wait_until(lambda: [e["id"] for e in json.load(open(path))["history"][-1:]] == ids[-1:], what="the newest written")
+        assert os.path.getsize(path) <= 4 << 20
+        assert "left out of the file" in env.qsd_log()
+        assert env.stop_qsd() == 0
+    finally:
+        bus.close()
+    assert os.path.getsize(path) <= 4 << 20
+    c, sub = n.start(env)
+    after = history(c, sub)
+    kept = sorted(int(i) for i in after)
+    # The newest, each as it was (bodyText included); at least a quarter of them fit.
+    assert kept == ids[-len(kept):] and len(kept) >= 50
+    assert {k: after[k] for k in after} == {k: before[k] for k in after}
+    assert int(notify_send(env, "-p", "after restart").stdout) == ids[-1] + 1
+
+
+def test_a_state_file_qsd_cannot_read_is_set_aside(env):
+    """A state file over the 64 MiB qsd reads (an older qsd wrote one with no bound) is kept as
+    notifications.json.bad, and logged, rather than overwritten."""
+    path = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as f:
+        f.write('{"version": 1, "lastId": 41, "reservedId": 41, "clean": true, "history": []' + " " * (65 << 20) + "}")
+    size = os.path.getsize(path)
+    c, sub = n.start(env)
+    assert os.path.getsize(path + ".bad") == size
+    wait_until(lambda: json.load(open(path))["lastId"] >= 0, what="a new state file")
+    assert os.path.getsize(path) < 4096
+    log = env.qsd_log()
+    assert "not a state qsd can read (it is larger than 64 MiB)" in log and "notifications.json.bad" in log
 
 
 def test_a_restart_keeps_history_dnd_settings_and_the_id_counter(env):

@@ -1,6 +1,7 @@
-// The notification server's pure parts (daemon/backends/notifications/mapping.hpp, state.hpp):
-// text made valid and bounded, markup to plain text, actions, timeouts, image-data to RGBA, what
-// image-path names, and the state file with its id counter.
+// The notification server's pure parts (daemon/backends/notifications/mapping.hpp, state.hpp,
+// wire.hpp): text made valid and bounded, markup to plain text, actions, timeouts, image-data to
+// RGBA, what image-path names and a PNG's header, Notify's hints read from a message, and the
+// state file with its id counter and its size.
 
 #ifdef QSD_NOTIFICATIONS_BACKEND
 
@@ -8,7 +9,10 @@
 #include "backends/notifications/state.hpp"
 #include "backends/notifications/wire.hpp"
 
+#include "dbus/raw.hpp"
+
 #include <gtest/gtest.h>
+#include <systemd/sd-bus.h>
 
 
 using namespace qsd::notifications;
@@ -225,6 +229,129 @@ TEST(NotificationsMapping, StackTagsAndProgressValues) {
 	}
 }
 
+// Control characters have no display value, and JSON writes each as a six-byte escape: they are
+// dropped from every text that is shown (tab and line feed stay), before the text is cut. Action
+// keys keep them: ActionInvoked gives the key back to the application as it sent it.
+TEST(NotificationsMapping, ControlCharactersAreDroppedFromText) {
+	EXPECT_EQ(displayText("a\x01" "b\tc\nd\re\x1f\x7f"), "ab\tc\nde");
+	EXPECT_EQ(displayText(std::string("x\0y", 3)), "x" + kFFFD + "y");   // NUL is no character: U+FFFD, as before
+	EXPECT_EQ(plainText("a&#1;b&#x7F;c&#9;d<br>e"), "abc\td\ne");
+	NotifyArgs a;
+	a.appName = "app\x02";
+	a.summary = std::string(kMaxSummaryBytes, '\x01') + "kept";
+	a.body = "<b>\x03" "bold</b>&#2;";
+	a.actions = {"key\x04", "La\x05" "bel"};
+	a.hints.category = "cat\x06";
+	a.hints.stackTag = "tag\x07";
+	auto t = mapText(a);
+	EXPECT_EQ(t.appName, "app");
+	EXPECT_EQ(t.summary, "kept");   // dropped before the cut: nothing was cut
+	EXPECT_FALSE(t.cutSummary);
+	EXPECT_EQ(t.body, "<b>bold</b>&#2;");
+	EXPECT_EQ(t.bodyText, "bold");
+	ASSERT_EQ(t.actions.size(), 1u);
+	EXPECT_EQ(t.actions[0].key, "key\x04");
+	EXPECT_EQ(t.actions[0].label, "Label");
+	EXPECT_EQ(t.category, "cat");
+	EXPECT_EQ(t.stackTag, "tag");
+	EXPECT_EQ(stackKey(a), std::pair(std::string("app"), std::string("tag")));
+}
+
+// A PNG's sides come from its header, before anything is decoded or copied.
+TEST(NotificationsMapping, PngSidesFromTheHeader) {
+	auto header = [](uint32_t w, uint32_t h, const char* type = "IHDR") {
+		std::string s = "\x89PNG\r\n\x1a\n";
+		auto be32 = [&](uint32_t v) {
+			for (int k = 3; k >= 0; --k) s += char((v >> (8 * k)) & 0xFF);
+		};
+		be32(13);
+		s += type;
+		be32(w);
+		be32(h);
+		return s + std::string("\x08\x06\0\0\0", 5);
+	};
+	EXPECT_EQ(pngSides(header(30000, 20000)), std::pair(30000u, 20000u));
+	EXPECT_EQ(pngSides(header(1, 512)), std::pair(1u, 512u));
+	EXPECT_EQ(pngSides(header(64, 64, "IDAT")), std::pair(0u, 0u));     // IHDR must come first
+	EXPECT_EQ(pngSides(header(64, 64).substr(0, 20)), std::pair(0u, 0u));   // cut short
+	EXPECT_EQ(pngSides("\x89PNG\r\n\x1a\n"), std::pair(0u, 0u));
+	EXPECT_EQ(pngSides("GIF89a"), std::nullopt);
+	EXPECT_EQ(pngSides(""), std::nullopt);
+}
+
+namespace {
+// A Notify call as the bus delivers it, with `hints` appended by the caller.
+sdbus::PlainMessage notifyCall(const std::function<void(sd_bus_message*)>& hints) {
+	auto msg = qsd::dbus::plainMessage();
+	auto* m = qsd::dbus::rawMessage(msg);
+	EXPECT_GE(sd_bus_message_append(m, "susss", "app", 0u, "", "summary", "body"), 0);
+	EXPECT_GE(sd_bus_message_append(m, "as", 0), 0);
+	EXPECT_GE(sd_bus_message_open_container(m, 'a', "{sv}"), 0);
+	hints(m);
+	EXPECT_GE(sd_bus_message_close_container(m), 0);
+	EXPECT_GE(sd_bus_message_append(m, "i", -1), 0);
+	msg.seal();
+	msg.rewind(true);
+	return msg;
+}
+
+void imageHint(sd_bus_message* m, const char* name, int32_t width, uint8_t byte) {
+	uint8_t pixels[3] = {byte, byte, byte};
+	ASSERT_GE(sd_bus_message_open_container(m, 'e', "sv"), 0);
+	ASSERT_GE(sd_bus_message_append(m, "s", name), 0);
+	ASSERT_GE(sd_bus_message_open_container(m, 'v', "(iiibiiay)"), 0);
+	ASSERT_GE(sd_bus_message_open_container(m, 'r', "iiibiiay"), 0);
+	ASSERT_GE(sd_bus_message_append(m, "iiibii", width, 1, 3, 0, 8, 3), 0);
+	ASSERT_GE(sd_bus_message_append_array(m, 'y', pixels, width == 1 ? 3 : 0), 0);
+	ASSERT_GE(sd_bus_message_close_container(m), 0);
+	ASSERT_GE(sd_bus_message_close_container(m), 0);
+	ASSERT_GE(sd_bus_message_close_container(m), 0);
+}
+} // namespace
+
+// A hints dictionary may name a pixel hint any number of times (an a{sv} is meant as a map, so
+// that is malformed, but the bus carries it): each name has one slot, and the last value sent
+// counts, as for every other hint. So the hints are read in linear time, and the backend tries
+// at most three images, in the specification's order, whatever order they came in.
+TEST(NotificationsWire, EachPixelHintNameHasOneSlotAndTheLastCounts) {
+	constexpr int kRepeats = 20000;
+	auto msg = notifyCall([](sd_bus_message* m) {
+		imageHint(m, "icon_data", 1, 0x30);
+		for (int i = 0; i < kRepeats; ++i) {
+			imageHint(m, "image-data", 0, 0);
+			imageHint(m, "image_data", 0, 0);
+		}
+		imageHint(m, "image-data", 1, 0x10);
+		imageHint(m, "image_data", 1, 0x20);
+		ASSERT_GE(sd_bus_message_append(m, "{sv}", "urgency", "y", uint8_t(2)), 0);
+	});
+	auto args = readNotify(msg);
+	ASSERT_EQ(args.hints.images.size(), 3u);
+	EXPECT_EQ(args.hints.images[0].first, "image-data");
+	EXPECT_EQ(args.hints.images[1].first, "image_data");
+	EXPECT_EQ(args.hints.images[2].first, "icon_data");
+	for (size_t i = 0; i < 3; ++i) {
+		ASSERT_EQ(args.hints.images[i].second.width, 1) << i;
+		EXPECT_EQ(args.hints.images[i].second.data[0], 0x10 * (i + 1)) << i;
+	}
+	EXPECT_EQ(args.hints.urgency, 2);   // what follows them is read as well
+	EXPECT_EQ(args.expireTimeout, -1);
+}
+
+// The last value of a hint counts; image_path loses to image-path whichever comes first.
+TEST(NotificationsWire, TheLastValueOfAHintCounts) {
+	auto paths = [](std::vector<std::pair<const char*, const char*>> hints) {
+		auto msg = notifyCall([&](sd_bus_message* m) {
+			for (auto [name, value]: hints) ASSERT_GE(sd_bus_message_append(m, "{sv}", name, "s", value), 0);
+		});
+		return readNotify(msg).hints.imagePath;
+	};
+	EXPECT_EQ(paths({{"image_path", "/a"}, {"image_path", "/b"}}), "/b");
+	EXPECT_EQ(paths({{"image-path", "/new"}, {"image_path", "/old"}}), "/new");
+	EXPECT_EQ(paths({{"image_path", "/old"}, {"image-path", "/new"}, {"image-path", "/newer"}}), "/newer");
+	EXPECT_EQ(paths({{"category", "x"}}), std::nullopt);
+}
+
 TEST(NotificationsMapping, CapabilitiesInTheirOrderEachOnce) {
 	EXPECT_EQ(defaultCapabilities(), (std::vector<std::string>{"actions", "body", "body-hyperlinks", "body-markup", "icon-static",
 	                                                           "persistence", "inline-reply"}));
@@ -282,6 +409,38 @@ TEST(NotificationsState, GarbageIsReplacedByDefaultsAndNamed) {
 	EXPECT_NE(problems.find("capabilities"), std::string::npos);
 	EXPECT_NE(parseState(R"({"capabilities": "body"})", &problems), std::nullopt);
 	EXPECT_NE(problems.find("capabilities"), std::string::npos);
+}
+
+// The file is bounded whatever history holds: the newest entries that fit are written, oldest
+// first as always, and what is computed again when the file is read (bodyText) is not written.
+TEST(NotificationsState, TheFileKeepsTheNewestHistoryWithinItsBudget) {
+	SavedState s;
+	s.lastId = 100;
+	for (int id = 1; id <= 100; ++id)
+		s.history.push_back({{"id", id}, {"body", std::string(1000, '"')}, {"bodyText", std::string(1000, '"')}});
+	size_t written = 0;
+	auto text = serializeState(s, 20000, &written);
+	EXPECT_LE(text.size(), 20000u);
+	EXPECT_GT(written, 5u);
+	EXPECT_LT(written, 10u);   // each entry is a little over 2000 bytes: each " is written as \"
+	auto back = parseState(text);
+	ASSERT_TRUE(back);
+	EXPECT_EQ(back->lastId, 100u);
+	ASSERT_EQ(back->history.size(), written);
+	for (size_t i = 0; i < written; ++i) {
+		EXPECT_EQ(back->history[i]["id"], 100 - written + 1 + i);
+		EXPECT_FALSE(back->history[i].contains("bodyText"));
+		EXPECT_EQ(back->history[i]["body"], s.history[0]["body"]);
+	}
+	// Everything fits: everything is written.
+	(void)serializeState(s, kMaxStateFileBytes, &written);
+	EXPECT_EQ(written, 100u);
+	// Not even one fits: the rest of the document still is.
+	back = parseState(serializeState(s, 10, &written));
+	ASSERT_TRUE(back);
+	EXPECT_EQ(written, 0u);
+	EXPECT_EQ(back->lastId, 100u);
+	EXPECT_TRUE(back->history.empty());
 }
 
 TEST(NotificationsState, IdsAreNeverReused) {

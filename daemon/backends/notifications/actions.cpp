@@ -28,6 +28,26 @@ std::span<const Backend::Method> NotificationsBackend::methods() const {
 	return table;
 }
 
+void NotificationsBackend::requireServer() const {
+	using State = dbus::OwnedName::State;
+	if (!name_ || name_->state() == State::Owner || name_->state() == State::Requesting) return;
+	json data = {{"backend", std::string(id())}, {"path", kRoot}};
+	std::string reason;
+	if (name_->state() == State::Failed) {
+		reason = "qsd cannot own " + std::string(kBusName) + ": " + name_->error();
+	} else {
+		// Who has the name, as /notifications/otherOwner shows it.
+		const json* other = context_.tree.find("/notifications/otherOwner");
+		auto who = name_->otherOwner();
+		if (other && other->is_object() && other->value("processName", json()).is_string())
+			who += " (" + (*other)["processName"].get<std::string>() + ")";
+		reason = "qsd is not the notification server: " + std::string(kBusName) + " is owned by " + who;
+		data["otherOwner"] = other ? *other : json(nullptr);
+	}
+	data["reason"] = reason;
+	throw RpcException(ErrorCode::BackendUnavailable, std::string(kRoot) + " is unavailable: " + reason, std::move(data));
+}
+
 uint32_t NotificationsBackend::liveId(Call& c) {
 	auto id = c.params().integer("id");
 	if (id < 1 || id > UINT32_MAX || !live_.count(uint32_t(id)))
@@ -36,18 +56,21 @@ uint32_t NotificationsBackend::liveId(Call& c) {
 }
 
 void NotificationsBackend::dismiss(Call& c) {
+	requireServer();
 	auto id = liveId(c);
 	close(id, CloseReason::Dismissed);
 	c.result({{"id", id}});
 }
 
 void NotificationsBackend::expireNow(Call& c) {
+	requireServer();
 	auto id = liveId(c);
 	close(id, CloseReason::Expired);
 	c.result({{"id", id}});
 }
 
 void NotificationsBackend::dismissAll(Call& c) {
+	requireServer();
 	std::vector<uint32_t> ids;
 	for (const auto& [id, _]: live_) ids.push_back(id);
 	for (auto id: ids) close(id, CloseReason::Dismissed);
@@ -55,6 +78,7 @@ void NotificationsBackend::dismissAll(Call& c) {
 }
 
 void NotificationsBackend::invokeAction(Call& c) {
+	requireServer();
 	auto id = liveId(c);
 	auto action = c.params().string("action");
 	const auto& offered = live_.at(id).actions;
@@ -70,6 +94,7 @@ void NotificationsBackend::invokeAction(Call& c) {
 }
 
 void NotificationsBackend::reply(Call& c) {
+	requireServer();
 	auto id = liveId(c);
 	const auto& offered = live_.at(id).actions;
 	if (std::find(offered.begin(), offered.end(), "inline-reply") == offered.end())
@@ -82,6 +107,7 @@ void NotificationsBackend::reply(Call& c) {
 }
 
 void NotificationsBackend::setDnd(Call& c) {
+	requireServer();
 	dnd_ = c.params().boolean("enabled");
 	context_.tree.set("/notifications/dnd", dnd_);
 	markDirty();
@@ -89,6 +115,7 @@ void NotificationsBackend::setDnd(Call& c) {
 }
 
 void NotificationsBackend::removeFromHistory(Call& c) {
+	requireServer();
 	auto id = c.params().integer("id");
 	if (id < 1 || id > UINT32_MAX || !history_.count(uint32_t(id)))
 		throw RpcException(ErrorCode::NotFound, "No notification " + std::to_string(id) + " in history", {{"param", "id"}, {"id", id}});
@@ -97,12 +124,14 @@ void NotificationsBackend::removeFromHistory(Call& c) {
 }
 
 void NotificationsBackend::clearHistory(Call& c) {
+	requireServer();
 	auto count = history_.size();
 	while (!historyOrder_.empty()) removeHistory(historyOrder_.begin()->second);
 	c.result({{"count", count}});
 }
 
 void NotificationsBackend::configure(Call& c) {
+	requireServer();
 	if (auto ms = c.params().optInteger("defaultTimeoutMs")) {
 		defaultTimeoutMs_ = uint64_t(*ms);
 		context_.tree.set("/notifications/defaultTimeoutMs", defaultTimeoutMs_);

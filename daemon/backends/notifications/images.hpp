@@ -1,6 +1,7 @@
 #pragma once
 // Images of notifications as files: icon names looked up in the daemon's icon theme, raw pixels
-// written as PNG files, and image-path files copied, through the tray's icon store (IconStore).
+// written as PNG files, and PNG files named by image-path or app_icon copied (scaled down first
+// when larger than a popup shows them), through the tray's icon store (IconStore).
 // This file and images.cpp are the only ones that know the tray's types, so that a change of that
 // code touches one place.
 //
@@ -43,9 +44,19 @@ public:
 	[[nodiscard]] std::optional<StoredImage> storePixels(const Rgba& image, const std::string& sender);
 	// The pixels storePixels writes: `image` scaled down to fit kStoredImageSide, or as it is.
 	[[nodiscard]] static Rgba fitted(const Rgba& image);
-	// A copy of a PNG file (up to kMaxImageFileBytes); std::nullopt for another kind of file, one
-	// that cannot be read, or one too large.
-	[[nodiscard]] std::optional<StoredImage> storePngFile(const std::string& path, const std::string& sender);
+	// What became of a file image-path or app_icon names (a regular file; `size` from its stat).
+	struct FileImage {
+		enum class Kind {
+			Stored,    // a PNG of up to kMaxImageFileBytes: copied, or scaled down to fit
+			           // kStoredImageSide and written again when its header gives more
+			Refused,   // a PNG whose header gives no sides, or sides beyond kMaxImageSide: not
+			           // copied and not to be shown (a shell would decode it whatever its size)
+			Other,     // another kind of file, a larger PNG, or no room: shown where it is
+		} kind = Kind::Other;
+		std::optional<StoredImage> stored;
+		std::string why;   // Refused: why, for the log
+	};
+	[[nodiscard]] FileImage storeFile(const std::string& path, uint64_t size, const std::string& sender);
 	// The sender has nothing shown any more: a refusal is logged again if it comes back.
 	void forget(const std::string& sender);
 

@@ -22,7 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr uint64_t kSaveIntervalUs = 1'000'000;
-constexpr size_t kMaxStateFileBytes = 64u << 20;
 
 json orNull(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
 
@@ -33,6 +32,35 @@ bool makeDirs(const std::string& dir) {
 	auto parent = fs::path(dir).parent_path();
 	if (!parent.empty() && parent != fs::path(dir) && !makeDirs(parent.string())) return false;
 	return ::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST;
+}
+
+// The state file as it is on disk.
+struct FileState {
+	bool exists = false;
+	std::optional<SavedState> state;   // std::nullopt: there is none, or it cannot be used
+	std::string unusable;              // why it cannot, for the log ("" when it can or is not there)
+	std::string problems;              // fields of the wrong type, which took their defaults
+};
+
+FileState readState(const std::string& path) {
+	FileState f;
+	struct stat st{};
+	if (::stat(path.c_str(), &st) != 0) {
+		if (errno == ENOENT) return f;
+		f.exists = true;
+		f.unusable = fmt::format("it cannot be read: {}", std::strerror(errno));
+		return f;
+	}
+	f.exists = true;
+	if (auto text = readFile(path, kMaxStateReadBytes)) {
+		f.state = parseState(*text, &f.problems);
+		if (!f.state) f.unusable = "it is not a JSON object";
+	} else if (S_ISREG(st.st_mode) && uint64_t(st.st_size) > kMaxStateReadBytes) {
+		f.unusable = fmt::format("it is larger than {} MiB", kMaxStateReadBytes >> 20);
+	} else {
+		f.unusable = S_ISREG(st.st_mode) ? fmt::format("it cannot be read: {}", std::strerror(errno)) : "it is not a regular file";
+	}
+	return f;
 }
 } // namespace
 
@@ -71,9 +99,15 @@ NotificationsBackend::Resolved NotificationsBackend::resolveIcon(const std::stri
 	struct stat st{};
 	if (::stat(spec.value.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
 	// A PNG is copied (Chromium deletes its temporary file while the notification is shown);
-	// any other file is shown where it is.
-	if (uint64_t(st.st_size) <= kMaxImageFileBytes)
-		if (auto stored = images_->storePngFile(spec.value, sender)) return {stored->url, std::move(stored)};
+	// any other file is shown where it is. A PNG whose header claims more than qsd would decode
+	// is not shown at all: every shell would decode it.
+	auto file = images_->storeFile(spec.value, uint64_t(st.st_size), sender);
+	using Kind = Images::FileImage::Kind;
+	if (file.kind == Kind::Stored) return {file.stored->url, std::move(file.stored)};
+	if (file.kind == Kind::Refused) {
+		warnOnce("png:" + sender, fmt::format("{} named the image {}, which qsd does not show: {}", sender, spec.value, file.why));
+		return {};
+	}
 	return {fileUrl(spec.value), std::nullopt};
 }
 
@@ -307,7 +341,10 @@ void NotificationsBackend::dropHistoryImages(uint32_t id) {
 			                                  std::find(closed.files.begin(), closed.files.end(),
 			                                            pathOfFileUrl(it->get<std::string>())) != closed.files.end())
 				gone[field] = nullptr;
-	for (const auto& file: closed.files) ::unlink(file.c_str());
+	// A qsd that is not the server leaves the files to the one that is (it names the same
+	// copies); those nothing refers to go when it takes the name (removeStrayHistoryFiles).
+	if (serving())
+		for (const auto& file: closed.files) ::unlink(file.c_str());
 	historyImageBytes_ -= closed.bytes;
 	closed.bytes = 0;
 	closed.files.clear();
@@ -318,7 +355,8 @@ void NotificationsBackend::dropHistoryImages(uint32_t id) {
 void NotificationsBackend::removeHistory(uint32_t id) {
 	auto it = history_.find(id);
 	if (it == history_.end()) return;
-	for (const auto& file: it->second.files) ::unlink(file.c_str());
+	if (serving())   // as in dropHistoryImages
+		for (const auto& file: it->second.files) ::unlink(file.c_str());
 	historyImageBytes_ -= it->second.bytes;
 	historyOrder_.erase(it->second.order);
 	history_.erase(it);
@@ -341,17 +379,12 @@ void NotificationsBackend::loadState() {
 	} else if (!makeDirs(fs::path(statePath_).parent_path().string())) {
 		log::warning("notifications", "cannot create the directory of {}: {}; history is not kept", statePath_, std::strerror(errno));
 		statePath_.clear();
-	} else if (auto text = readFile(statePath_, kMaxStateFileBytes)) {
-		std::string problems;
-		if (auto parsed = parseState(*text, &problems)) {
-			state = std::move(*parsed);
-			if (!problems.empty()) log::warning("notifications", "{}: ignored what is not valid: {}", statePath_, problems);
-		} else {
-			auto bad = statePath_ + ".bad";
-			log::warning("notifications", "{} is not a state qsd can read; it is kept as {} and qsd starts afresh", statePath_, bad);
-			::rename(statePath_.c_str(), bad.c_str());
-		}
+	} else if (auto file = readState(statePath_); file.state) {
+		state = std::move(*file.state);
+		if (!file.problems.empty()) log::warning("notifications", "{}: ignored what is not valid: {}", statePath_, file.problems);
 	}
+	// Nothing is written here: the file belongs to whichever server has the name, which may be
+	// another qsd. A file that cannot be used is set aside once this one has it (takeStateFromFile).
 	dnd_ = state.dnd;
 	defaultTimeoutMs_ = state.defaultTimeoutMs;
 	historyLimit_ = state.historyLimit;
@@ -366,8 +399,6 @@ void NotificationsBackend::loadState() {
 	                             {"defaultTimeoutMs", defaultTimeoutMs_},
 	                             {"historyLimit", historyLimit_},
 	                             {"capabilities", capabilities_}});
-	// The reservation is on disk before the first id is handed out.
-	if (!statePath_.empty()) save(false);
 	if (!state.history.empty() || state.lastId)
 		log::info("notifications", "{} notifications of history read back; ids continue at {}", history_.size(), nextId_);
 }
@@ -383,6 +414,9 @@ uint32_t NotificationsBackend::restoreHistory(json& entries) {
 		if (!entry.contains("replyPlaceholder")) entry["replyPlaceholder"] = nullptr;
 		if (!entry.contains("value")) entry["value"] = nullptr;
 		if (!entry.contains("stackTag")) entry["stackTag"] = nullptr;
+		// Not in the file (kRecomputedFields): the plain text again from the markup.
+		if (auto body = entry.find("body"); body != entry.end() && body->is_string())
+			entry["bodyText"] = plainText(body->get<std::string>());
 		std::vector<std::string> files;
 		for (const char* field: {"image", "appIcon"}) {
 			auto it = entry.find(field);
@@ -413,7 +447,9 @@ void NotificationsBackend::markDirty() {
 }
 
 void NotificationsBackend::save(bool clean) {
-	if (statePath_.empty()) return;
+	// Only the server writes: a qsd waiting behind another one would overwrite that one's
+	// history, settings and id counter with what it read at its start.
+	if (statePath_.empty() || !serving()) return;
 	SavedState state;
 	state.lastId = lastId_;
 	state.clean = clean;
@@ -422,11 +458,18 @@ void NotificationsBackend::save(bool clean) {
 	state.defaultTimeoutMs = defaultTimeoutMs_;
 	state.historyLimit = historyLimit_;
 	state.capabilities = capabilities_;
-	for (const auto& [order, id]: historyOrder_)
-		if (const auto* entry = context_.tree.find(historyPath(id))) state.history.push_back(*entry);
+	std::vector<const json*> newestFirst;
+	newestFirst.reserve(historyOrder_.size());
+	for (auto it = historyOrder_.rbegin(); it != historyOrder_.rend(); ++it)
+		if (const auto* entry = context_.tree.find(historyPath(it->second))) newestFirst.push_back(entry);
+	size_t written = 0;
+	auto text = serializeState(state, newestFirst, kMaxStateFileBytes, &written);
+	if (written < newestFirst.size())
+		warnOnce("stateFileBudget", fmt::format("history would take more than {} MiB in {}; its oldest entries are left out of "
+		                                        "the file (they are shown until qsd stops)", kMaxStateFileBytes >> 20, statePath_));
 	std::string error;
 	lastSave_ = context_.loop.now();
-	if (writeFileAtomically(statePath_, serializeState(state), &error)) {
+	if (writeFileAtomically(statePath_, text, &error)) {
 		reservedId_ = state.reservedId;
 		stateWarned_ = false;
 	} else if (!stateWarned_) {
@@ -437,35 +480,50 @@ void NotificationsBackend::save(bool clean) {
 
 void NotificationsBackend::takeStateFromFile() {
 	if (statePath_.empty()) return;
-	auto text = readFile(statePath_, kMaxStateFileBytes);
-	if (!text) return;
-	auto state = parseState(*text);
-	if (!state) return;
-	// Our own reservation is no one else's ids; another writer's is.
-	uint32_t last = state->lastId;
-	if (!state->clean && state->reservedId != reservedId_) last = std::max(last, state->reservedId);
-	bool later = last >= nextId_ && last != UINT32_MAX;
-	if (later) {
-		nextId_ = last + 1;
-		lastId_ = last;
+	auto file = readState(statePath_);
+	if (file.exists && !file.state) {
+		// Kept for a person to look at rather than overwritten by the next write; the ids in it
+		// cannot be read, so they start again after those of the state qsd has.
+		auto bad = statePath_ + ".bad";
+		if (::rename(statePath_.c_str(), bad.c_str()) == 0) {
+			log::warning("notifications", "{} is not a state qsd can read ({}); it is kept as {} and qsd starts afresh", statePath_,
+			             file.unusable, bad);
+		} else {
+			log::warning("notifications", "{} is not a state qsd can read ({}), and cannot be set aside as {}: {}; qsd leaves it "
+			             "as it is and keeps no state this run", statePath_, file.unusable, bad, std::strerror(errno));
+			statePath_.clear();
+			return;
+		}
 	}
-	if (!waited_) {
-		if (later) save(false);
-		return;
+	if (file.state) {
+		auto& state = *file.state;
+		// Our own reservation is no one else's ids; another writer's is.
+		uint32_t last = state.lastId;
+		if (!state.clean && state.reservedId != reservedId_) last = std::max(last, state.reservedId);
+		if (last >= nextId_ && last != UINT32_MAX) {
+			nextId_ = last + 1;
+			lastId_ = last;
+		}
+		if (waited_) adoptState(state);
 	}
+	// The reservation is on disk before the first id is handed out, and the file says qsd runs.
+	save(false);
+}
+
+void NotificationsBackend::adoptState(SavedState& state) {
 	// The server that had the name kept history, Do-Not-Disturb and the settings while this
 	// one waited; what it left in the file is the state to go on with. History's entries are
 	// replaced without touching their files (the file's entries name the same copies);
-	// restoreHistory then removes those nothing refers to.
-	dnd_ = state->dnd;
-	defaultTimeoutMs_ = state->defaultTimeoutMs;
-	historyLimit_ = state->historyLimit;
-	capabilities_ = state->capabilities;
+	// removeStrayHistoryFiles then removes those nothing refers to.
+	dnd_ = state.dnd;
+	defaultTimeoutMs_ = state.defaultTimeoutMs;
+	historyLimit_ = state.historyLimit;
+	capabilities_ = state.capabilities;
 	history_.clear();
 	historyOrder_.clear();
 	historyImageBytes_ = 0;
 	context_.tree.set("/notifications/history", json::object());
-	auto highest = restoreHistory(state->history);
+	auto highest = restoreHistory(state.history);
 	if (highest >= nextId_ && highest != UINT32_MAX) {
 		nextId_ = highest + 1;
 		lastId_ = highest;
@@ -474,7 +532,6 @@ void NotificationsBackend::takeStateFromFile() {
 	                             {"defaultTimeoutMs", defaultTimeoutMs_},
 	                             {"historyLimit", historyLimit_},
 	                             {"capabilities", capabilities_}});
-	save(false);
 }
 
 } // namespace qsd::notifications

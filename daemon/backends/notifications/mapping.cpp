@@ -160,6 +160,16 @@ std::string validUtf8(std::string_view text) {
 	return out;
 }
 
+std::string displayText(std::string_view text) {
+	auto out = validUtf8(text);
+	// In UTF-8 these bytes are only ever the characters themselves (never part of a sequence).
+	std::erase_if(out, [](char c) {
+		auto b = static_cast<unsigned char>(c);
+		return (b < 0x20 && b != '\t' && b != '\n') || b == 0x7F;
+	});
+	return out;
+}
+
 std::string cutUtf8(std::string_view text, size_t maxBytes, bool* cut) {
 	if (cut) *cut = text.size() > maxBytes;
 	if (text.size() <= maxBytes) return std::string(text);
@@ -200,7 +210,7 @@ std::string plainText(std::string_view markup) {
 		out += c;
 		++i;
 	}
-	return validUtf8(out);
+	return displayText(out);
 }
 
 std::vector<Action> parseActions(const std::vector<std::string>& flat, size_t* dropped) {
@@ -213,7 +223,7 @@ std::vector<Action> parseActions(const std::vector<std::string>& flat, size_t* d
 			lost += 2;
 			continue;
 		}
-		out.push_back({std::move(key), cutUtf8(validUtf8(flat[i + 1]), kMaxNameBytes)});
+		out.push_back({std::move(key), cutUtf8(displayText(flat[i + 1]), kMaxNameBytes)});
 	}
 	if (dropped) *dropped = lost;
 	return out;
@@ -284,6 +294,19 @@ IconSpec iconSpec(std::string_view text) {
 	return {IconSpec::Kind::Name, std::string(text)};
 }
 
+std::optional<std::pair<uint32_t, uint32_t>> pngSides(std::string_view head) {
+	static constexpr std::string_view signature = "\x89PNG\r\n\x1a\n";
+	if (head.substr(0, signature.size()) != signature) return std::nullopt;
+	auto be32 = [&](size_t at) {
+		uint32_t v = 0;
+		for (size_t k = 0; k < 4; ++k) v = (v << 8) | static_cast<unsigned char>(head[at + k]);
+		return v;
+	};
+	// The PNG specification: IHDR comes first, 13 bytes long.
+	if (head.size() < kPngHeadBytes || be32(8) != 13 || head.substr(12, 4) != "IHDR") return std::pair(0u, 0u);
+	return std::pair(be32(16), be32(20));
+}
+
 std::string pathOfFileUrl(std::string_view url) {
 	auto spec = iconSpec(url);
 	if (url.rfind("file://", 0) != 0 || spec.kind != IconSpec::Kind::File) return {};
@@ -295,20 +318,21 @@ std::optional<std::pair<std::string, std::string>> stackKey(const NotifyArgs& a)
 	// tag stacks nothing (dunst's rule).
 	const auto& tag = a.hints.stackTag && !a.hints.stackTag->empty() ? a.hints.stackTag : a.hints.synchronous;
 	if (!tag || tag->empty()) return std::nullopt;
-	return std::pair(cutUtf8(validUtf8(a.appName), kMaxNameBytes), cutUtf8(validUtf8(*tag), kMaxNameBytes));
+	return std::pair(cutUtf8(displayText(a.appName), kMaxNameBytes), cutUtf8(displayText(*tag), kMaxNameBytes));
 }
 
 NotifyText mapText(const NotifyArgs& a) {
 	NotifyText t;
-	t.appName = cutUtf8(validUtf8(a.appName), kMaxNameBytes);
+	// Control characters go before the text is cut: the bound is on what is kept.
+	t.appName = cutUtf8(displayText(a.appName), kMaxNameBytes);
 	t.actions = parseActions(a.actions, &t.droppedActions);
 	t.droppedActions += a.extraActions;
-	t.summary = cutUtf8(validUtf8(a.summary), kMaxSummaryBytes, &t.cutSummary);
-	t.body = cutUtf8(validUtf8(a.body), kMaxBodyBytes, &t.cutBody);
+	t.summary = cutUtf8(displayText(a.summary), kMaxSummaryBytes, &t.cutSummary);
+	t.body = cutUtf8(displayText(a.body), kMaxBodyBytes, &t.cutBody);
 	t.bodyText = plainText(t.body);
 	auto name = [](const std::optional<std::string>& s) -> std::optional<std::string> {
 		if (!s) return std::nullopt;
-		return cutUtf8(validUtf8(*s), kMaxNameBytes);
+		return cutUtf8(displayText(*s), kMaxNameBytes);
 	};
 	t.category = name(a.hints.category);
 	t.desktopEntry = name(a.hints.desktopEntry);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace qsd::notifications {
@@ -58,6 +59,10 @@ enum class CloseReason : uint32_t { Expired = 1, Dismissed = 2, ClosedByApp = 3,
 // Valid UTF-8: every byte that does not start or continue a well-formed sequence (overlong
 // forms, surrogates and values above U+10FFFF included) becomes U+FFFD. NUL bytes too.
 [[nodiscard]] std::string validUtf8(std::string_view text);
+// Text to be shown: valid UTF-8 (as validUtf8) without the C0 control characters other than tab
+// and line feed, and without DEL. They have no display value, and JSON writes each as a six-byte
+// \u escape, so a sender could make every entry of the state file six times its bound.
+[[nodiscard]] std::string displayText(std::string_view text);
 // At most `maxBytes` of `text` (valid UTF-8), cut after the last whole character that fits,
 // with "…" appended when something was cut. `cut` tells whether it was.
 [[nodiscard]] std::string cutUtf8(std::string_view text, size_t maxBytes, bool* cut = nullptr);
@@ -66,7 +71,8 @@ enum class CloseReason : uint32_t { Expired = 1, Dismissed = 2, ClosedByApp = 3,
 // tag) removed and entities decoded (&amp; &lt; &gt; &quot; &apos; &#N; &#xN;), for clients that
 // show plain text. <br> becomes a line break. An '&' or '<' that starts nothing well-formed is
 // kept as text. A numeric entity that is no Unicode scalar value (&#xD800;, &#0;) becomes
-// U+FFFD. The result is valid UTF-8.
+// U+FFFD. The result is display text (displayText): control characters, sent as such or as
+// entities (&#1;), are dropped.
 [[nodiscard]] std::string plainText(std::string_view markup);
 
 struct Action {
@@ -75,7 +81,8 @@ struct Action {
 };
 // The actions array (key, label, key, label, ...) as pairs, in the sender's order. An odd last
 // element, an empty key, a key seen before and pairs beyond kMaxActions are dropped and counted
-// in `dropped`. Keys and labels are cut to kMaxNameBytes.
+// in `dropped`. Keys and labels are cut to kMaxNameBytes. Labels are display text; keys keep
+// their control characters, as ActionInvoked gives the key back to the application.
 [[nodiscard]] std::vector<Action> parseActions(const std::vector<std::string>& flat, size_t* dropped = nullptr);
 
 // expire_timeout -> how long the notification is shown, in ms; std::nullopt: until closed.
@@ -118,6 +125,12 @@ struct IconSpec {
 	std::string value;   // the path or the name
 };
 [[nodiscard]] IconSpec iconSpec(std::string_view text);
+
+// The sides a PNG's header (IHDR, the first chunk) gives, from the file's first bytes: nullopt
+// when `head` does not start with the PNG signature, {0, 0} when no well-formed IHDR follows it.
+// Read before a file is decoded or copied: a tiny file can claim 30000 x 30000 pixels.
+[[nodiscard]] std::optional<std::pair<uint32_t, uint32_t>> pngSides(std::string_view head);
+constexpr size_t kPngHeadBytes = 24;   // the signature, IHDR's length and type, width and height
 
 // The file a file:// URL of the tree names ("" when it is not one).
 [[nodiscard]] std::string pathOfFileUrl(std::string_view url);

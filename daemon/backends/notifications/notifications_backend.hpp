@@ -76,8 +76,16 @@ private:
 	void emitSignal(const char* member, uint32_t id, uint32_t reason);
 	void emitSignal(const char* member, uint32_t id, const std::string& text);
 	void nameChanged();
-	// The image store and the icon theme, made once qsd owns the name (or is sent a notification
-	// anyway): making the store empties its directory, which a server qsd waits behind may use.
+	// qsd owns the name: it is the session's notification server. Only then is the D-Bus object
+	// exported, the image directory touched, the state file written or a history file removed:
+	// a qsd waiting behind another server (another qsd, whose files these are) does none of it.
+	[[nodiscard]] bool serving() const { return name_ && name_->owned(); }
+	// The notifications.* methods are the server's: refused (-32000, naming the server) while
+	// another program has the name or qsd cannot have it. Before the bus answered (a moment at
+	// start-up) they change what qsd shows, and reach the file only if qsd becomes the server.
+	void requireServer() const;
+	// The image store and the icon theme, made once qsd owns the name: making the store empties
+	// its directory, which a server qsd waits behind may use.
 	void ensureImages();
 	void warnOnce(const std::string& key, const std::string& message);
 
@@ -111,8 +119,10 @@ private:
 	// Removes the files of history's directory that no entry refers to.
 	void removeStrayHistoryFiles();
 	// Taking the name: the ids handed out by another qsd, and after waiting, the history,
-	// Do-Not-Disturb and settings the server before left in the file.
+	// Do-Not-Disturb and settings the server before left in the file (adoptState); a file that
+	// cannot be used is set aside (*.bad). Then the file is written.
 	void takeStateFromFile();
+	void adoptState(SavedState& state);
 	[[nodiscard]] static std::string itemPath(uint32_t id);
 	[[nodiscard]] static std::string historyPath(uint32_t id);
 

@@ -51,9 +51,13 @@ void NotificationsBackend::onBusStart() {
 	loadState();
 	context_.tree.update(kRoot, {{"available", true}});
 
+	// The object is exported once qsd owns the name (nameChanged), not before: a qsd queued
+	// behind another server would otherwise serve Notify to whoever calls its unique name
+	// (ListQueuedOwners gives it), with ids outside the server's and images in the server's
+	// directory. That is still in time for the first call the name brings: the bus tells qsd
+	// it has the name (NameOwnerChanged, or RequestName's reply) before it routes any call to
+	// it, and nameChanged runs while that message is dispatched.
 	name_ = std::make_unique<dbus::OwnedName>(bus(), kBusName, [this] { nameChanged(); });
-	object_ = &name_->exportObject(kPath);
-	exportServer(*object_);
 	name_->request();
 }
 
@@ -213,6 +217,10 @@ void NotificationsBackend::nameChanged() {
 		takeStateFromFile();
 		// Only now: a server qsd waited behind may have made copies the file does not name yet.
 		removeStrayHistoryFiles();
+		if (!object_) {
+			object_ = &name_->exportObject(kPath);
+			exportServer(*object_);
+		}
 		log::info("notifications", "qsd is the notification server");
 	}
 	wasOwner_ = name_->owned();

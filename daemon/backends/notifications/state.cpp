@@ -59,7 +59,7 @@ std::optional<SavedState> parseState(const std::string& text, std::string* probl
 	return s;
 }
 
-std::string serializeState(const SavedState& s) {
+std::string serializeState(const SavedState& s, const std::vector<const json*>& newestFirst, size_t maxBytes, size_t* written) {
 	json doc = {{"version", kVersion},
 	            {"lastId", s.lastId},
 	            {"reservedId", s.reservedId},
@@ -67,10 +67,41 @@ std::string serializeState(const SavedState& s) {
 	            {"dnd", s.dnd},
 	            {"defaultTimeoutMs", s.defaultTimeoutMs},
 	            {"historyLimit", s.historyLimit},
-	            {"capabilities", s.capabilities},
-	            {"history", s.history}};
+	            {"capabilities", s.capabilities}};
 	// The strings of the tree are valid UTF-8 already; replace keeps a write from ever failing.
-	return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+	auto dump = [](const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); };
+	auto head = dump(doc);
+	head.pop_back();   // the closing brace: history goes last
+	head += ",\"history\":[";
+	const std::string tail = "]}\n";
+	// Newest first, each entry dumped once, and no further than the budget: the cost of a write
+	// is bounded by the budget too, however large history is in memory.
+	std::vector<std::string> kept;
+	size_t total = head.size() + tail.size();
+	for (const json* entry: newestFirst) {
+		json e = *entry;
+		for (const char* field: kRecomputedFields) e.erase(field);
+		auto text = dump(e);
+		if (total + text.size() + 1 > maxBytes) break;
+		total += text.size() + 1;
+		kept.push_back(std::move(text));
+	}
+	std::string out;
+	out.reserve(total);
+	out += head;
+	for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+		if (it != kept.rbegin()) out += ',';
+		out += *it;
+	}
+	out += tail;
+	if (written) *written = kept.size();
+	return out;
+}
+
+std::string serializeState(const SavedState& s, size_t maxBytes, size_t* written) {
+	std::vector<const json*> entries;
+	for (auto it = s.history.rbegin(); it != s.history.rend(); ++it) entries.push_back(&*it);
+	return serializeState(s, entries, maxBytes, written);
 }
 
 uint32_t followingId(uint32_t id) { return id == UINT32_MAX ? 1 : id + 1; }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,6 +22,13 @@ namespace qsd::notifications {
 
 // Ids reserved ahead of the last one handed out while qsd runs.
 constexpr uint32_t kIdReserve = 1u << 16;
+// The state file qsd writes is at most this large: history's oldest entries are left out of it
+// beyond that. One history entry can take tens of KiB (a 16 KiB body of characters JSON escapes),
+// and the file is rewritten, synchronously, up to once a second.
+constexpr size_t kMaxStateFileBytes = 4u << 20;
+// What qsd reads back: far above what it writes, so that a file of an older qsd (which had no
+// bound) is read too.
+constexpr size_t kMaxStateReadBytes = 64u << 20;
 
 struct SavedState {
 	uint32_t lastId = 0;       // the highest id handed out
@@ -33,10 +41,20 @@ struct SavedState {
 	nlohmann::json history = nlohmann::json::array();   // tree entries, oldest closed first
 };
 
+// The fields of a history entry the file does not keep, as they are computed again when it is
+// read (restoreHistory): bodyText is plainText(body).
+constexpr const char* kRecomputedFields[] = {"bodyText"};
+
 // The document, or why it is not one (a field of the wrong type is replaced by its default and
 // named in `problems`; only a document that is not a JSON object fails).
 [[nodiscard]] std::optional<SavedState> parseState(const std::string& text, std::string* problems = nullptr);
-[[nodiscard]] std::string serializeState(const SavedState& state);
+// The document, with `state.history` ignored: the entries are `newestFirst`, written oldest
+// first, each without kRecomputedFields, and only as many of the newest as keep the whole within
+// `maxBytes` (at least the rest of the document is written). `written` says how many were.
+[[nodiscard]] std::string serializeState(const SavedState& state, const std::vector<const nlohmann::json*>& newestFirst,
+                                         size_t maxBytes = kMaxStateFileBytes, size_t* written = nullptr);
+// The same with state.history as the entries.
+[[nodiscard]] std::string serializeState(const SavedState& state, size_t maxBytes = kMaxStateFileBytes, size_t* written = nullptr);
 // The first id to hand out after a start with this state: never 0, never one handed out before.
 [[nodiscard]] uint32_t firstId(const SavedState& state);
 // The next id after `id` (wrapping past UINT32_MAX to 1).

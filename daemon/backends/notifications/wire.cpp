@@ -59,13 +59,8 @@ void readHint(sd_bus_message* m, const std::string& name, Hints& hints) {
 	if (name == "category") return string(hints.category);
 	if (name == "desktop-entry") return string(hints.desktopEntry);
 	if (name == "image-path") return string(hints.imagePath);
-	if (name == "image_path") {
-		// The older spelling loses to the newer one, whichever comes first.
-		std::optional<std::string> v;
-		string(v);
-		if (v && !hints.imagePath) hints.imagePath = std::move(v);
-		return;
-	}
+	// The older spelling loses to the newer one, whichever comes first (readNotify).
+	if (name == "image_path") return string(hints.oldImagePath);
 	if (name == "resident") return boolean(hints.resident);
 	if (name == "transient") return boolean(hints.transient);
 	if (name == "action-icons") return boolean(hints.actionIcons);
@@ -108,11 +103,15 @@ void readHint(sd_bus_message* m, const std::string& name, Hints& hints) {
 		raw.data = static_cast<const uint8_t*>(data);
 		checkRead(sd_bus_message_exit_container(m), name.c_str());
 		exit();
-		// Tried in the specification's order of preference, whatever order they came in.
+		// One slot per name, kept in the specification's order of preference whatever order they
+		// came in: a name sent again replaces its slot (the last one counts, as for every hint),
+		// so the list never holds more than three and a call with 100 000 of them is read in
+		// linear time.
 		static const char* order[] = {"image-data", "image_data", "icon_data"};
 		auto rank = [](const std::string& n) { return std::find(std::begin(order), std::end(order), n) - std::begin(order); };
-		auto at = std::find_if(hints.images.begin(), hints.images.end(), [&](const auto& e) { return rank(e.first) > rank(name); });
-		hints.images.insert(at, {name, raw});
+		auto at = std::find_if(hints.images.begin(), hints.images.end(), [&](const auto& e) { return rank(e.first) >= rank(name); });
+		if (at != hints.images.end() && at->first == name) at->second = raw;
+		else hints.images.insert(at, {name, raw});
 		return;
 	}
 	checkRead(sd_bus_message_skip(m, "v"), "hint value");
@@ -149,6 +148,8 @@ NotifyArgs readNotify(sdbus::Message& call) {
 		checkRead(sd_bus_message_exit_container(m), "hint");
 	}
 	checkRead(sd_bus_message_exit_container(m), "hints");
+	if (!a.hints.imagePath) a.hints.imagePath = std::move(a.hints.oldImagePath);
+	a.hints.oldImagePath.reset();
 	checkRead(sd_bus_message_read_basic(m, 'i', &a.expireTimeout), "expire_timeout");
 	return a;
 }

@@ -21,6 +21,7 @@ struct Hints {
 	std::optional<std::string> category;
 	std::optional<std::string> desktopEntry;
 	std::optional<std::string> imagePath;            // image-path, else image_path
+	std::optional<std::string> oldImagePath;         // image_path while it is read (then in imagePath)
 	std::optional<bool> resident;
 	std::optional<bool> transient;
 	std::optional<bool> actionIcons;                 // action-icons: the action keys are icon names
@@ -28,7 +29,8 @@ struct Hints {
 	std::optional<int64_t> value;                    // value (i or u): a progress in percent
 	std::optional<std::string> stackTag;             // x-dunst-stack-tag
 	std::optional<std::string> synchronous;          // x-canonical-private-synchronous
-	// Pixel hints in the order they are tried: image-data, image_data, icon_data.
+	// Pixel hints in the order they are tried: image-data, image_data, icon_data; at most one of
+	// each (a name sent more than once: its last value, as for every hint).
 	std::vector<std::pair<std::string, RawImage>> images;
 	// Known hints of the wrong type: (name, the signature sent), for the log.
 	std::vector<std::pair<std::string, std::string>> wrongTypes;
