@@ -787,11 +787,29 @@ IconTheme::Tree* IconTheme::privateTree(const std::string& key, const std::strin
 	return front.tree.roots.empty() ? nullptr : &front.tree;
 }
 
+namespace {
+// An IconThemePath qsd searches: absolute, of a sane length, without its trailing slashes.
+std::string usablePath(const std::string& themePath) {
+	if (themePath.empty() || themePath[0] != '/' || themePath.size() > IconTheme::kMaxPathBytes ||
+	    themePath.find('\0') != std::string::npos)
+		return {};
+	auto p = themePath;
+	while (p.size() > 1 && p.back() == '/') p.pop_back();
+	return p;
+}
+} // namespace
+
 void IconTheme::forget(const std::string& themePath) {
-	auto prefix = themePath + "/";
+	// The trees are kept under the path as lookups use it (usablePath: "/x/" is "/x"). A path
+	// lookups do not search has no trees, and "" must not become the prefix "/" of every one.
+	auto app = usablePath(themePath);
+	if (app.empty()) return;
+	auto prefix = app + "/";
 	for (auto it = private_.begin(); it != private_.end();) {
 		const auto& key = (*it)->key;
-		if (key == themePath + "\n" || key.compare(0, prefix.size(), prefix) == 0) {
+		// Its flat directory, and its trees (<path>/<theme>; not those of a path below it).
+		bool tree = key.compare(0, prefix.size(), prefix) == 0 && key.find_first_of("/\n", prefix.size()) == std::string::npos;
+		if (key == app + "\n" || tree) {
 			privateNames_ -= (*it)->tree.size();
 			privateByKey_.erase(key);
 			it = private_.erase(it);
@@ -826,17 +844,6 @@ IconTheme::Stats IconTheme::stats() const {
 // ---------------------------------------------------------------------------------------------
 // lookup
 
-namespace {
-// An IconThemePath qsd searches: absolute, of a sane length, without its trailing slashes.
-std::string usablePath(const std::string& themePath) {
-	if (themePath.empty() || themePath[0] != '/' || themePath.size() > IconTheme::kMaxPathBytes ||
-	    themePath.find('\0') != std::string::npos)
-		return {};
-	auto p = themePath;
-	while (p.size() > 1 && p.back() == '/') p.pop_back();
-	return p;
-}
-} // namespace
 
 uint64_t IconTheme::version(const std::string& themePath) {
 	auto app = usablePath(themePath);

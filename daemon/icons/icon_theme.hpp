@@ -91,7 +91,8 @@ public:
 	// dropped and rebuilt at the next lookup).
 	bool readEvents();
 
-	// Drops the trees indexed for an item's IconThemePath (the item left, or changed path).
+	// Drops the trees indexed for an item's IconThemePath (the item left, or changed path), the
+	// path taken as lookups take it ("/x/" is "/x"); nothing for a path they do not search ("").
 	void forget(const std::string& themePath);
 	// Another current theme (the user chose one): the installed themes are indexed again, with
 	// the chain it makes.

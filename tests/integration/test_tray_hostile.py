@@ -467,3 +467,186 @@ def test_long_texts_are_cut_at_a_character(env):
     assert it["status"] == "ba" + "é" * 511
     assert it["iconName"] == "a" + "é" * 2047
     responsive(env)
+
+
+def test_registering_another_connections_paths_counts_against_the_caller(env):
+    # One connection registered "<another's unique name>/bogus/pN" 64 times: each counted against
+    # the other connection, whose own item was then refused (LimitsExceeded: the app had no
+    # icon), and never against the caller, which registered 704 items for 11 connections.
+    c, sub = start(env)
+    victim_name = "org.qsdtest.Victim"
+    t.start_items(env, [{"register": "none", "name": victim_name, "props": {"Id": "victim"}}])
+    victim = t.owner(env, victim_name)
+    attacker = LoopBus(env)
+    results = attacker.calls("RegisterStatusNotifierItem", [f"{victim}/bogus/p{i}" for i in range(100)])
+    assert results.count("ok") == 64 and results.count(LIMIT) == 100 - 64
+    # The caller has used its share, whoever's names it gives (asked at once: the paths are
+    # dropped 7 s after their first read at the earliest).
+    others = [LoopBus(env) for _ in range(3)]
+    results = attacker.calls("RegisterStatusNotifierItem", [f"{o.bus.get_unique_name()}/x/p{i}" for o in others for i in range(10)])
+    assert results == [LIMIT] * 30
+    # The victim's own item is registered and shown: what another connection registered counts
+    # against it only once it answered for it.
+    assert t.control(env, victim_name).Register("", "/StatusNotifierItem") == "ok"
+    wait_item(c, sub, victim + "/StatusNotifierItem")
+    # Nothing answers at those paths: after a few reads they are dropped, and the caller has its
+    # share back.
+    from qsdtest import wait_until
+    wait_until(lambda: not any("/bogus/" in k for k in t.registered(env)), 60, what="the made-up paths dropped")
+    assert "nothing answers for it at its path" in env.qsd_log()
+    assert attacker.calls("RegisterStatusNotifierItem", [f"{victim}/bogus/again"]) == ["ok"]
+    assert victim + "/StatusNotifierItem" in c.mirror(sub)["tray"]["items"]
+    responsive(env)
+
+
+def test_only_the_pixmap_an_icon_is_made_of_is_kept(env):
+    # Seven 1x1 entries of 4 MiB each in IconPixmap, AttentionIconPixmap and OverlayIconPixmap:
+    # every entry up to 4 MiB was copied whatever its size, and qsd grew by 112 MiB for good, for
+    # an item whose icon was null. Read one property at a time (GetAll fails), each Get a 28 MiB
+    # answer.
+    c, sub = start(env)
+    rss = env.rss_kib()
+    junk = [{"width": 1, "height": 1, "bytes": (4 << 20) - 1}] * 7
+    name = "org.qsdtest.Pixmaps"
+    t.start_items(env, [{"register": "name", "name": name, "getAllFails": True,
+                         "props": {"Id": "pixmaps", "IconPixmap": junk + [t.pixmap(16, 16, (255, 0, 0, 255))],
+                                   "AttentionIconPixmap": junk, "OverlayIconPixmap": junk}}])
+    it = wait_item(c, sub, key_of(name), timeout=60)
+    # The one usable entry is the icon.
+    w, h, rows = t.read_png(t.file_of(it["icon"]))
+    assert (w, h) == (16, 16) and rows[0][0] == (255, 0, 0, 255)
+    # The answers' memory is given back (the heap is trimmed after a large read); the cache keeps
+    # one 16 px pixmap.
+    if rss_judged(env):
+        from qsdtest import wait_until
+        wait_until(lambda: env.rss_kib() - rss < 10 * 1024, 30, what="qsd's RSS within 10 MiB of where it was")
+    responsive(env)
+
+
+def menu_entries(entry):
+    return 1 + sum(menu_entries(ch) for ch in entry["children"])
+
+
+def menu_depth(entry):
+    return 1 + max((menu_depth(ch) for ch in entry["children"]), default=-1)
+
+
+def test_submenus_read_again_stay_within_the_bounds_of_the_whole_menu(env):
+    # The 16-level and 4096-entry bounds held per GetLayout: a submenu read again
+    # (LayoutUpdated(parent), tray.menuAboutToShow) was spliced in whole, so 4000 entries under
+    # entry after entry grew a menu to 164 001 entries (+387 MiB), and chained submenus reached
+    # 4 515 levels (the menu's JSON, its weight and its icons are made recursively).
+    c, sub = start(env)
+    wide, deep = "org.qsdtest.Wide", "org.qsdtest.Deep"
+    t.start_items(env, [{"register": "name", "name": wide, "menu": 3, "props": {"Id": "wide"}}])
+    t.start_items(env, [{"register": "name", "name": deep, "menu": "deep", "props": {"Id": "deep"}}])
+    wait_item(c, sub, key_of(wide))
+    deep_key = key_of(deep)
+    menu = wait_item(c, sub, deep_key)["menu"]
+    assert menu_depth(menu) == 16   # 20 levels sent
+    for parent in (1, 2, 3):
+        t.control(env, wide).Grow(parent, 4000, f"grown {parent}")
+    menu = wait_item(c, sub, key_of(wide), timeout=60, predicate=lambda it: [
+        ch["label"] for ch in it["menu"]["children"]] == ["grown 1", "grown 2", "grown 3"])["menu"]
+    assert menu_entries(menu) == 4096
+    # The deepest entry read again: what it sends below it is past the menu's 16 levels.
+    t.control(env, deep).Grow(16, 0, "read again")
+
+    def deepest(menu):
+        while menu["children"]:
+            menu = menu["children"][0]
+        return menu
+
+    menu = wait_item(c, sub, deep_key, predicate=lambda it: deepest(it["menu"])["label"] == "read again")["menu"]
+    assert menu_depth(menu) == 16 and deepest(menu)["id"] == 16
+    # So is a submenu a client opens.
+    c.call("tray.menuAboutToShow", {"item": deep_key, "id": 16})
+    assert menu_depth(c.mirror(sub)["tray"]["items"][deep_key]["menu"]) == 16
+    c.call("tray.menuAboutToShow", {"item": key_of(wide), "id": 2})
+    assert menu_entries(c.mirror(sub)["tray"]["items"][key_of(wide)]["menu"]) == 4096
+    responsive(env)
+
+
+def test_layout_updates_while_a_read_is_out_are_not_kept_one_by_one(env):
+    # Each distinct parent of a LayoutUpdated that came while a GetLayout was out was kept until
+    # it answered, and an item may hold its answer 5 s and do it again: past a few parents, one
+    # read of the whole menu covers them, and nothing more is kept.
+    c, sub = start(env)
+    name = "org.qsdtest.Parents"
+    t.start_items(env, [{"register": "name", "name": name, "menu": 3, "props": {"Id": "parents"}}])
+    wait_item(c, sub, key_of(name))
+    rss = env.rss_kib()
+    # 300 000 parents, sent before the item answers the read the first one asked for; the call
+    # returns once qsd handled them all.
+    t.control(env, name).UpdatedParents(300000, "after the burst", timeout=300)
+    wait_item(c, sub, key_of(name), timeout=60, predicate=lambda it: it["menu"]["children"][0]["label"] == "after the burst")
+    assert not rss_judged(env) or env.rss_kib() - rss < 4 * 1024
+    responsive(env)
+
+
+def test_a_submenu_opened_as_the_item_changes_its_menu_is_not_read_in_the_new_one(env):
+    # tray.menuAboutToShow checked that the item was the same when AboutToShow answered, not
+    # the menu: when that answer came in the same read as the new Menu path (NewMenu), the entry
+    # was read in the new menu (GetLayout(3) of a menu that has no entry 3), which then counted
+    # as read, and was null until its root came.
+    import signal
+    from qsdtest import wait_until
+    c, sub = start(env)
+    name = "org.qsdtest.Swap"
+    t.start_items(env, [{"register": "name", "name": name, "menu": "demo", "swapMenu": 2, "props": {"Id": "swap"}}])
+    wait_item(c, sub, key_of(name), predicate=lambda it: it["menu"] is not None)
+    item = t.control(env, name)
+    import json
+    rid = c.next_id
+    c.next_id += 1
+    c.send_raw(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tray.menuAboutToShow",
+                           "params": {"item": key_of(name), "id": 3}}) + "\n")
+    # The item holds AboutToShow, sends NewMenu, and holds qsd's Get of Menu; both answers then
+    # reach a stopped qsd, which reads them in one go.
+    wait_until(lambda: item.Held() == 1, 30, what="qsd's Get of Menu after NewMenu")
+    os.kill(env.daemon.pid, signal.SIGSTOP)
+    try:
+        item.Release()
+    finally:
+        os.kill(env.daemon.pid, signal.SIGCONT)
+    while rid not in c.responses:
+        msg = c.read_message(30)
+        if "id" in msg and "method" not in msg:
+            c.responses[msg["id"]] = msg
+    answer = c.responses.pop(rid)
+    error = answer.get("error")
+    assert error and error["code"] == -32001 and error["data"] == {"param": "id", "item": key_of(name), "id": 3}, answer
+    it = wait_item(c, sub, key_of(name), predicate=lambda it: it["menu"] is not None and
+                   [ch["label"] for ch in it["menu"]["children"]] == ["Entry 1", "Entry 2"])
+    assert it["menu"]["children"][0]["id"] == 1
+    assert not [call for call in t.calls(env, name) if call[-1] == "Menu2" and call[:2] == ["GetLayout", 3]]
+    responsive(env)
+
+
+def test_registrations_with_qsd_while_another_process_is_the_watcher_are_refused(env):
+    # qsd's watcher object is on its connection in every role: while another process was the
+    # watcher, a registration sent to qsd's unique name put the item in /tray all the same.
+    import dbus
+    t.start_watcher(env)
+    c, sub = start(env)
+    assert c.mirror(sub)["tray"]["isWatcher"] is False
+    qsd = t.owner(env, f"org.kde.StatusNotifierHost-{env.daemon.pid}")
+    assert qsd.startswith(":")
+    name = "org.qsdtest.Sideways"
+    t.start_items(env, [{"register": "none", "name": name, "props": {"Id": "sideways"}}])
+    item = t.control(env, name)
+    refused = "org.freedesktop.DBus.Error.Failed"
+    assert item.Register(qsd, "/StatusNotifierItem") == refused
+    assert item.Register(qsd, name) == refused
+    try:
+        t.session(env).call_blocking(qsd, "/StatusNotifierWatcher", t.WATCHER, "RegisterStatusNotifierHost", "s",
+                                     ("org.qsdtest.Host",))
+        raise AssertionError("RegisterStatusNotifierHost was accepted")
+    except dbus.exceptions.DBusException as e:
+        assert e.get_dbus_name() == refused
+    t.bus_barrier(env, c)
+    assert c.mirror(sub)["tray"]["items"] == {}
+    # Registered with the watcher, it is shown.
+    assert item.Register("", name) == "ok"
+    wait_item(c, sub, key_of(name))
+    responsive(env)

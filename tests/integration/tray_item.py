@@ -8,7 +8,8 @@ process. Each entry:
   name       the well-known name to own ("name" registration)
   path       the item's object path (default /StatusNotifierItem)
   props      item properties; pixmaps are [[w, h, [r, g, b, a], "tl"?], ...] ("tl": only the
-             top-left quadrant has the colour, the rest is transparent)
+             top-left quadrant has the colour, the rest is transparent), or an entry
+             {"width": w, "height": h, "bytes": n}: n zero bytes whatever the size
   menu       "demo" (a submenu, a checkbox and a radio group), "deep" (20 nested submenus), an
              integer N (N flat entries), "icons:N" (N entries whose icon-names no theme has) or
              "icondata:N:BYTES" (N entries, each with its own icon-data of BYTES bytes)
@@ -19,6 +20,11 @@ process. Each entry:
   slowReads  the first N GetAll calls, and every Get until the last of them, are answered after
              6 s (an app busy at login, too long for the host to read it one property at a time)
   reregister register again whenever the watcher name changes owner (as ayatana does)
+  swapMenu   a menu spec: at the first AboutToShow of an entry other than 0 the item moves to a
+             new menu of that spec (at <path>/Menu2, its calls logged with "Menu2" last) and sends
+             NewMenu; that AboutToShow and the host's Get of Menu are then held (Control.Held()
+             counts the Gets) until Control.Release() answers them, the Get first, and returns
+             once the bus daemon answered a call made after them
 
 Every item also exports org.qsdtest.Control at its path: Calls() returns the calls and signals it
 saw as JSON, Set(prop, json, signal) changes a property and emits a signal, AddMenuEntry(label)
@@ -31,7 +37,13 @@ with nothing changed, then sets Title "new icons done"; Flood(ids, times) emits 
 "Flood k"; Relayouts(times) emits LayoutUpdated `times` times at once, each after changing
 entry 1's label to "Relayout k"; Relayout(n, rounds, bytes) replaces the menu `rounds` times with n entries whose
 icon-names (of that length) are new each round, one LayoutUpdated each (the next once the host
-read the last). Prints "ready" once every item's registration was answered (either way)."""
+read the last); Grow(parent, n, label) adds n entries under `parent`, sets its label and emits
+LayoutUpdated(parent); UpdatedParents(n, label) sets entry 1's label, emits LayoutUpdated(0)
+then n LayoutUpdated naming distinct entries the menu does not have, all before it answers
+anything, and returns once the watcher answered a call made after them (so qsd handled them all);
+Register(destination, arg) calls RegisterStatusNotifierItem(arg) on `destination` (the watcher
+name when "") and returns "ok" or the error's name. Prints "ready" once every item's
+registration was answered (either way)."""
 
 import json
 import os
@@ -57,6 +69,11 @@ PIXMAP_PROPS = {"IconPixmap", "AttentionIconPixmap", "OverlayIconPixmap"}
 def pixmaps(spec):
     out = []
     for p in spec:
+        if isinstance(p, dict):
+            # An entry whose data does not match its size: {"width", "height", "bytes"} of zeros.
+            out.append(dbus.Struct((dbus.Int32(p["width"]), dbus.Int32(p["height"]), dbus.ByteArray(bytes(p["bytes"]))),
+                                   signature="iiay"))
+            continue
         w, h, rgba = p[0], p[1], p[2]
         quadrant = len(p) > 3 and p[3] == "tl"
         data = bytearray()
@@ -100,8 +117,11 @@ def typed(name, value):
 
 
 class Menu(dbus.service.Object):
-    def __init__(self, bus, path, spec, log, slow_layouts=0):
+    def __init__(self, bus, path, spec, log, slow_layouts=0, tag=None, about_to_show=None):
         super().__init__(bus, path)
+        self.bus = bus
+        self.tag = tag
+        self.about_to_show = about_to_show
         self.log = log
         self.slow_layouts = slow_layouts
         self.revision = 1
@@ -134,6 +154,9 @@ class Menu(dbus.service.Object):
         self.next_id = max(self.entries) + 1
         self.relayout = None
 
+    def record(self, *call):
+        self.log.append(list(call) + ([self.tag] if self.tag else []))
+
     def add(self, parent, eid, props):
         self.entries[eid] = {"props": props, "children": []}
         self.entries[parent]["children"].append(eid)
@@ -150,7 +173,7 @@ class Menu(dbus.service.Object):
 
     @dbus.service.method(MENU, in_signature="iias", out_signature="u(ia{sv}av)", async_callbacks=("ok", "fail"))
     def GetLayout(self, parent, depth, names, ok, fail):
-        self.log.append(["GetLayout", int(parent)])
+        self.record("GetLayout", int(parent))
         if parent not in self.entries:
             fail(dbus.exceptions.DBusException("no such entry", name="org.freedesktop.DBus.Error.InvalidArgs"))
             return
@@ -202,21 +225,25 @@ class Menu(dbus.service.Object):
         return dbus.Array([dbus.Struct((dbus.Int32(i), dbus.Dictionary(self.entries[i]["props"], signature="sv")))
                            for i in ids if i in self.entries], signature="(ia{sv})")
 
-    @dbus.service.method(MENU, in_signature="i", out_signature="b")
-    def AboutToShow(self, eid):
-        self.log.append(["AboutToShow", int(eid)])
+    @dbus.service.method(MENU, in_signature="i", out_signature="b", async_callbacks=("ok", "fail"))
+    def AboutToShow(self, eid, ok, fail):
+        self.record("AboutToShow", int(eid))
+        if self.about_to_show and self.about_to_show(int(eid), ok):
+            return
         # The submenu is filled when it is about to be shown (as lazy apps do), without a
         # LayoutUpdated: the host must read it again itself.
-        if eid == 3 and not any(self.entries[c]["props"].get("label") == "Recent" for c in self.entries[3]["children"]):
+        if eid == 3 and 3 in self.entries and not any(self.entries[c]["props"].get("label") == "Recent"
+                                                      for c in self.entries[3]["children"]):
             self.add(3, self.next_id, {"label": "Recent"})
             self.next_id += 1
             self.revision += 1
-            return True
-        return False
+            ok(True)
+            return
+        ok(False)
 
     @dbus.service.method(MENU, in_signature="isvu", out_signature="")
     def Event(self, eid, event, data, timestamp):
-        self.log.append(["Event", int(eid), str(event)])
+        self.record("Event", int(eid), str(event))
         if event != "clicked" or eid not in self.entries:
             return
         props = self.entries[eid]["props"]
@@ -249,6 +276,28 @@ class Menu(dbus.service.Object):
     def GetAll(self, iface):
         return dbus.Dictionary({"Version": dbus.UInt32(3), "Status": "normal", "TextDirection": "ltr"}, signature="sv")
 
+    def grow(self, parent, n, label):
+        for _ in range(n):
+            self.add(parent, self.next_id, {"label": f"Grown {self.next_id}"})
+            self.next_id += 1
+        self.entries[parent]["props"]["label"] = label
+        self.revision += 1
+        self.LayoutUpdated(self.revision, parent)
+
+    def updated_parents(self, n, label):
+        self.entries[1]["props"]["label"] = label
+        self.revision += 1
+        self.LayoutUpdated(self.revision, 0)
+        # Built by hand: the decorated signal costs several times as much per emission, and the
+        # host must see them all before its first read can be answered.
+        for k in range(n):
+            m = dbus.lowlevel.SignalMessage(self.__dbus_object_path__, MENU, "LayoutUpdated")
+            m.append(dbus.UInt32(self.revision), dbus.Int32(1000000 + k), signature="ui")
+            self.bus.send_message(m)
+        # qsd answers this after it handled every signal sent before it (D-Bus keeps a sender's
+        # order).
+        self.bus.call_blocking(WATCHER, "/StatusNotifierWatcher", PROPS, "Get", "ss", (WATCHER, "ProtocolVersion"))
+
     def add_entry(self, label):
         self.add(0, self.next_id, {"label": label})
         self.next_id += 1
@@ -267,9 +316,11 @@ class Item(dbus.service.Object):
         for k, v in cfg.get("props", {}).items():
             self.props[k] = typed(k, v)
         self.menu = None
+        self.held = None   # swapMenu: the answers held, AboutToShow's first
         if cfg.get("menu") is not None:
             mpath = self.path.rstrip("/") + "/Menu"
-            self.menu = Menu(bus, mpath, cfg["menu"], self.log, cfg.get("slowLayouts", 0))
+            self.menu = Menu(bus, mpath, cfg["menu"], self.log, cfg.get("slowLayouts", 0),
+                             about_to_show=self.swap_menu if cfg.get("swapMenu") is not None else None)
             self.props["Menu"] = dbus.ObjectPath(mpath)
         if cfg.get("name"):
             self.bus_name = dbus.service.BusName(cfg["name"], bus, do_not_queue=True)
@@ -336,10 +387,23 @@ class Item(dbus.service.Object):
         else:
             ok(*reply)
 
+    def swap_menu(self, eid, ok):
+        if eid == 0 or self.held is not None:
+            return False
+        mpath = self.path.rstrip("/") + "/Menu2"
+        self.menu2 = Menu(self.bus, mpath, self.cfg["swapMenu"], self.log, tag="Menu2")
+        self.props["Menu"] = dbus.ObjectPath(mpath)
+        self.held = [lambda: ok(False)]
+        self.NewMenu()
+        return True
+
     @dbus.service.method(PROPS, in_signature="ss", out_signature="v", async_callbacks=("ok", "fail"))
     def Get(self, iface, prop, ok, fail):
         if prop == "IconName" and self.long_names:
             GLib.idle_add(self.next_long_name)
+        if self.held and prop == "Menu":
+            self.held.append(lambda: self.Get(iface, prop, ok, fail))
+            return
         if iface != ITEM or prop not in self.props:
             fail(dbus.exceptions.DBusException(f"no property {prop}", name="org.freedesktop.DBus.Error.InvalidArgs"))
             return
@@ -411,6 +475,32 @@ class Item(dbus.service.Object):
     @dbus.service.method(CTL, in_signature="u", out_signature="")
     def Relayouts(self, times):
         self.menu.relayouts(times)
+
+    @dbus.service.method(CTL, in_signature="ius", out_signature="")
+    def Grow(self, parent, n, label):
+        self.menu.grow(int(parent), int(n), str(label))
+
+    @dbus.service.method(CTL, in_signature="us", out_signature="")
+    def UpdatedParents(self, n, label):
+        self.menu.updated_parents(int(n), str(label))
+
+    @dbus.service.method(CTL, in_signature="", out_signature="u")
+    def Held(self):
+        return len(self.held or []) - 1 if self.held else 0
+
+    @dbus.service.method(CTL, in_signature="", out_signature="")
+    def Release(self):
+        held, self.held = self.held, []
+        for answer in held[1:] + held[:1]:
+            answer()
+        # The bus daemon handles a connection's messages in order: once it answered this, it
+        # has passed the answers above on.
+        self.bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId", "", ())
+
+    @dbus.service.method(CTL, in_signature="ss", out_signature="s", async_callbacks=("ok", "fail"))
+    def Register(self, destination, arg, ok, fail):
+        self.bus.call_async(str(destination) or WATCHER, "/StatusNotifierWatcher", WATCHER, "RegisterStatusNotifierItem", "s",
+                            (str(arg),), lambda *_: ok("ok"), lambda e: ok(e.get_dbus_name()))
 
     @dbus.service.method(CTL, in_signature="u", out_signature="t")
     def BenchIcon(self, n):

@@ -391,6 +391,32 @@ TEST(IconTheme, AnItemsTreeIsIndexedOnceAndCheckedOncePerPass) {
 	EXPECT_EQ(theme.stats().privateTrees, 0u);
 }
 
+TEST(IconTheme, ForgettingAPathDropsItsOwnTreesOnly) {
+	Fixture f;
+	f.t.file("one/hicolor/48x48/apps/a.png");
+	f.t.file("one/sub/hicolor/48x48/apps/c.png");
+	f.t.file("two/hicolor/48x48/apps/b.png");
+	IconTheme theme(f.options);
+	// Every tree of each path (one per theme of the chain, and the flat directory).
+	(void)theme.version(f.p("one"));
+	auto perPath = theme.stats().privateTrees;
+	ASSERT_GT(perPath, 0u);
+	(void)theme.version(f.p("one/sub"));
+	(void)theme.version(f.p("two"));
+	ASSERT_EQ(theme.stats().privateTrees, 3 * perPath);
+	// An item without an IconThemePath left: "" once was the prefix "/" of every item's trees.
+	theme.forget("");
+	theme.forget("relative/path");
+	EXPECT_EQ(theme.stats().privateTrees, 3 * perPath);
+	// The path as lookups take it ("/x/" is "/x"), and not the trees of a path below it.
+	theme.forget(f.p("one") + "/");
+	EXPECT_EQ(theme.stats().privateTrees, 2 * perPath);
+	EXPECT_EQ(theme.lookup("c", 64, f.p("one/sub")), f.p("one/sub/hicolor/48x48/apps/c.png"));
+	EXPECT_EQ(theme.stats().privateTrees, 2 * perPath);
+	theme.forget(f.p("two"));
+	EXPECT_EQ(theme.stats().privateTrees, perPath);
+}
+
 TEST(IconTheme, AnItemsTreesAreBounded) {
 	Fixture f;
 	IconTheme theme(f.options);

@@ -14,6 +14,7 @@
 
 #include <systemd/sd-bus.h>
 
+#include <functional>
 #include <set>
 
 using namespace qsd;
@@ -437,8 +438,120 @@ TEST(TrayMenu, TheIndexFindsEntriesByIdAsFindNodeDoes) {
 	for (int id: {0, 1, 2, 3, 20}) EXPECT_EQ(index.find(id), findNode(root, id)) << id;
 	EXPECT_EQ(index.find(3), &root.children[1].children[1]);
 	EXPECT_EQ(index.find(99), nullptr);
+	// Where each sits, and every entry counted (the duplicate too): what a submenu read again
+	// may add is counted from them.
+	EXPECT_EQ(index.depth(0), 0u);
+	EXPECT_EQ(index.depth(1), 1u);
+	EXPECT_EQ(index.depth(3), 2u);
+	EXPECT_EQ(index.entries(), 6u);
+	EXPECT_EQ(menuEntries(root), 6u);
+	EXPECT_EQ(menuEntries(root.children[1]), 3u);
 	index.rebuild(nullptr);
 	EXPECT_EQ(index.find(0), nullptr);
+	EXPECT_EQ(index.entries(), 0u);
+}
+
+namespace {
+
+// A GetLayout reply: (u revision, (ia{sv}av)) with `children` entries under the root `id`, the
+// first `chain` levels deep.
+sdbus::PlainMessage layoutReply(int32_t id, int children, int chain) {
+	auto msg = dbus::plainMessage();
+	sd_bus_message* m = dbus::rawMessage(msg);
+	EXPECT_GE(sd_bus_message_append(m, "u", 1u), 0);
+	std::function<void(int32_t, int, int)> entry = [&](int32_t eid, int n, int levels) {
+		EXPECT_GE(sd_bus_message_open_container(m, 'r', "ia{sv}av"), 0);
+		EXPECT_GE(sd_bus_message_append(m, "i", eid), 0);
+		EXPECT_GE(sd_bus_message_append(m, "a{sv}", 1, "label", "s", "x"), 0);
+		EXPECT_GE(sd_bus_message_open_container(m, 'a', "v"), 0);
+		for (int i = 0; i < n; ++i) {
+			EXPECT_GE(sd_bus_message_open_container(m, 'v', "(ia{sv}av)"), 0);
+			if (i == 0 && levels > 1) entry(eid * 100 + i + 1, 1, levels - 1);
+			else entry(eid * 100 + i + 1, 0, 0);
+			EXPECT_GE(sd_bus_message_close_container(m), 0);
+		}
+		EXPECT_GE(sd_bus_message_close_container(m), 0);
+		EXPECT_GE(sd_bus_message_close_container(m), 0);
+	};
+	entry(id, children, chain);
+	msg.seal();
+	msg.rewind(true);
+	return msg;
+}
+
+} // namespace
+
+// A submenu read again is spliced into its menu: the bounds hold for the whole menu, counted
+// from where the submenu is (its depth, and the entries the menu keeps besides its children).
+TEST(TrayMenu, ASubmenuReadIntoItsPlaceKeepsTheWholeMenusBounds) {
+	size_t skipped = 0;
+	auto whole = layoutReply(5, 10, 3);
+	MenuNode alone = readLayout(whole, skipped);
+	EXPECT_EQ(skipped, 0u);
+	EXPECT_EQ(menuEntries(alone), 1u + 10 + 2);
+	// At depth 14 of a menu of 4090 entries: two levels below it, and six entries more.
+	skipped = 0;
+	auto placed = layoutReply(5, 10, 3);
+	MenuNode node = readLayout(placed, skipped, nullptr, LayoutPlace{kMaxMenuDepth - 2, kMaxMenuEntries - 6});
+	EXPECT_EQ(menuEntries(node) - 1, 6u);
+	ASSERT_EQ(node.children.size(), 5u);
+	ASSERT_EQ(node.children[0].children.size(), 1u);
+	EXPECT_TRUE(node.children[0].children[0].children.empty());   // it would be at depth 17
+	EXPECT_EQ(skipped, 1u + 5);
+	// At the deepest level, or in a full menu: nothing below it.
+	skipped = 0;
+	auto deepest = layoutReply(5, 3, 1);
+	EXPECT_TRUE(readLayout(deepest, skipped, nullptr, LayoutPlace{kMaxMenuDepth, 1}).children.empty());
+	auto full = layoutReply(5, 3, 1);
+	EXPECT_TRUE(readLayout(full, skipped, nullptr, LayoutPlace{1, kMaxMenuEntries}).children.empty());
+	EXPECT_EQ(skipped, 6u);
+}
+
+// Of each pixmap property only the entry the icon is made of is kept (choosePixmap's for a
+// kDefaultIconSize icon): an item once kept seven 4 MiB entries of a 1x1 size in each.
+TEST(TrayItemMapping, OfEachPixmapPropertyOnlyTheEntryTheIconIsMadeOfIsKept) {
+	std::vector<uint8_t> junk((4u << 20) - 1, 7);
+	std::vector<uint8_t> px16(16 * 16 * 4, 0x10), px96(96 * 96 * 4, 0x96), px128(128 * 128 * 4, 0x80);
+	struct Entry {
+		int32_t w, h;
+		const std::vector<uint8_t>* data;
+	};
+	auto msg = dbus::plainMessage();
+	sd_bus_message* m = dbus::rawMessage(msg);
+	auto property = [&](const char* name, std::vector<Entry> entries) {
+		ASSERT_GE(sd_bus_message_open_container(m, 'e', "sv"), 0);
+		ASSERT_GE(sd_bus_message_append(m, "s", name), 0);
+		ASSERT_GE(sd_bus_message_open_container(m, 'v', "a(iiay)"), 0);
+		ASSERT_GE(sd_bus_message_open_container(m, 'a', "(iiay)"), 0);
+		for (const auto& e: entries) {
+			ASSERT_GE(sd_bus_message_open_container(m, 'r', "iiay"), 0);
+			ASSERT_GE(sd_bus_message_append(m, "ii", e.w, e.h), 0);
+			ASSERT_GE(sd_bus_message_append_array(m, 'y', e.data->data(), e.data->size()), 0);
+			ASSERT_GE(sd_bus_message_close_container(m), 0);
+		}
+		ASSERT_GE(sd_bus_message_close_container(m), 0);
+		ASSERT_GE(sd_bus_message_close_container(m), 0);
+		ASSERT_GE(sd_bus_message_close_container(m), 0);
+	};
+	ASSERT_GE(sd_bus_message_open_container(m, 'a', "{sv}"), 0);
+	property("IconPixmap", {{1, 1, &junk}, {16, 16, &px16}, {128, 128, &px128}, {96, 96, &px96}, {1, 1, &junk}});
+	property("AttentionIconPixmap", {{1, 1, &junk}, {1, 1, &junk}, {2, 2, &px16}});
+	property("OverlayIconPixmap", {{16, 16, &px16}, {1, 1, &junk}});
+	ASSERT_GE(sd_bus_message_close_container(m), 0);
+	msg.seal();
+	msg.rewind(true);
+	dbus::Properties props;
+	ItemPixmaps pixmaps;
+	readProperties(msg, props, pixmaps);
+	ASSERT_EQ(pixmaps.icon.size(), 1u);
+	EXPECT_EQ(pixmaps.icon[0].width, 96);
+	EXPECT_EQ(pixmaps.icon[0].argb, px96);
+	EXPECT_TRUE(pixmaps.attention.empty());
+	ASSERT_EQ(pixmaps.overlay.size(), 1u);
+	EXPECT_EQ(pixmaps.overlay[0].argb, px16);
+	auto mapped = mapItem(props, &pixmaps);
+	EXPECT_EQ(mapped.icons.pixmaps.size(), 1u);
+	EXPECT_TRUE(mapped.badProperties.empty());
 }
 
 TEST(TrayMenu, MnemonicsAndShortcuts) {

@@ -68,6 +68,31 @@ TEST(TrayPixmap, ChoosesTheSmallestAtLeastTheTargetElseTheLargest) {
 	EXPECT_FALSE(choosePixmap({Pixmap{4, 4, {}}}, 64));
 }
 
+// wire.cpp chooses while it reads, one entry at a time, and keeps only that one.
+TEST(TrayPixmap, AChoiceMadeOneEntryAtATimeIsChoosePixmaps) {
+	std::vector<std::vector<Pixmap>> lists = {
+	    {solid(16, 16, 255, 0, 0, 0), solid(128, 128, 255, 0, 0, 0), solid(64, 64, 255, 0, 0, 0), solid(32, 32, 255, 0, 0, 0)},
+	    {solid(96, 32, 255, 0, 0, 0), solid(72, 72, 255, 0, 0, 0), solid(72, 72, 255, 0, 0, 0)},
+	    {Pixmap{64, 64, std::vector<uint8_t>(10)}, Pixmap{0, 0, {}}, solid(8, 8, 255, 0, 0, 0),
+	     Pixmap{2000, 1, std::vector<uint8_t>(8000)}, Pixmap{1, 1, std::vector<uint8_t>(4 << 20)}},
+	    {solid(8, 8, 255, 0, 0, 0), solid(16, 16, 255, 0, 0, 0), solid(256, 256, 255, 0, 0, 0), solid(64, 64, 255, 0, 0, 0)},
+	    {},
+	};
+	for (int target: {1, 64, 65, 200}) {
+		for (const auto& list: lists) {
+			PixmapChoice choice(target);
+			std::optional<size_t> last;   // the last entry offer() called the choice so far
+			for (size_t i = 0; i < list.size(); ++i)
+				if (choice.offer(list[i].width, list[i].height, list[i].argb.size())) last = i;
+			EXPECT_EQ(choice.chosen(), choosePixmap(list, target));
+			EXPECT_EQ(last, choice.chosen());
+		}
+	}
+	EXPECT_FALSE(isValidPixmap(1, 1, 4 << 20));
+	EXPECT_FALSE(isValidPixmap(1025, 1, 1025 * 4));
+	EXPECT_TRUE(isValidPixmap(1024, 1024, 4 << 20));
+}
+
 TEST(TrayPixmap, ArgbInNetworkByteOrderBecomesRgba) {
 	Pixmap p{2, 1, {0x80, 0x11, 0x22, 0x33, 0xff, 0xaa, 0xbb, 0xcc}};
 	auto img = toRgba(p);

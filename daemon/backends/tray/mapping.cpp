@@ -392,21 +392,40 @@ MenuNode* findNode(MenuNode& root, int32_t id) {
 
 void MenuIndex::rebuild(MenuNode* root) {
 	byId_.clear();
+	entries_ = 0;
 	if (!root) return;
 	// Depth first, in menu order, without recursion (an explicit stack; menus are bounded, but
 	// the index must not be the thing that limits them).
-	std::vector<MenuNode*> stack{root};
+	std::vector<Entry> stack{{root, 0}};
 	while (!stack.empty()) {
-		MenuNode* n = stack.back();
+		Entry e = stack.back();
 		stack.pop_back();
-		byId_.try_emplace(n->id, n);
-		for (auto it = n->children.rbegin(); it != n->children.rend(); ++it) stack.push_back(&*it);
+		++entries_;
+		byId_.try_emplace(e.node->id, e);
+		for (auto it = e.node->children.rbegin(); it != e.node->children.rend(); ++it) stack.push_back({&*it, e.depth + 1});
 	}
 }
 
 MenuNode* MenuIndex::find(int32_t id) const {
 	auto it = byId_.find(id);
-	return it == byId_.end() ? nullptr : it->second;
+	return it == byId_.end() ? nullptr : it->second.node;
+}
+
+size_t MenuIndex::depth(int32_t id) const {
+	auto it = byId_.find(id);
+	return it == byId_.end() ? 0 : it->second.depth;
+}
+
+size_t menuEntries(const MenuNode& node) {
+	size_t n = 0;
+	std::vector<const MenuNode*> stack{&node};
+	while (!stack.empty()) {
+		const MenuNode* e = stack.back();
+		stack.pop_back();
+		++n;
+		for (const auto& c: e->children) stack.push_back(&c);
+	}
+	return n;
 }
 
 } // namespace qsd::tray

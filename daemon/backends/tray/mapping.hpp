@@ -108,7 +108,8 @@ struct IconSources {
 	bool attention = false;      // Status is NeedsAttention: the attention variant is wanted
 };
 
-// The item's pixmap properties, decoded (see wire.hpp).
+// The item's pixmap properties, decoded (see wire.hpp: what it reads from an item holds at most
+// the one entry of each that the icon is made of).
 struct ItemPixmaps {
 	std::vector<Pixmap> icon;        // IconPixmap
 	std::vector<Pixmap> attention;   // AttentionIconPixmap
@@ -239,10 +240,22 @@ class MenuIndex {
 public:
 	void rebuild(MenuNode* root);
 	[[nodiscard]] MenuNode* find(int32_t id) const;
+	// The depth of the entry find(id) gives (the root's is 0; 0 for an id not in the menu).
+	[[nodiscard]] size_t depth(int32_t id) const;
 	[[nodiscard]] size_t size() const { return byId_.size(); }
+	// Every entry of the menu, the root and entries with a duplicate id included.
+	[[nodiscard]] size_t entries() const { return entries_; }
 
 private:
-	std::unordered_map<int32_t, MenuNode*> byId_;
+	struct Entry {
+		MenuNode* node;
+		size_t depth;
+	};
+	std::unordered_map<int32_t, Entry> byId_;
+	size_t entries_ = 0;
 };
+
+// The entries of the tree under `node`, `node` itself included (without recursion).
+[[nodiscard]] size_t menuEntries(const MenuNode& node);
 
 } // namespace qsd::tray

@@ -15,8 +15,9 @@
 
 namespace qsd::tray {
 
-// Items one connection (the owner of the items' bus names) may have in the tray: a real app has
-// one or two; Waybar-style test programs a few dozen.
+// Items counted against one connection: those whose bus names it owns, and those it registered
+// for another connection's name (TrayBackend::Item::registrar). A real app has one or two;
+// Waybar-style test programs a few dozen.
 constexpr size_t kMaxItemsPerConnection = 64;
 // Hosts one connection may register: a bar process has one per output (Waybar on four
 // monitors registers four).

@@ -13,22 +13,32 @@
 
 namespace qsd::tray {
 
-bool isValid(const Pixmap& p) {
-	if (p.width <= 0 || p.height <= 0 || p.width > kMaxPixmapSide || p.height > kMaxPixmapSide) return false;
-	return p.argb.size() == size_t(p.width) * size_t(p.height) * 4;
+bool isValidPixmap(int32_t width, int32_t height, size_t bytes) {
+	if (width <= 0 || height <= 0 || width > kMaxPixmapSide || height > kMaxPixmapSide) return false;
+	return bytes == size_t(width) * size_t(height) * 4;
+}
+
+bool isValid(const Pixmap& p) { return isValidPixmap(p.width, p.height, p.argb.size()); }
+
+bool PixmapChoice::offer(int32_t width, int32_t height, size_t bytes) {
+	size_t i = offered_++;
+	if (!isValidPixmap(width, height, bytes)) return false;
+	int64_t area = int64_t(width) * height;
+	if (width >= target_ && height >= target_ && (!bigEnough_ || area < bigEnoughArea_)) {
+		bigEnough_ = i;
+		bigEnoughArea_ = area;
+	}
+	if (!largest_ || area > largestArea_) {
+		largest_ = i;
+		largestArea_ = area;
+	}
+	return chosen() == i;
 }
 
 std::optional<size_t> choosePixmap(const std::vector<Pixmap>& pixmaps, int target) {
-	std::optional<size_t> bigEnough;   // the smallest that covers the target
-	std::optional<size_t> largest;
-	auto area = [&](size_t i) { return int64_t(pixmaps[i].width) * pixmaps[i].height; };
-	for (size_t i = 0; i < pixmaps.size(); ++i) {
-		if (!isValid(pixmaps[i])) continue;
-		if (pixmaps[i].width >= target && pixmaps[i].height >= target && (!bigEnough || area(i) < area(*bigEnough)))
-			bigEnough = i;
-		if (!largest || area(i) > area(*largest)) largest = i;
-	}
-	return bigEnough ? bigEnough : largest;
+	PixmapChoice choice(target);
+	for (const auto& p: pixmaps) (void)choice.offer(p.width, p.height, p.argb.size());
+	return choice.chosen();
 }
 
 Image toRgba(const Pixmap& pixmap) {

@@ -35,10 +35,33 @@ constexpr int32_t kMaxPixmapSide = 1024;
 // A pixmap qsd can use: positive sides up to kMaxPixmapSide and exactly width*height*4 bytes.
 [[nodiscard]] bool isValid(const Pixmap& p);
 
+// A pixmap of that size and that many bytes of data is one qsd can use (isValid).
+[[nodiscard]] bool isValidPixmap(int32_t width, int32_t height, size_t bytes);
+
 // The index of the best-fitting pixmap for a `target` px icon: the smallest (by area) whose
 // width and height are both at least `target`; if none is that large, the largest. Invalid
 // entries are never chosen. std::nullopt when there is no valid entry.
 [[nodiscard]] std::optional<size_t> choosePixmap(const std::vector<Pixmap>& pixmaps, int target);
+
+// choosePixmap's choice made one entry at a time, without the entries: wire.cpp chooses while it
+// reads an a(iiay), and copies only the entry chosen (a property held seven 4 MiB entries that
+// were never usable, for as long as the item lived).
+class PixmapChoice {
+public:
+	explicit PixmapChoice(int target): target_(target) {}
+	// Offers the next entry; true when it is the choice so far (invalid ones never are).
+	bool offer(int32_t width, int32_t height, size_t bytes);
+	// The index of the entry chosen, among those offered.
+	[[nodiscard]] std::optional<size_t> chosen() const { return bigEnough_ ? bigEnough_ : largest_; }
+
+private:
+	int target_;
+	size_t offered_ = 0;
+	std::optional<size_t> bigEnough_;   // the smallest that covers the target
+	int64_t bigEnoughArea_ = 0;
+	std::optional<size_t> largest_;
+	int64_t largestArea_ = 0;
+};
 
 // ARGB32 in network byte order -> RGBA. An invalid pixmap gives an empty image.
 [[nodiscard]] Image toRgba(const Pixmap& pixmap);

@@ -129,38 +129,62 @@ void TrayBackend::menuAboutToShow(Call& c) {
 	auto& menu = unread ? *item.menu->proxy : menuEntry(item, id);
 	auto key = item.key;
 	auto serial = item.serial;
-	calls_.start(group(key), menu.callMethodAsync("AboutToShow").onInterface(kMenuIface).withTimeout(kCallTimeout).withArguments(id),
-	             [this, answer = c.answer(key), key, serial, id](const sdbus::Error* e, bool needUpdate) {
-		             Item* it = findItem(key, serial);
-		             if (!it || !it->menu) {
-			             answer->error(ErrorCode::NotFound, key + " has no menu any more", {{"param", "item"}, {"item", key}});
-			             return;
-		             }
-		             // A timeout is the answer; other errors (an app that does not implement
-		             // AboutToShow) still get the layout read.
-		             if (e && timedOut(*e)) {
-			             fail(*answer, key, *e);
-			             return;
-		             }
-		             if (e) log::info("tray", "{}: AboutToShow({}) failed: {}; reading the layout anyway", key, id, e->getMessage());
-		             fetchLayout(*it, id, [this, answer, key, id, needUpdate](Item* item, const sdbus::Error* error) {
-			             if (error) {
-				             fail(*answer, key, *error);
-				             return;
-			             }
-			             if (!item) {
-				             answer->error(ErrorCode::NotFound, key + " has no menu any more", {{"param", "item"}, {"item", key}});
-				             return;
-			             }
-			             // The refreshed submenu is in the tree before the answer (the server sends
-			             // an answer after the tree.changed of the writes made before it), so a
-			             // client that waited for it can show it at once. Only the menu when the
-			             // item is out: its other fields may be half re-read.
-			             if (item->published) context_.tree.sync(pointer::join(itemPath(key), "menu"), menuJson(*item));
-			             else publish(*item);
-			             answer->result({{"item", key}, {"id", id}, {"needUpdate", needUpdate}});
-		             });
-	             });
+	auto menuSerial = item.menu->serial;
+	// Sent through the item's proxy, which lives as long as the item: a new menu meanwhile drops
+	// the menu's proxy, which would cancel the call (and answer "went away") or not, depending
+	// on whether its answer came in the same read as the new Menu path.
+	auto message = menu.createMethodCall(kMenuIface, "AboutToShow");
+	message << id;
+	calls_.start(
+	    group(key), *item.proxy, message,
+	    [this, answer = c.answer(key), key, serial, menuSerial, id](sdbus::MethodReply* reply, const sdbus::Error* e) {
+		    bool needUpdate = false;
+		    if (reply) {
+			    try {
+				    *reply >> needUpdate;
+			    } catch (const sdbus::Error&) {
+			    }
+		    }
+		    Item* it = findItem(key, serial);
+		    if (!it || !it->menu) {
+			    answer->error(ErrorCode::NotFound, key + " has no menu any more", {{"param", "item"}, {"item", key}});
+			    return;
+		    }
+		    // A new menu meanwhile (NewMenu): the entry was one of the old menu's. Reading `id`
+		    // of the new one would splice what it is there into a menu not read yet, and mark
+		    // that menu settled (menu: null until its root arrived); the new menu is being read
+		    // whole anyway.
+		    if (it->menu->serial != menuSerial) {
+			    answer->error(ErrorCode::NotFound, "No entry " + std::to_string(id) + " in the menu of " + key + " (it has a new menu)",
+			                  {{"param", "id"}, {"item", key}, {"id", id}});
+			    return;
+		    }
+		    // A timeout is the answer; other errors (an app that does not implement
+		    // AboutToShow) still get the layout read.
+		    if (e && timedOut(*e)) {
+			    fail(*answer, key, *e);
+			    return;
+		    }
+		    if (e) log::info("tray", "{}: AboutToShow({}) failed: {}; reading the layout anyway", key, id, e->getMessage());
+		    fetchLayout(*it, id, [this, answer, key, id, needUpdate](Item* item, const sdbus::Error* error) {
+			    if (error) {
+				    fail(*answer, key, *error);
+				    return;
+			    }
+			    if (!item) {
+				    answer->error(ErrorCode::NotFound, key + " has no menu any more", {{"param", "item"}, {"item", key}});
+				    return;
+			    }
+			    // The refreshed submenu is in the tree before the answer (the server sends an
+			    // answer after the tree.changed of the writes made before it), so a client that
+			    // waited for it can show it at once. Only the menu when the item is out: its
+			    // other fields may be half re-read.
+			    if (item->published) context_.tree.sync(pointer::join(itemPath(key), "menu"), menuJson(*item));
+			    else publish(*item);
+			    answer->result({{"item", key}, {"id", id}, {"needUpdate", needUpdate}});
+		    });
+	    },
+	    kCallTimeout);
 }
 
 } // namespace qsd::tray

@@ -69,7 +69,8 @@ void TrayBackend::onBusStart() {
 	readBusId();
 
 	// The watcher object is served from the start, whatever the role: it is only reachable
-	// through the well-known name once qsd owns it (before that, only through qsd's unique name).
+	// through the well-known name once qsd owns it (before that, only through qsd's unique name,
+	// where registrations are refused: onRegisterItem, onRegisterHost).
 	watcher_ = std::make_unique<dbus::OwnedName>(bus(), kWatcherName, [this] { watcherOwnerChanged(); });
 	object_ = &watcher_->exportObject(kWatcherPath);
 	exportWatcher(*object_);
@@ -80,7 +81,7 @@ void TrayBackend::onBusStart() {
 void TrayBackend::onBusStop() {
 	names_.reset();
 	items_.clear();
-	itemsPerOwner_.clear();
+	itemsPerConnection_.clear();
 	hosts_ = HostRegistry();
 	order_.clear();
 	services_.clear();
@@ -369,45 +370,78 @@ void TrayBackend::saveItems() {
 	}
 }
 
+namespace {
+
+// While another process is the watcher, qsd's watcher object is still reachable through qsd's
+// unique name (it is exported before the name is asked for, so that a call arriving the moment
+// the name is granted finds it); registrations made there would put items in /tray behind the
+// watcher's back.
+sdbus::Error notTheWatcher() {
+	return sdbus::Error("org.freedesktop.DBus.Error.Failed",
+	                    std::string("qsd is not the StatusNotifierWatcher; register with the owner of ") + kWatcherName);
+}
+
+sdbus::Error tooMany(const std::string& connection) {
+	return sdbus::Error("org.freedesktop.DBus.Error.LimitsExceeded",
+	                    fmt::format("{} has {} items already (the limit)", connection, kMaxItemsPerConnection));
+}
+
+} // namespace
+
 void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
 	std::string arg;
 	call >> arg;
 	std::string sender = call.getSender();
+	if (role_ != Role::Watcher) throw notTheWatcher();
 	auto a = parseRegistration(arg, sender);
 	if (!a) {
 		log::info("tray", "{} registered an invalid item \"{}\"", sender, arg);
 		throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", "\"" + arg + "\" is not a bus name or an object path");
 	}
+	// Registering a key again is harmless.
+	if (items_.count(a->key())) {
+		call.createReply().send();
+		return;
+	}
+	// A registration counts against the connection that makes it, whoever's name it gives: one
+	// connection naming another's unique name with made-up paths once filled that connection's
+	// share (its real item was refused) and was never limited itself.
+	if (overItemLimit(sender, a->key())) throw tooMany(sender);
 	// The caller's own name (a path registration or its unique name): its owner is the caller.
-	if (a->service == sender || items_.count(a->key())) {
-		if (!items_.count(a->key()) && overItemLimit(sender, a->key()))
-			throw sdbus::Error("org.freedesktop.DBus.Error.LimitsExceeded",
-			                   fmt::format("{} has {} items already (the limit)", sender, kMaxItemsPerConnection));
+	if (a->service == sender) {
 		addItem(*a, sender);
 		call.createReply().send();
 		return;
 	}
-	// A well-known name: answer once the bus says who owns it (the registration is refused when
+	// Another name: answer once the bus says who owns it (the registration is refused when
 	// nobody does, as KDE's watcher refuses it).
 	auto address = *a;
 	calls_.start("register",
 	             bus().daemon().callMethodAsync("GetNameOwner").onInterface("org.freedesktop.DBus").withArguments(a->service),
-	             [this, call, address](const sdbus::Error* e, std::string owner) {
+	             [this, call, address, sender](const sdbus::Error* e, std::string owner) {
 		             if (e) {
-			             log::info("tray", "{} registered {}, which has no owner", call.getSender(), address.service);
+			             log::info("tray", "{} registered {}, which has no owner", sender, address.service);
 			             call.createErrorReply(sdbus::Error("org.freedesktop.DBus.Error.NameHasNoOwner",
 			                                                address.service + " has no owner"))
 			                 .send();
 			             return;
 		             }
-		             if (!items_.count(address.key()) && overItemLimit(owner, address.key())) {
-			             call.createErrorReply(sdbus::Error("org.freedesktop.DBus.Error.LimitsExceeded",
-			                                                fmt::format("{} has {} items already (the limit)", owner,
-			                                                            kMaxItemsPerConnection)))
-			                 .send();
+		             if (role_ != Role::Watcher) {
+			             call.createErrorReply(notTheWatcher()).send();
 			             return;
 		             }
-		             addItem(address, owner);
+		             if (!items_.count(address.key())) {
+			             // Both counts again: other registrations were answered meanwhile. An
+			             // item registered for another connection counts against that one only
+			             // once it answered for it (readSucceeded).
+			             std::string registrar = owner == sender ? std::string() : sender;
+			             for (const auto* connection: {&registrar, &owner})
+				             if (!connection->empty() && overItemLimit(*connection, address.key())) {
+					             call.createErrorReply(tooMany(*connection)).send();
+					             return;
+				             }
+			             addItem(address, owner, registrar);
+		             }
 		             call.createReply().send();
 	             });
 }
@@ -416,6 +450,7 @@ void TrayBackend::onRegisterHost(sdbus::MethodCall call) {
 	std::string arg;
 	call >> arg;
 	std::string sender = call.getSender();
+	if (role_ != Role::Watcher) throw notTheWatcher();
 	std::string name = arg.empty() || arg[0] == '/' ? sender : arg;
 	if (!isValidBusName(name)) throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", "\"" + arg + "\" is not a bus name");
 	// Kept per calling connection, which is what goes away (a name nobody owns never does).

@@ -46,6 +46,12 @@ constexpr std::chrono::seconds kCallTimeout{5};
 // after each timeout, which covers about a minute; after that only on a sign of life: the item's
 // next signal, the menu's LayoutUpdated or a client's tray.menuAboutToShow.
 constexpr Backoff::Policy kReadRetry{std::chrono::seconds(1), std::chrono::seconds(16), 5};
+// An item none of whose properties can be read because nothing answers for it (UnknownObject,
+// UnknownMethod...: the path names no object of its connection) is asked again 1, 2 and 4 s later,
+// for an app that registers a moment before it exports the object, and then dropped: any
+// connection can register any path of another's, and such an entry would otherwise be kept (and
+// counted against whoever registered it) for as long as that connection lives.
+constexpr Backoff::Policy kAbsentRetry{std::chrono::seconds(1), std::chrono::seconds(4), 3};
 using dbus::timedOut;
 
 class TrayBackend final: public BusBackend {
@@ -78,7 +84,7 @@ private:
 		std::optional<MenuNode> root;       // the layout; nullopt until read (or when it failed)
 		MenuIndex index;                    // root's entries by id, rebuilt when its shape changes
 		bool settled = false;               // the first GetLayout answered, either way
-		std::set<int32_t> pendingParents;   // LayoutUpdated parents not yet fetched
+		std::set<int32_t> pendingParents;   // LayoutUpdated parents not yet fetched ({0}: the whole menu)
 		int fetching = 0;                   // GetLayout calls out; LayoutUpdated waits for them
 		Retry retry{kReadRetry};            // reads of a menu never read that timed out
 	};
@@ -87,6 +93,12 @@ private:
 		ItemAddress address;
 		std::string key;
 		std::string owner;                  // unique name ("" while GetNameOwner is out)
+		// The connection that registered it for another connection's name ("" when the owner did,
+		// or the item came from another watcher's list or qsd's last run). It counts against
+		// that connection from the start, and against its owner only once the owner answered
+		// for it (ownerCharged): one connection cannot fill another's share with paths it made up.
+		std::string registrar;
+		bool ownerCharged = false;
 		uint64_t serial = 0;                // tells a stale reply from one for a re-added key
 		std::unique_ptr<sdbus::IProxy> proxy;
 		dbus::Properties props;             // every property but the decoded pixmaps
@@ -95,6 +107,7 @@ private:
 		bool read = false;                  // properties read at least once
 		bool failed = false;                // nothing could be read; retried on its next signal
 		Retry readRetry{kReadRetry};        // first reads that timed out
+		Retry absentRetry{kAbsentRetry};    // first reads that nothing answered for
 		bool published = false;
 		int pendingGets = 0;                // targeted re-reads out
 		std::set<std::string> dirty;        // properties to re-read
@@ -129,7 +142,9 @@ private:
 	void adoptSavedItems();
 	void saveItems();
 	// tray_peers.cpp: the watcher's limits per connection, its coalesced signals.
-	[[nodiscard]] bool overItemLimit(const std::string& owner, const std::string& what);
+	[[nodiscard]] bool overItemLimit(const std::string& connection, const std::string& what);
+	void chargeItem(const std::string& connection);
+	void releaseItem(const std::string& connection);
 	void hostsChanged(bool registered);
 	void flushWatcherSignals();
 	bool peerLog(uint64_t& suppressed);
@@ -137,7 +152,7 @@ private:
 	[[nodiscard]] std::vector<std::string> registeredItems() const;
 
 	// --- tray_items.cpp
-	bool addItem(const ItemAddress& address, std::string owner);
+	bool addItem(const ItemAddress& address, std::string owner, std::string registrar = {});
 	void removeItem(const std::string& key, const char* why);
 	void ownerKnown(Item& item);
 	void readItem(Item& item);
@@ -167,7 +182,9 @@ private:
 	void queueMenu(Item& item);   // its pending LayoutUpdated read on the next loop pass
 	void retryMenu(Item& item);
 	void retryRead(Item& item);
-	void readSucceeded(Item& item);
+	void readAbsent(Item& item);
+	// The item's properties were read. False when it was removed (its owner has too many items).
+	[[nodiscard]] bool readSucceeded(Item& item);
 	// The menu as JSON (null without one); its icon files replace menuFiles.
 	[[nodiscard]] nlohmann::json menuJson(Item& item);
 	// Writes the icon-data of `node` and below to icon files, charged to the item.
@@ -202,7 +219,10 @@ private:
 	Retry registerRetry_{kReadRetry};            // its RegisterStatusNotifierHost timed out
 	Retry listRetry_{kReadRetry};                // reading its list timed out
 	HostRegistry hosts_;                         // other hosts registered with our watcher
-	std::map<std::string, size_t> itemsPerOwner_;   // unique name -> its items
+	// unique name -> the items counted against it (kMaxItemsPerConnection): those it owns (once
+	// it answered for them, when another connection registered them) and those it registered
+	// for another connection's name.
+	std::map<std::string, size_t> itemsPerConnection_;
 	LogLimiter peerLog_{32, 10'000'000};         // host registrations, refusals: 32 lines per 10 s
 	bool itemsChanged_ = false;                  // RegisteredStatusNotifierItems changed this pass
 	bool hostRegistered_ = false;                // ... a host registered, or one left

@@ -17,6 +17,24 @@ using json = nlohmann::json;
 
 namespace {
 
+// A read error that says nothing answers for the item at its path: no such object, no
+// properties interface or no StatusNotifierItem there, or the connection is gone. What sd-bus
+// and Qt (UnknownObject), GDBus and libdbus (UnknownMethod) answer for a path they do not serve.
+bool nothingThere(const sdbus::Error& e) {
+	const auto& name = e.getName();
+	return name == "org.freedesktop.DBus.Error.UnknownObject" || name == "org.freedesktop.DBus.Error.UnknownMethod" ||
+	       name == "org.freedesktop.DBus.Error.UnknownInterface" || name == "org.freedesktop.DBus.Error.ServiceUnknown";
+}
+
+// The bus refused to pass qsd's call on (dbus-daemon allows a connection 128 calls waiting for
+// an answer): the item never saw it, so its answer is still to come, as for a timeout.
+bool notPassedOn(const sdbus::Error& e) { return e.getName() == "org.freedesktop.DBus.Error.LimitsExceeded"; }
+
+// Pixmap data in one answer beyond which qsd asks for the heap to be trimmed: of all it held,
+// only the entry the icon is made of is kept (wire.cpp), and glibc would keep the rest of the
+// message's memory (an item's 28 MiB answers left qsd 28 MiB larger).
+constexpr size_t kLargePixmaps = 1u << 20;
+
 bool affectsIcon(const std::string& prop) {
 	return prop == "IconName" || prop == "IconPixmap" || prop == "AttentionIconName" || prop == "AttentionIconPixmap" ||
 	       prop == "OverlayIconName" || prop == "OverlayIconPixmap" || prop == "IconThemePath" || prop == "Status";
@@ -35,10 +53,12 @@ TrayBackend::Item* TrayBackend::findItem(const std::string& key, uint64_t serial
 // ---------------------------------------------------------------------------------------------
 // registration
 
-bool TrayBackend::addItem(const ItemAddress& address, std::string owner) {
+bool TrayBackend::addItem(const ItemAddress& address, std::string owner, std::string registrar) {
 	auto key = address.key();
 	if (items_.count(key)) return false;
 	if (address.service[0] == ':') owner = address.service;
+	if (registrar == owner) registrar.clear();
+	if (!registrar.empty() && overItemLimit(registrar, key)) return false;
 	if (!owner.empty() && overItemLimit(owner, key)) return false;
 	// The same object under a second key (an app registering by name and by path): one icon.
 	if (!owner.empty() && itemSignals_.count(signalIndex(owner, address.path))) {
@@ -49,6 +69,8 @@ bool TrayBackend::addItem(const ItemAddress& address, std::string owner) {
 	item.address = address;
 	item.key = key;
 	item.serial = nextSerial_++;
+	item.registrar = std::move(registrar);
+	if (!item.registrar.empty()) chargeItem(item.registrar);
 	services_[address.service].insert(key);
 	order_.push_back(key);
 	log::info("tray", "item {} registered", key);
@@ -90,8 +112,8 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	if (it == items_.end()) return;
 	auto& item = it->second;
 	log::info("tray", "item {} removed: {}", key, why);
-	if (!item.owner.empty())
-		if (auto n = itemsPerOwner_.find(item.owner); n != itemsPerOwner_.end() && --n->second == 0) itemsPerOwner_.erase(n);
+	if (item.ownerCharged) releaseItem(item.owner);
+	if (!item.registrar.empty()) releaseItem(item.registrar);
 	calls_.cancelPrefix(group(key));
 	if (!item.owner.empty()) {
 		auto s = itemSignals_.find(signalIndex(item.owner, item.address.path));
@@ -107,8 +129,10 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	bool published = item.published;
 	if (published) context_.tree.remove(itemPath(key));
 	reader_.forget(key);
-	// What was indexed of the item's own icon trees goes with it.
-	if (const auto* p = dbus::find(item.props, "IconThemePath"); p && theme_) theme_->forget(dbus::asString(*p).value_or(""));
+	// What was indexed of the item's own icon trees goes with it ("": it had none, and forget("")
+	// would drop every item's).
+	if (const auto* p = dbus::find(item.props, "IconThemePath"); p && theme_)
+		if (auto path = dbus::asString(*p).value_or(""); !path.empty()) theme_->forget(path);
 	if (store_) store_->forget(key);
 	// Out of the order in the same change as out of the items (the others keep their order).
 	if (const json* order = context_.tree.find("/tray/order"); published && order && order->is_array()) {
@@ -126,7 +150,12 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 }
 
 void TrayBackend::ownerKnown(Item& item) {
-	++itemsPerOwner_[item.owner];
+	// Registered by its owner (or listed by a watcher): counted against the owner at once. One
+	// that another connection registered counts against the owner once it answered for it.
+	if (item.registrar.empty()) {
+		chargeItem(item.owner);
+		item.ownerCharged = true;
+	}
 	itemSignals_[signalIndex(item.owner, item.address.path)] = item.key;
 	// Calls go to the owner's unique name: the process this item belongs to, whatever happens
 	// to a well-known name later (a new owner is a new item and must register).
@@ -160,16 +189,24 @@ void TrayBackend::readItem(Item& item) {
 			    dbus::Properties props;
 			    ItemPixmaps pixmaps;
 			    try {
-				    readProperties(*reply, props, pixmaps);
+				    if (readProperties(*reply, props, pixmaps) >= kLargePixmaps) context_.server.heapFreed();
+				    it->reading = false;
+				    if (!readSucceeded(*it)) return;
 				    it->props = std::move(props);
 				    it->pixmaps = std::move(pixmaps);
-				    it->reading = false;
-				    readSucceeded(*it);
 				    propertiesRead(*it, true);
 				    return;
 			    } catch (const sdbus::Error& x) {
 				    why = x.getMessage();
 			    }
+		    }
+		    // Nothing there: reading each property would only get the same answer, fifteen times
+		    // (for each path any connection made up).
+		    if (e && (nothingThere(*e) || notPassedOn(*e))) {
+			    it->reading = false;
+			    if (nothingThere(*e)) readAbsent(*it);
+			    else retryRead(*it);
+			    return;
 		    }
 		    // Some items fail GetAll as a whole (one property's getter throws), or never answer it
 		    // while they answer Get: read what can be read, one property at a time.
@@ -179,8 +216,37 @@ void TrayBackend::readItem(Item& item) {
 	    kCallTimeout);
 }
 
-void TrayBackend::readSucceeded(Item& item) {
+bool TrayBackend::readSucceeded(Item& item) {
 	item.readRetry.reset();
+	item.absentRetry.reset();
+	if (item.ownerCharged) return true;
+	// Its owner answered for it: from now on it counts against the owner too.
+	if (overItemLimit(item.owner, item.key)) {
+		removeItem(item.key, "its connection has too many items");
+		return false;
+	}
+	chargeItem(item.owner);
+	item.ownerCharged = true;
+	return true;
+}
+
+void TrayBackend::readAbsent(Item& item) {
+	// Not an item: no object answers at its path. Asked again a few times (an app may register a
+	// moment before it exports the object; a signal from it, a sign of life, reads it at once),
+	// then dropped, which gives its place back to whoever registered it.
+	item.failed = true;
+	auto delay = item.absentRetry.schedule(
+	    context_.loop,
+	    [this, key = item.key, serial = item.serial] {
+		    Item* it = findItem(key, serial);
+		    if (it && it->failed && it->proxy) readItem(*it);
+	    },
+	    "tray-item-absent");
+	if (!delay) {
+		removeItem(item.key, "nothing answers for it at its path");
+		return;
+	}
+	log::info("tray", "{}: nothing answers for it at its path; asking again in {} s", item.key, wholeSeconds(*delay));
 }
 
 void TrayBackend::retryRead(Item& item) {
@@ -211,6 +277,7 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 		ItemPixmaps pixmaps;
 		bool any = false;
 		bool late = false;   // some Get did not answer in time
+		size_t absent = 0;   // Gets answered with an error saying nothing is there (nothingThere)
 	};
 	auto batch = std::make_shared<Batch>();
 	// The shown properties, one by one (the others would be skipped unread).
@@ -221,10 +288,11 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 		calls_.start(
 		    group(key), *item->proxy, call,
 		    [this, key, serial, batch, prop](sdbus::MethodReply* reply, const sdbus::Error* e) {
-			    if (e && timedOut(*e)) batch->late = true;
+			    if (e && (timedOut(*e) || notPassedOn(*e))) batch->late = true;
+			    if (e && nothingThere(*e)) ++batch->absent;
 			    if (reply) {
 				    try {
-					    readProperty(*reply, prop, batch->props, batch->pixmaps);
+					    if (readProperty(*reply, prop, batch->props, batch->pixmaps) >= kLargePixmaps) context_.server.heapFreed();
 					    batch->any = true;
 				    } catch (const sdbus::Error&) {
 				    }
@@ -239,13 +307,17 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 				    retryRead(*it);
 				    return;
 			    }
+			    if (batch->absent == kShownItemProperties.size()) {
+				    readAbsent(*it);
+				    return;
+			    }
 			    if (!batch->any) {
 				    // Retried when the item shows signs of life (any of its signals).
 				    it->failed = true;
 				    log::warning("tray", "{}: none of its properties can be read; not shown", key);
 				    return;
 			    }
-			    readSucceeded(*it);
+			    if (!readSucceeded(*it)) return;
 			    it->props = std::move(batch->props);
 			    it->pixmaps = std::move(batch->pixmaps);
 			    propertiesRead(*it, true);
@@ -357,7 +429,7 @@ void TrayBackend::refresh(Item& item) {
 			    bool read = false;
 			    if (reply) {
 				    try {
-					    readProperty(*reply, prop, it->props, it->pixmaps);
+					    if (readProperty(*reply, prop, it->props, it->pixmaps) >= kLargePixmaps) context_.server.heapFreed();
 					    read = true;
 				    } catch (const sdbus::Error& x) {
 					    log::info("tray", "{}: {} could not be read: {}", key, prop, x.getMessage());

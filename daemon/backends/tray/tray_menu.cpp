@@ -13,7 +13,8 @@ namespace qsd::tray {
 using json = nlohmann::json;
 
 namespace {
-// More submenus than this changed at once: one fetch of the whole menu is cheaper.
+// More submenus than this changed at once: one fetch of the whole menu is cheaper (and the
+// LayoutUpdated parents kept meanwhile collapse into that one read).
 constexpr size_t kMaxPartialFetches = 8;
 } // namespace
 
@@ -56,27 +57,34 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 	calls_.start(
 	    group(key), *item.menu->proxy, call,
 	    [this, key, serial, menuSerial, parent, done](sdbus::MethodReply* reply, const sdbus::Error* error) {
+		    Item* it = findItem(key, serial);
+		    if (!it || !it->menu || it->menu->serial != menuSerial) {
+			    if (done) done(nullptr, error);
+			    return;
+		    }
+		    auto& menu = *it->menu;
+		    --menu.fetching;
+		    // A submenu is read into its place in the menu: the bounds (kMaxMenuDepth,
+		    // kMaxMenuEntries) hold for the menu as a whole, counted from the submenu's depth and
+		    // the entries the menu keeps besides its current children. One that is not in the
+		    // menu (or comes before the root) is not kept, and not read: the whole menu is.
+		    MenuNode* at = parent != 0 && menu.root ? menu.index.find(parent) : nullptr;
+		    LayoutPlace place;
+		    if (at) place = {menu.index.depth(parent), menu.index.entries() - (menuEntries(*at) - 1)};
 		    std::optional<sdbus::Error> failure;
 		    if (error) failure = *error;
 		    MenuNode node;
 		    size_t skipped = 0;
 		    bool rootProperties = true;
-		    if (reply) {
+		    if (reply && (parent == 0 || at)) {
 			    try {
-				    node = readLayout(*reply, skipped, &rootProperties);
+				    node = readLayout(*reply, skipped, &rootProperties, place);
 			    } catch (const sdbus::Error& x) {
 				    failure = x;
 			    }
 		    }
 		    const sdbus::Error* e = failure ? &*failure : nullptr;
 		    bool bigReply = replyWeight(node) >= (1u << 20);
-		    Item* it = findItem(key, serial);
-		    if (!it || !it->menu || it->menu->serial != menuSerial) {
-			    if (done) done(nullptr, e);
-			    return;
-		    }
-		    auto& menu = *it->menu;
-		    --menu.fetching;
 		    bool first = !menu.settled;
 		    menu.settled = true;
 		    if (e) {
@@ -97,15 +105,15 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 		    if (bigReply) context_.server.heapFreed();
 		    if (parent == 0 || !menu.root) {
 			    if (parent == 0) menu.root = std::move(node);
-			    else menu.pendingParents.insert(0);   // a submenu before the root: fetch everything
-		    } else if (MenuNode* at = menu.index.find(parent)) {
+			    else menu.pendingParents = {0};   // a submenu before the root: fetch everything
+		    } else if (at) {
 			    // Qt answers GetLayout(submenu, -1) with no properties for the submenu's own
 			    // entry: what is known of it stays, only its children are new.
 			    if (rootProperties) at->props = std::move(node.props);
 			    at->children = std::move(node.children);
 		    } else {
 			    // The submenu left the tree meanwhile: the whole menu is re-read.
-			    menu.pendingParents.insert(0);
+			    menu.pendingParents = {0};
 		    }
 		    // The nodes moved: the index by id is made again (once per layout read).
 		    menu.index.rebuild(menu.root ? &*menu.root : nullptr);
@@ -169,7 +177,14 @@ void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 			uint32_t revision = 0;
 			int32_t parent = 0;
 			msg >> revision >> parent;
-			item->menu->pendingParents.insert(parent);
+			// Kept until the read out now answers (up to 5 s, and an item may hold it that
+			// long again and again): past kMaxPartialFetches parents, or with 0 among them, one
+			// read of the whole menu covers them all, and nothing more is kept.
+			auto& pending = item->menu->pendingParents;
+			if (!pending.count(0)) {
+				pending.insert(parent);
+				if (parent == 0 || pending.size() > kMaxPartialFetches) pending = {0};
+			}
 			queueMenu(*item);
 		} else if (member == "ItemsPropertiesUpdated") {
 			// Applied in place, no call. Before the first layout there is nothing to apply to:

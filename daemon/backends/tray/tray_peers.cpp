@@ -13,14 +13,21 @@ namespace qsd::tray {
 
 bool TrayBackend::peerLog(uint64_t& suppressed) { return peerLog_.allow(context_.loop.now(), suppressed); }
 
-bool TrayBackend::overItemLimit(const std::string& owner, const std::string& what) {
-	auto n = itemsPerOwner_.find(owner);
-	if (n == itemsPerOwner_.end() || n->second < kMaxItemsPerConnection) return false;
+bool TrayBackend::overItemLimit(const std::string& connection, const std::string& what) {
+	auto n = itemsPerConnection_.find(connection);
+	if (n == itemsPerConnection_.end() || n->second < kMaxItemsPerConnection) return false;
 	uint64_t suppressed = 0;
 	if (peerLog(suppressed))
-		log::warning("tray", "{} has {} items already (the limit): {} refused{}", owner, n->second, what,
+		log::warning("tray", "{} has {} items already (the limit): {} refused{}", connection, n->second, what,
 		             suppressed ? fmt::format(" ({} more registrations and refusals not logged)", suppressed) : "");
 	return true;
+}
+
+void TrayBackend::chargeItem(const std::string& connection) { ++itemsPerConnection_[connection]; }
+
+void TrayBackend::releaseItem(const std::string& connection) {
+	if (auto n = itemsPerConnection_.find(connection); n != itemsPerConnection_.end() && --n->second == 0)
+		itemsPerConnection_.erase(n);
 }
 
 void TrayBackend::hostsChanged(bool registered) {

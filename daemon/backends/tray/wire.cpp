@@ -5,6 +5,7 @@
 
 #include <systemd/sd-bus.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -22,26 +23,41 @@ void check(int r, const char* what) {
 using PixmapStruct = sdbus::Struct<int32_t, int32_t, std::vector<uint8_t>>;
 using ToolTipStruct = sdbus::Struct<std::string, std::vector<PixmapStruct>, std::string, std::string>;
 
-// An a(iiay) at the message's position.
-std::vector<Pixmap> readPixmaps(sd_bus_message* m) {
-	std::vector<Pixmap> out;
+// An a(iiay) at the message's position: of its entries, only the one the icon is made of
+// (choosePixmap's choice for a kDefaultIconSize icon, which is every choice the backend makes),
+// copied once all were seen. What the others hold, valid or not, stays in the message: the item's
+// cache keeps at most one pixmap per property, of at most kMaxPixmapSide a side (an item sent
+// seven 1x1 entries of 4 MiB in each pixmap property, and qsd kept all 84 MiB for its null icon).
+std::vector<Pixmap> readPixmaps(sd_bus_message* m, size_t& bytes) {
+	PixmapChoice choice(kDefaultIconSize);
+	Pixmap best;
+	const void* bestData = nullptr;
+	size_t bestSize = 0;
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(iiay)"), "pixmaps");
 	for (;;) {
 		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_STRUCT, "iiay");
 		check(r, "pixmap");
 		if (r == 0) break;
-		Pixmap p;
-		check(sd_bus_message_read(m, "ii", &p.width, &p.height), "pixmap size");
+		int32_t width = 0, height = 0;
+		check(sd_bus_message_read(m, "ii", &width, &height), "pixmap size");
 		const void* data = nullptr;
 		size_t size = 0;
 		check(sd_bus_message_read_array(m, 'y', &data, &size), "pixmap data");
-		const auto* bytes = static_cast<const uint8_t*>(data);
-		// Larger than any usable pixmap: not copied (the entry is invalid, never chosen).
-		if (size <= size_t(kMaxPixmapSide) * size_t(kMaxPixmapSide) * 4) p.argb.assign(bytes, bytes + size);
+		bytes += size;
+		if (choice.offer(width, height, size)) {
+			best.width = width;
+			best.height = height;
+			bestData = data;
+			bestSize = size;
+		}
 		check(sd_bus_message_exit_container(m), "pixmap");
-		out.push_back(std::move(p));
 	}
 	check(sd_bus_message_exit_container(m), "pixmaps");
+	std::vector<Pixmap> out;
+	if (!choice.chosen()) return out;
+	const auto* chosen = static_cast<const uint8_t*>(bestData);
+	best.argb.assign(chosen, chosen + bestSize);
+	out.push_back(std::move(best));
 	return out;
 }
 
@@ -58,7 +74,7 @@ bool isBasic(char t) { return std::strchr("bynqiuxtd", t) != nullptr; }
 // The variant at the message's position, the value of property `name`. Only shown properties
 // are kept, and each within a bound (kMaxPropertyText): any process on the session bus can be an
 // item, and the cache holds what it sent for as long as the item lives.
-void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps) {
+void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps, size_t& bytes) {
 	sd_bus_message* m = rawMessage(msg);
 	char type = 0;
 	const char* contents = nullptr;
@@ -71,7 +87,7 @@ void readValue(sdbus::Message& msg, const std::string& name, dbus::Properties& p
 	std::string signature = contents;
 	if (auto* out = slot(pixmaps, name); out && signature == "a(iiay)") {
 		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, "a(iiay)"), name.c_str());
-		*out = readPixmaps(m);
+		*out = readPixmaps(m, bytes);
 		check(sd_bus_message_exit_container(m), name.c_str());
 		props.erase(name);
 		return;
@@ -189,14 +205,14 @@ size_t readNode(sdbus::Message& msg, MenuNode& node, size_t depth, size_t& count
 
 } // namespace
 
-MenuNode readLayout(sdbus::Message& reply, size_t& skipped, bool* rootProperties) {
+MenuNode readLayout(sdbus::Message& reply, size_t& skipped, bool* rootProperties, LayoutPlace place) {
 	sd_bus_message* m = rawMessage(reply);
 	uint32_t revision = 0;
 	check(sd_bus_message_read_basic(m, 'u', &revision), "layout revision");
 	MenuNode root;
-	size_t count = 1;
+	size_t count = std::max<size_t>(place.entries, 1);
 	size_t iconBudget = kMaxMenuIconBytes;
-	size_t properties = readNode(reply, root, 0, count, skipped, iconBudget);
+	size_t properties = readNode(reply, root, place.depth, count, skipped, iconBudget);
 	if (rootProperties) *rootProperties = properties > 0;
 	return root;
 }
@@ -252,8 +268,9 @@ void forgetProperty(const std::string& name, dbus::Properties& props, ItemPixmap
 	if (auto* out = slot(pixmaps, name)) out->clear();
 }
 
-void readProperties(sdbus::Message& msg, dbus::Properties& props, ItemPixmaps& pixmaps) {
+size_t readProperties(sdbus::Message& msg, dbus::Properties& props, ItemPixmaps& pixmaps) {
 	sd_bus_message* m = rawMessage(msg);
+	size_t bytes = 0;
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}"), "properties");
 	for (;;) {
 		int r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
@@ -261,14 +278,17 @@ void readProperties(sdbus::Message& msg, dbus::Properties& props, ItemPixmaps& p
 		if (r == 0) break;
 		const char* key = nullptr;
 		check(sd_bus_message_read_basic(m, 's', &key), "property name");
-		readValue(msg, key ? key : "", props, pixmaps);
+		readValue(msg, key ? key : "", props, pixmaps, bytes);
 		check(sd_bus_message_exit_container(m), "property");
 	}
 	check(sd_bus_message_exit_container(m), "properties");
+	return bytes;
 }
 
-void readProperty(sdbus::Message& msg, const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps) {
-	readValue(msg, name, props, pixmaps);
+size_t readProperty(sdbus::Message& msg, const std::string& name, dbus::Properties& props, ItemPixmaps& pixmaps) {
+	size_t bytes = 0;
+	readValue(msg, name, props, pixmaps, bytes);
+	return bytes;
 }
 
 } // namespace qsd::tray
