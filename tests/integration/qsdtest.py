@@ -322,6 +322,11 @@ class Client:
         if params is not None:
             req["params"] = params
         self.send_raw(json.dumps(req) + "\n")
+        return self.answer(rid, timeout)
+
+    def answer(self, rid, timeout=10.0):
+        """The answer to request `rid`, sent raw with send_raw (a call made meanwhile may have
+        read it already)."""
         deadline = time.monotonic() + timeout
         while rid not in self.responses:
             msg = self._handle(self.read_line(max(0.01, deadline - time.monotonic())))

@@ -264,14 +264,6 @@ def test_device_actions_reach_bluez(world):
     expect_error(c, "bluetooth.connect", dev, -32001, param="device")
 
 
-def answer_of(c, rid):
-    """The answer to a request sent raw (it may have been read by a call made meanwhile)."""
-    while rid not in c.responses:
-        msg = c.read_message()
-        if msg.get("id") == rid:
-            return msg
-    return c.responses.pop(rid)
-
 
 def test_connecting_shows_while_bluez_works(world):
     c, bz = world.c, world.bz
@@ -285,7 +277,7 @@ def test_connecting_shows_while_bluez_works(world):
             assert c.call("tree.get", {"path": state})["value"] == during
         finally:
             os.kill(bz.proc.pid, signal.SIGCONT)
-        assert "result" in answer_of(c, rid)
+        assert "result" in c.answer(rid)
         world.wait(state, after)
 
 
@@ -299,7 +291,7 @@ def test_pairing_shows_and_a_failed_pair_names_bluez_s_error(world):
         assert c.call("tree.get", {"path": pairing})["value"] is True
     finally:
         os.kill(bz.proc.pid, signal.SIGCONT)
-    assert answer_of(c, 9003)["result"] == {"device": DEV, "paired": True, "trusted": True}
+    assert c.answer(9003)["result"] == {"device": DEV, "paired": True, "trusted": True}
     world.wait(pairing, False)
     # The other side refuses: BlueZ's error by name, no longer pairing, and not made trusted.
     c.call("bluetooth.setTrusted", {"device": DEV, "trusted": False})
@@ -377,7 +369,7 @@ def test_a_claim_cut_off_by_bluetoothd_is_not_kept(world, env):
         os.kill(bz.proc.pid, signal.SIGKILL)
         bz.proc.wait(10)
     world.wait("/bluetooth/available", False)
-    err = answer_of(shell, 9101)["error"]
+    err = shell.answer(9101)["error"]
     assert err["code"] == -32000 and err["data"]["backend"] == "bluetooth", err
     # The claim was refused: nothing may start discovery for it when bluetoothd is back.
     bz = Bluez(env, ["hci0"])

@@ -103,14 +103,6 @@ def test_a_soft_block_is_lifted_then_the_adapter_powered(world):
     assert world.c.mirror(world.sub)["bluetooth"]["adapters"]["hci0"]["enabled"] is True
 
 
-def answer_of(c, rid):
-    """The answer to a request sent raw (a call made meanwhile may have read it)."""
-    while rid not in c.responses:
-        msg = c.read_message()
-        if msg.get("id") == rid:
-            return msg
-    return c.responses.pop(rid)
-
 
 def test_a_later_power_off_wins_over_a_power_on_waiting_for_the_kernel(world):
     k, c = world.kernel, world.c
@@ -131,7 +123,7 @@ def test_a_later_power_off_wins_over_a_power_on_waiting_for_the_kernel(world):
     # The latest call won: the adapter stays off, and the earlier call says it was superseded.
     hci0 = c.mirror(world.sub)["bluetooth"]["adapters"]["hci0"]
     assert hci0["enabled"] is False and hci0["state"] == "disabled", hci0
-    err = answer_of(c, 901).get("error")
+    err = c.answer(901).get("error")
     assert err and err["code"] == -32002 and err["data"]["name"] == "qsd.bluetooth.Superseded", err
     assert err["data"]["backend"] == "bluetooth"
 
