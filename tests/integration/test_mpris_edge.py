@@ -431,16 +431,22 @@ def test_huge_and_mistyped_values_are_not_kept(media):
     c.pump(0.2)
     before = env.rss_kib() / 1024
     big = 25_000_000
-    _, p = start(env, c, sub, "bigname", root={"Identity": "I" * big})
+
+    def fat(key, **config):
+        # 25 MB messages take a while to build and read on a loaded machine: a deadline for a
+        # hang only.
+        m.start_player(env, dict(config, name=P + key))
+        return wait_player(c, sub, key, timeout=180)
+
+    p = fat("bigname", root={"Identity": "I" * big})
     assert len(p["identity"]) == 1024
-    _, p = start(env, c, sub, "bigtitle", metadata={"mpris:trackid": "/t/1", "xesam:title": "T" * big})
+    p = fat("bigtitle", metadata={"mpris:trackid": "/t/1", "xesam:title": "T" * big})
     assert len(p["metadata"]["title"]) == 1024
-    _, p = start(env, c, sub, "bytes", root={"CanRaise": {"type": "ay", "value": big}},
-                 player={"CanPlay": {"type": "ay", "value": big}})
+    p = fat("bytes", root={"CanRaise": {"type": "ay", "value": big}}, player={"CanPlay": {"type": "ay", "value": big}})
     assert p["canRaise"] is False and p["canPlay"] is False
-    # Each is also changed once more, as PropertiesChanged (the other path into the cache).
+    # Changed once more, as PropertiesChanged (the other path into the cache).
     m.control(env, P + "bytes").Change(ROOT, "Identity", json.dumps("B" * big))
-    wait_player(c, sub, "bytes", lambda p: p["identity"] == "B" * 1024)
+    wait_player(c, sub, "bytes", lambda p: p["identity"] == "B" * 1024, timeout=180)
     assert "property CanRaise has the unexpected D-Bus type 'ay'" in env.qsd_log()
     if env.sanitized():
         return   # ASan's allocator keeps what is freed in its quarantine: RSS says nothing there
@@ -534,8 +540,8 @@ def test_a_name_taken_over_keeps_its_place_at_the_cap(media):
     env, c, sub = media
     start(env, c, sub, "kept", replaceable=True)
     m.start_player(env, {"name": P + "many", "aliases": 31})
-    c.wait_for(lambda: len(players(c, sub)) == 32, what="32 players")
+    c.wait_for(lambda: len(players(c, sub)) == 32, timeout=60, what="32 players")
     assert "many.a30" not in players(c, sub)   # waiting for a slot
     m.start_player(env, {"name": P + "kept", "replace": True, "root": {"Identity": "New Owner"}})
-    wait_player(c, sub, "kept", lambda p: p["identity"] == "New Owner", what="the name under its new owner")
+    wait_player(c, sub, "kept", lambda p: p["identity"] == "New Owner", what="the name under its new owner", timeout=60)
     assert len(players(c, sub)) == 32 and "many.a30" not in players(c, sub)

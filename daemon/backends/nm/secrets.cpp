@@ -230,7 +230,10 @@ std::optional<SecretsProblem> secretsProblem(const SecretPrompt& p, const std::m
 	}
 	if (secrets.empty()) return SecretsProblem{"secrets", "at least one of the request's fields: " + names};
 	bool secret = false;
-	for (const auto& [key, v]: secrets) {
+	for (const auto& entry: secrets) {
+		// Named, not a structured binding: clang 14 cannot capture those in a lambda.
+		const std::string& key = entry.first;
+		const std::string& v = entry.second;
 		auto f = std::find_if(p.fields.begin(), p.fields.end(), [&](const SecretField& x) { return x.key == key; });
 		if (f == p.fields.end()) return SecretsProblem{"secrets." + key, "one of the request's fields: " + names};
 		secret = secret || f->secret;
