@@ -222,7 +222,8 @@ bool TrayBackend::readSucceeded(Item& item) {
 	if (item.ownerCharged) return true;
 	// Its owner answered for it: from now on it counts against the owner too.
 	if (overItemLimit(item.owner, item.key)) {
-		removeItem(item.key, "its connection has too many items");
+		std::string key = item.key;   // removeItem erases the item that holds it
+		removeItem(key, "its connection has too many items");
 		return false;
 	}
 	chargeItem(item.owner);
@@ -243,7 +244,9 @@ void TrayBackend::readAbsent(Item& item) {
 	    },
 	    "tray-item-absent");
 	if (!delay) {
-		removeItem(item.key, "nothing answers for it at its path");
+		// A copy: removeItem erases the item that holds item.key, and goes on using its key.
+		std::string key = item.key;
+		removeItem(key, "nothing answers for it at its path");
 		return;
 	}
 	log::info("tray", "{}: nothing answers for it at its path; asking again in {} s", item.key, wholeSeconds(*delay));
