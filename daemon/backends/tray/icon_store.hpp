@@ -10,10 +10,11 @@
 //
 // The directory is on $XDG_RUNTIME_DIR, a RAM-backed tmpfs shared with every socket of the
 // session, and items decide what goes in it (one sent 40 MiB of menu icon-data): the files take
-// at most Limits::maxBytes in all and Limits::maxOwnerBytes per item (the item whose icon first
-// made the file is charged for it). A file that does not fit is not written; the caller's
-// field degrades to no icon, and the refusal is logged once per item and once per time the
-// store fills up (docs/architecture.md, "Hostile peers").
+// at most Limits::maxBytes in all and Limits::maxOwnerBytes per owner, the peer the caller names:
+// the D-Bus connection that serves a tray item or sent a notification (the owner whose icon first
+// made the file is charged for it). A file that does not fit is not written; the caller's field
+// degrades to no icon, and the refusal is logged once per owner and once per time the store fills
+// up (docs/architecture.md, "Hostile peers").
 //
 // Several qsd may run in one session (a second one on another socket, a test instance), each a
 // tray host with icon files of its own that its tree points to. With Sharing::Instances a store
@@ -63,7 +64,7 @@ using IconRef = std::shared_ptr<const IconFile>;
 
 struct IconStoreLimits {
 	size_t maxBytes = 32u << 20;        // every file together
-	size_t maxOwnerBytes = 4u << 20;    // the files one item (an owner) made
+	size_t maxOwnerBytes = 4u << 20;    // the files one owner (a connection) made
 };
 
 class IconStore {
@@ -82,7 +83,7 @@ public:
 	IconStore(const IconStore&) = delete;
 	IconStore& operator=(const IconStore&) = delete;
 
-	// The file for this image, for `owner` (an item's key): a live file of the same content, or
+	// The file for this image, for `owner` (a connection's unique name): a live file of the same content, or
 	// one written now when it fits the limits; nullptr otherwise.
 	[[nodiscard]] IconRef put(const Image& image, const std::string& owner = {});
 	// The file for these PNG bytes (DBusMenu icon-data); nullptr when they are not a PNG.

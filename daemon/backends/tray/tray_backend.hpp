@@ -144,6 +144,10 @@ private:
 	// tray_peers.cpp: the watcher's limits per connection, its coalesced signals.
 	[[nodiscard]] bool overItemLimit(const std::string& connection, const std::string& what);
 	void chargeItem(const std::string& connection);
+	// Whom an item's icon files are charged to in the icon store: the connection that serves it
+	// (its key while GetNameOwner is out). Charged per item, one connection serving many items
+	// filled the whole store, and every other item's icons were null.
+	[[nodiscard]] static const std::string& iconPayer(const Item& item) { return item.owner.empty() ? item.key : item.owner; }
 	void releaseItem(const std::string& connection);
 	void hostsChanged(bool registered);
 	void flushWatcherSignals();

@@ -133,7 +133,7 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	// would drop every item's).
 	if (const auto* p = dbus::find(item.props, "IconThemePath"); p && theme_)
 		if (auto path = dbus::asString(*p).value_or(""); !path.empty()) theme_->forget(path);
-	if (store_) store_->forget(key);
+	if (store_) store_->forget(iconPayer(item));
 	// Out of the order in the same change as out of the items (the others keep their order).
 	if (const json* order = context_.tree.find("/tray/order"); published && order && order->is_array()) {
 		json rest = json::array();
@@ -474,7 +474,7 @@ void TrayBackend::publish(Item& item) {
 			log::warning("tray", "{}: an icon name of {} bytes is longer than a file name; it is not looked up", item.key, name->size());
 	if (item.iconsDirty) {
 		// The new files are made before the old handles go, so an unchanged icon keeps its file.
-		item.icon = resolver_->resolve(m.icons, item.key);
+		item.icon = resolver_->resolve(m.icons, iconPayer(item));
 		item.iconsDirty = false;
 	}
 	json v = std::move(m.value);

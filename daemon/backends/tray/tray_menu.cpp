@@ -219,7 +219,7 @@ void TrayBackend::storeMenuIcons(Item& item, MenuNode& node) {
 	// icon-data goes to its file as soon as it is read: what the menu keeps in memory is a
 	// handle, and what the files take is bounded by the icon store (an item once sent 40 MiB).
 	if (!node.props.iconData.empty()) {
-		node.props.iconFile = store_->putPng(node.props.iconData, item.key);
+		node.props.iconFile = store_->putPng(node.props.iconData, iconPayer(item));
 		std::vector<uint8_t>().swap(node.props.iconData);
 	}
 	for (auto& c: node.children) storeMenuIcons(item, c);
