@@ -86,10 +86,10 @@ Tree::Tree(EventLoop& loop, Clock clock): loop_(loop), clock_(std::move(clock)),
 	defer_.setEnabled(SD_EVENT_OFF);
 }
 
-const json* Tree::find(std::string_view path) const {
+const json* Tree::findIn(const json& root, std::string_view path) {
 	if (!pointer::isValid(path)) return nullptr;
-	if (path.empty()) return &root_;
-	const json* node = &root_;
+	if (path.empty()) return &root;
+	const json* node = &root;
 	std::string scratch;
 	for (size_t begin = 1, end = 0;; begin = end + 1) {
 		auto key = token(path, begin, end, scratch);

@@ -45,7 +45,10 @@ public:
 	void sync(std::string_view path, const json& value, std::initializer_list<std::string_view> keep = {});
 
 	[[nodiscard]] const json& root() const { return root_; }
-	[[nodiscard]] const json* find(std::string_view path) const;
+	[[nodiscard]] const json* find(std::string_view path) const { return findIn(root_, path); }
+	// The value at `path` in `root`, as the tree reads a path: members of objects only (the tree
+	// writes arrays whole), never throwing; nullptr for nothing there or an invalid pointer.
+	[[nodiscard]] static const json* findIn(const json& root, std::string_view path);
 	[[nodiscard]] uint64_t revision() const { return revision_; }
 	[[nodiscard]] const std::string& epoch() const { return epoch_; }
 

@@ -26,7 +26,7 @@ ClientSession::ClientSession(Server& server, EventLoop& loop, Tree& tree, uint64
 }
 
 ClientSession::~ClientSession() {
-	server_.queueShrank(queuedBytes_, droppableBytes_);
+	server_.queueShrank(queuedBytes_ + pendingBytes_, droppableBytes_ + pendingBytes_);
 	server_.untrack(this);
 	io_.reset();
 	resume_.reset();
@@ -57,7 +57,7 @@ void ClientSession::onIo(uint32_t revents) {
 void ClientSession::readSome() {
 	char buf[64 << 10];
 	size_t total = 0;
-	while (!closing_ && !readPaused_ && held_.empty() && total < limits_.maxReadPerDispatch) {
+	while (!closing_ && !paused() && held_.empty() && total < limits_.maxReadPerDispatch) {
 		ssize_t n = ::read(fd_, buf, sizeof buf);
 		if (n < 0) {
 			if (errno == EINTR) continue;
@@ -81,11 +81,11 @@ void ClientSession::readSome() {
 			    // Over budget since a previous line of this read: the rest waits until the client
 			    // has read its answers. Without this, one read of small requests with big answers
 			    // would queue thousands of answers before the pause takes effect.
-			    if (readPaused_ || !held_.empty()) held_.emplace_back(std::string(line));
+			    if (paused() || !held_.empty()) held_.emplace_back(std::string(line));
 			    else dispatchLine(line);
 		    },
 		    [this] {
-			    if (readPaused_ || !held_.empty()) held_.emplace_back(std::nullopt);
+			    if (paused() || !held_.empty()) held_.emplace_back(std::nullopt);
 			    else sendLineTooLong();
 		    });
 		// A short read emptied the socket: another read would only say EAGAIN (one wasted
@@ -106,7 +106,7 @@ void ClientSession::sendLineTooLong() {
 }
 
 void ClientSession::dispatchHeld() {
-	while (!held_.empty() && !readPaused_ && !closing_) {
+	while (!held_.empty() && !paused() && !closing_) {
 		auto line = std::move(held_.front());
 		held_.pop_front();
 		if (line) dispatchLine(*line);
@@ -122,7 +122,7 @@ void ClientSession::dispatchHeld() {
 
 bool ClientSession::overBudget(size_t extraBytes) const {
 	// Answers held for a flush count: they are this client's, queued a moment later.
-	return queuedBytes_ + heldBytes_ + extraBytes > limits_.maxQueuedBytes ||
+	return queuedBytes_ + heldBytes_ + pendingBytes_ + extraBytes > limits_.maxQueuedBytes ||
 	       queue_.size() + answersHeld_ + 1 > limits_.maxQueuedMessages;
 }
 
@@ -298,7 +298,7 @@ void ClientSession::afterWrites() {
 	if (readPaused_ && queuedBytes_ <= limits_.maxQueuedBytes / 2 && queue_.size() <= limits_.maxQueuedMessages / 2) {
 		readPaused_ = false;
 		log::info("server", "client {} caught up, reading its requests again", id_);
-		if (!held_.empty()) resume_.setEnabled(SD_EVENT_ONESHOT);
+		if (!held_.empty() && !paused()) resume_.setEnabled(SD_EVENT_ONESHOT);
 	}
 	if (eof_ && queue_.empty() && held_.empty() && answersHeld_ == 0) {
 		close("disconnected");
@@ -310,7 +310,7 @@ void ClientSession::afterWrites() {
 void ClientSession::updateIoEvents() {
 	if (closing_ || !io_) return;
 	uint32_t events = 0;
-	if (!readPaused_ && !eof_ && held_.empty()) events |= EPOLLIN;
+	if (!paused() && !eof_ && held_.empty()) events |= EPOLLIN;
 	// Dropped changes are resent as a snapshot once the client has read what it was sent:
 	// wait for the socket to become writable even when nothing else is queued.
 	if (!queue_.empty() || catchUpDue()) events |= EPOLLOUT;
@@ -337,7 +337,7 @@ void ClientSession::onDrained() {
 	for (auto& [id, sub]: subscriptions_) {
 		if (!sub->resync) continue;
 		sub->resync = false;
-		sub->pending = json::array();
+		clearPending(*sub);
 		sub->syncedRevision = tree_.revision();
 		++resyncs_;
 		// What rpc::toLine(rpc::makeNotification("tree.resync", {...})) writes, with the snapshot
@@ -348,7 +348,12 @@ void ClientSession::onDrained() {
 		out.raw(R"(,"snapshot":)");
 		sub->membership.filter().writeSnapshot(tree_.root(), out);
 		out.raw(R"(,"subscription":)").value(id).raw("}}\n");
-		push(Outgoing{std::move(line), id, {}, 0, true});
+		// Not droppable, as an answer is not: the client has read everything and is owed it.
+		// Dropped when it passed the server's budget by itself (a subtree of 9 MB), it was built
+		// again at the next EPOLLOUT and dropped again, for good: qsd spun at a full core and
+		// the subscriber got nothing. It may still give way to a newer one (overflow) until
+		// its first bytes are written, which writeSome() below does at once.
+		push(Outgoing{std::move(line), id, {}, 0, false});
 	}
 	if (droppedEvents_ > 0 && queue_.size() < limits_.maxQueuedMessages) {
 		auto line = rpc::toLine(rpc::makeNotification(
@@ -366,12 +371,27 @@ std::string ClientSession::subscribe(std::vector<std::string> paths, uint64_t th
 	if (paths.size() > limits_.maxPathsPerSubscription)
 		throw rpc::RpcException(ErrorCode::LimitExceeded, "Too many paths in one subscription",
 		                        {{"limit", "paths"}, {"max", limits_.maxPathsPerSubscription}});
+	// Each path costs memory and a comparison with every change for as long as it is subscribed:
+	// 64 subscriptions of 256 paths of 4 KB were 200 MiB for one connection (FilterGroups
+	// bounds what all connections together may cost).
+	size_t bytes = 0;
+	for (const auto& p: paths) bytes += p.size();
+	if (paths_ + paths.size() > limits_.maxPathsPerConnection)
+		throw rpc::RpcException(ErrorCode::LimitExceeded, "Too many paths subscribed on this connection",
+		                        {{"limit", "connectionPaths"}, {"max", limits_.maxPathsPerConnection}});
+	if (pathBytes_ + bytes > limits_.maxPathBytesPerConnection)
+		throw rpc::RpcException(ErrorCode::LimitExceeded, "Too many bytes of paths subscribed on this connection",
+		                        {{"limit", "connectionPathBytes"}, {"max", limits_.maxPathBytesPerConnection}});
 	// Pending writes become a batch of their own first, so the snapshot and the revision agree.
 	tree_.flush();
 	auto id = nextSubscription_++;
 	auto sub = std::make_unique<Subscription>(*this, id, throttleMs * 1000);
+	sub->paths = paths.size();
+	sub->pathBytes = bytes;
 	// Registered before the snapshot is read; nothing can change in between (one thread).
 	sub->membership = server_.filterGroups().join(std::move(paths), *sub);
+	paths_ += sub->paths;
+	pathBytes_ += sub->pathBytes;
 	// The result's text, written from the tree: a json holding the snapshot would be a copy of
 	// all of it that the subscription asked for, made and freed per subscriber (JsonWriter).
 	std::string result = std::move(into);
@@ -387,6 +407,9 @@ void ClientSession::unsubscribe(uint64_t subscription) {
 	auto it = subscriptions_.find(subscription);
 	if (it == subscriptions_.end())
 		throw rpc::RpcException(ErrorCode::NotFound, "No such subscription", {{"param", "subscription"}, {"subscription", subscription}});
+	paths_ -= it->second->paths;
+	pathBytes_ -= it->second->pathBytes;
+	clearPending(*it->second);
 	subscriptions_.erase(it);
 	// Queued changes of that stream are of no use any more, except a half-written one.
 	for (auto q = queue_.begin(); q != queue_.end();) {
@@ -405,9 +428,14 @@ void ClientSession::onBatch(Subscription& sub, const FilteredBatch& batch) {
 		sendLine(sub, {sub.tail, sub.id, batch.head()});
 		return;
 	}
-	for (const json* op: batch.selection().ops) sub.pending.push_back(*op);
-	// A throttled stream that piles up more than a snapshot is worth becomes a resync.
-	if (sub.pending.size() > limits_.maxQueuedMessages) {
+	if (!sub.pending.empty()) sub.pending += ',';
+	sub.pending += batch.changes();
+	sub.pendingOps += batch.selection().ops.size();
+	chargePending(sub);
+	if (sub.resync) return;   // over the server's budget, shed
+	// A throttled stream that piles up more than a snapshot is worth, or more than this
+	// connection may have queued, becomes a resync.
+	if (sub.pendingOps > limits_.maxQueuedMessages || overBudget(0)) {
 		overflow(sub);
 		return;
 	}
@@ -429,9 +457,10 @@ void ClientSession::onBatch(Subscription& sub, const FilteredBatch& batch) {
 void ClientSession::sendChanges(Subscription& sub) {
 	// A throttled stream's changes span several batches: serialized on their own, in the same
 	// form as FilteredBatch::head() and tail().
-	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":)";
-	line += rpc::dump(sub.pending);
-	sub.pending = json::array();
+	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":[)";
+	line += sub.pending;
+	line += ']';
+	clearPending(sub);
 	line += R"(,"revision":)";
 	line += std::to_string(sub.pendingRevision);
 	line += R"(,"subscription":)";
@@ -455,7 +484,7 @@ void ClientSession::overflow(Subscription& sub) {
 		             id_, queuedBytes_, sub.id);
 	}
 	sub.resync = true;
-	sub.pending = json::array();
+	clearPending(sub);
 	sub.timer.reset();
 	++droppedChanges_;
 	for (auto q = queue_.begin(); q != queue_.end();) {
@@ -469,13 +498,31 @@ void ClientSession::overflow(Subscription& sub) {
 }
 
 size_t ClientSession::shedChanges() {
-	size_t before = queuedBytes_;
+	size_t before = queuedBytes_ + pendingBytes_;
 	for (auto& entry: subscriptions_) {
 		auto id = entry.first;
 		bool queued = std::any_of(queue_.begin(), queue_.end(), [id](const Outgoing& o) { return o.subscription == id; });
 		if (queued || !entry.second->pending.empty()) overflow(*entry.second);
 	}
-	return before - queuedBytes_;
+	return before - queuedBytes_ - pendingBytes_;
+}
+
+void ClientSession::chargePending(Subscription& sub) {
+	size_t now = sub.pending.empty() ? 0 : sub.pending.capacity() + 1 + 16;
+	size_t was = std::exchange(sub.pendingCharged, now);
+	if (now < was) {
+		pendingBytes_ -= was - now;
+		server_.queueShrank(was - now, was - now);
+	} else if (now > was) {
+		pendingBytes_ += now - was;
+		server_.queueGrew(now - was, true);   // last: over the server's budget, this sheds
+	}
+}
+
+void ClientSession::clearPending(Subscription& sub) {
+	std::string().swap(sub.pending);
+	sub.pendingOps = 0;
+	chargePending(sub);
 }
 
 void ClientSession::setEventTopics(std::vector<std::string> topics) {
@@ -508,6 +555,23 @@ bool ClientSession::detach(const std::string& key) {
 	auto resource = std::move(it->second);
 	resources_.erase(it);
 	return true;
+}
+
+void ClientSession::callStarted() {
+	if (++callsInFlight_ < limits_.maxCallsInFlight || callsPaused_ || closing_) return;
+	log::warning("server", "client {} has {} requests waiting for their answers, pausing its requests", id_, callsInFlight_);
+	callsPaused_ = true;
+	updateIoEvents();
+}
+
+void ClientSession::callEnded() {
+	if (callsInFlight_ > 0) --callsInFlight_;
+	if (!callsPaused_ || callsInFlight_ > limits_.maxCallsInFlight / 2) return;
+	callsPaused_ = false;
+	log::info("server", "client {} has {} requests waiting, reading its requests again", id_, callsInFlight_);
+	if (closing_) return;
+	if (!held_.empty() && !paused()) resume_.setEnabled(SD_EVENT_ONESHOT);
+	updateIoEvents();
 }
 
 void ClientSession::close(const std::string& reason) {

@@ -33,8 +33,13 @@ struct ClientLimits {
 	size_t maxQueuedMessages = 8192;
 	size_t maxSubscriptions = 64;
 	size_t maxPathsPerSubscription = 256;
+	size_t maxPathsPerConnection = 1024;      // of all its subscriptions together,
+	size_t maxPathBytesPerConnection = 64 << 10;   // and their text
 	size_t maxEventTopics = 64;
 	size_t maxReadPerDispatch = 256 << 10;    // fairness between clients
+	// Requests whose answer waits for something else (a D-Bus call out): at this many, the
+	// connection is not read until half of them are answered.
+	size_t maxCallsInFlight = 64;
 };
 
 class ClientSession: public std::enable_shared_from_this<ClientSession> {
@@ -79,6 +84,15 @@ public:
 	void attach(const std::string& key, std::shared_ptr<void> resource);
 	bool detach(const std::string& key);
 
+	// A request that was not answered while it was dispatched (its handler answers later), and
+	// its answer (Dispatcher). At ClientLimits::maxCallsInFlight, reading stops until half of
+	// them are answered: 100 000 tray.activate in a row had as many D-Bus calls out at once,
+	// each a call into an application, and their answers past every budget.
+	void callStarted();
+	void callEnded();
+	[[nodiscard]] size_t callsInFlight() const { return callsInFlight_; }
+	[[nodiscard]] const ClientLimits& limits() const { return limits_; }
+
 	// Closes after the current dispatch; reason is logged.
 	void close(const std::string& reason);
 
@@ -88,7 +102,7 @@ public:
 	size_t shedChanges();
 	[[nodiscard]] size_t queuedBytes() const { return queuedBytes_; }
 	// Of which changes and events: what may be dropped (then resynchronised or counted).
-	[[nodiscard]] size_t droppableBytes() const { return droppableBytes_; }
+	[[nodiscard]] size_t droppableBytes() const { return droppableBytes_ + pendingBytes_; }
 	// What a queued line costs: its allocation and the queue's bookkeeping.
 	[[nodiscard]] static size_t costOf(const std::string& line);
 
@@ -126,7 +140,14 @@ private:
 		std::string tail;   // what completes a shared line for this subscription
 		uint64_t throttleUs;
 		FilterGroups::Membership membership;   // its filter, shared with the subscriptions of the same paths
-		json pending = json::array();   // throttled changes not sent yet
+		size_t paths = 0, pathBytes = 0;   // what it asked for
+		// Throttled changes not sent yet, as the text of their operations (comma-separated): the
+		// text each batch's filter made once (FilteredBatch::changes). Copies of the operations
+		// as json, counted only by number (8192), held 250 MiB for one connection that never
+		// read; the text is counted in bytes against this connection's and the server's budgets.
+		std::string pending;
+		size_t pendingOps = 0;
+		size_t pendingCharged = 0;      // what chargePending last counted for it
 		uint64_t pendingRevision = 0;
 		uint64_t lastSentUs = 0;        // throttled streams only
 		EventSource timer;
@@ -158,6 +179,9 @@ private:
 	void sendChanges(Subscription& sub);
 	void sendLine(Subscription& sub, Outgoing message);
 	void overflow(Subscription& sub);
+	// Counts sub.pending as it is now (after it grew or was emptied); growing may shed (Server).
+	void chargePending(Subscription& sub);
+	void clearPending(Subscription& sub);
 	void onDrained();
 	void sendLineTooLong();
 	// Dispatches the lines held back while reading was paused, until it pauses again.
@@ -187,11 +211,16 @@ private:
 	std::optional<uint64_t> requestWrites_;   // the tree's writeCount() when the request being dispatched began
 	size_t queuedBytes_ = 0;
 	size_t droppableBytes_ = 0;
+	size_t pendingBytes_ = 0;   // the throttled subscriptions' pending text (droppable)
 	bool closing_ = false;
 	bool writeDeferred_ = false;   // the server writes this queue's head at the end of the flush
-	bool readPaused_ = false;
+	bool readPaused_ = false;      // over its queue budget
+	bool callsPaused_ = false;     // at maxCallsInFlight
+	size_t callsInFlight_ = 0;
+	[[nodiscard]] bool paused() const { return readPaused_ || callsPaused_; }
 	bool eof_ = false;
 	uint64_t nextSubscription_ = 1;
+	size_t paths_ = 0, pathBytes_ = 0;   // of every subscription (ClientLimits::maxPathsPerConnection)
 	std::map<uint64_t, std::unique_ptr<Subscription>> subscriptions_;
 	std::vector<std::string> topics_;
 	uint64_t droppedEvents_ = 0;

@@ -41,12 +41,15 @@ struct Completion {
 	bool done = false;
 	std::shared_ptr<Batch> batch;
 	std::string method;
+	bool inFlight = false;   // counted by the client (callStarted) until it is answered
 
 	void complete(const json& response) { completeText(response.is_null() ? std::string() : rpc::dump(response)); }
 	// `response` is the answer's text (empty for a notification's, which is not sent).
 	void completeText(std::string response) {
 		if (done) return;
 		done = true;
+		if (inFlight)
+			if (auto c = client.lock()) c->callEnded();
 		if (batch) {
 			if (!notification) batch->add(response);
 			--batch->outstanding;
@@ -157,7 +160,22 @@ void Dispatcher::dispatch(ClientSession& client, std::string_view line) {
 		auto batch = std::make_shared<Batch>();
 		batch->client = client.weak();
 		batch->outstanding = message.size();
-		for (const auto& m: message) dispatchOne(client, m, batch);
+		// The answers are built up in one line, which the connection's queue budget sees only
+		// once whole: 256 rpc.discover in one 15 KB line made a 70 MB answer. Members that come
+		// after the answers passed the budget are refused instead of run.
+		size_t budget = client.limits().maxQueuedBytes;
+		for (const auto& m: message) {
+			if (batch->responses.size() < budget) {
+				dispatchOne(client, m, batch);
+				continue;
+			}
+			json id = m.is_object() && m.contains("id") && (m["id"].is_string() || m["id"].is_number() || m["id"].is_null()) ? m["id"] : json();
+			bool notification = m.is_object() && !m.contains("id");
+			if (!notification)
+				batch->add(rpc::dump(rpc::makeError(id, {ErrorCode::LimitExceeded, "The batch's answers are too large",
+				                                         {{"limit", "batchAnswerBytes"}, {"max", budget}}})));
+			--batch->outstanding;
+		}
 		batch->sealed = true;
 		batch->maybeSend();
 		return;
@@ -207,6 +225,10 @@ void Dispatcher::dispatchOne(ClientSession& client, const json& message, std::sh
 		// Hold the handler: it may unregister itself (a backend stopping) while running.
 		auto handler = it->second;
 		(*handler)(params, Responder(completion), client);
+		if (!completion->done) {
+			completion->inFlight = true;
+			client.callStarted();
+		}
 	} catch (const rpc::RpcException& e) {
 		completion->complete(rpc::makeError(id, e.error));
 	} catch (const json::exception& e) {

@@ -43,7 +43,7 @@ bool someoneListens(const std::string& path) {
 } // namespace
 
 Server::Server(EventLoop& loop, Tree& tree, Dispatcher& dispatcher, ServerOptions options)
-    : loop_(loop), tree_(tree), dispatcher_(dispatcher), options_(std::move(options)), filterGroups_(tree),
+    : loop_(loop), tree_(tree), dispatcher_(dispatcher), options_(std::move(options)), filterGroups_(tree, options_.filters),
       sender_(SendBatch::allowedByEnvironment()) {
 	reaper_ = loop_.addDefer([this] { reap(); }, "client-reaper");
 	reaper_.setEnabled(SD_EVENT_OFF);

@@ -25,6 +25,8 @@ struct ServerOptions {
 	// read (docs/protocol.md, "Slow clients"). A thousand connections that never read cannot
 	// take 1024 x 4 MiB.
 	size_t maxQueuedBytesTotal = 8u << 20;
+	// The subscription filters of all connections together.
+	FilterLimits filters;
 };
 
 class Server {

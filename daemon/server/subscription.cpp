@@ -12,12 +12,10 @@ namespace qsd {
 using json = nlohmann::json;
 
 namespace {
-const json* lookup(const json& root, const std::string& path) {
-	if (path.empty()) return &root;
-	json::json_pointer ptr(path);
-	if (!root.contains(ptr)) return nullptr;
-	return &root.at(ptr);
-}
+// As tree.get reads a path (Tree::find): nlohmann's json_pointer also indexes arrays, so a
+// subscription saw an element tree.get called missing, and it throws on an index past size_t,
+// which stopped every batch of the subscription's filter once its parent became an array.
+const json* lookup(const json& root, const std::string& path) { return Tree::findIn(root, path); }
 } // namespace
 
 PathFilter::PathFilter(std::vector<std::string> paths, const json& root): requested_(std::move(paths)) {
@@ -85,6 +83,8 @@ void PathFilter::select(const json& patch, const json& root, Selection& out) {
 
 namespace {
 constexpr size_t kKeepBytes = 256 << 10;
+// A batch's line up to its operations (head() and changes() share it).
+constexpr std::string_view kChangedOpen = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":[)";
 } // namespace
 
 // Byte for byte what rpc::toLine(rpc::makeNotification("tree.changed", {...})) writes (nlohmann
@@ -96,7 +96,7 @@ const std::shared_ptr<const std::string>& FilteredBatch::head() const {
 	bool shareable = selection_.owned.empty();
 	if (shareable && reuse_ && reuse_->text && reuse_->revision == revision_ && reuse_->ops == selection_.ops)
 		return head_ = reuse_->text;
-	std::string line = R"({"jsonrpc":"2.0","method":"tree.changed","params":{"changes":[)";
+	std::string line(kChangedOpen);
 	{
 		// One writer straight into the line: dump() per operation cost a serializer (a locale
 		// lookup, an output adapter allocation) and a temporary string each.
@@ -118,6 +118,12 @@ const std::shared_ptr<const std::string>& FilteredBatch::head() const {
 	return head_;
 }
 
+std::string_view FilteredBatch::changes() const {
+	std::string_view line(*head());
+	auto end = line.rfind(R"(],"revision":)");
+	return line.substr(kChangedOpen.size(), end - kChangedOpen.size());
+}
+
 std::string FilteredBatch::tail(uint64_t subscription) {
 	// At most 20 digits and 3 characters: within the small-string buffer, no allocation.
 	auto text = std::to_string(subscription);
@@ -134,20 +140,44 @@ public:
 	std::vector<ChangeSink*> members;   // in the order they joined; nullptr: left during a delivery
 	size_t live = 0;
 	int delivering = 0;
+	Map::iterator self;                 // its place in groups_: erased by it, not by a search
+	bool doomed = false;                // emptied during its delivery: in doomed_
+	size_t paths = 0, pathBytes = 0;    // what it counts against the limits of all groups
 };
 
-FilterGroups::FilterGroups(Tree& tree): tree_(tree) {}
+FilterGroups::FilterGroups(Tree& tree, Limits limits): tree_(tree), limits_(limits) {
+	// A group emptied while it delivered (its last member left from inside its own observer)
+	// is erased once the batch has been handed to every observer.
+	sweeper_ = tree_.observeFlush([this] { sweep(); });
+}
 
 FilterGroups::~FilterGroups() = default;
 
 FilterGroups::Membership FilterGroups::join(std::vector<std::string> paths, ChangeSink& sink) {
-	sweep();
 	auto it = groups_.find(paths);
 	if (it == groups_.end()) {
+		// A filter costs its paths' text (kept three times: as asked, as roots, as the key) and a
+		// comparison with every operation of every batch: a thousand connections, each with 64
+		// subscriptions of 256 paths, took qsd to gigabytes and every change to half a second.
+		// Subscriptions to paths already subscribed share the filter and cost nothing here.
+		size_t bytes = 0;
+		for (const auto& p: paths) bytes += p.size();
+		if (paths_ + paths.size() > limits_.maxPaths)
+			throw rpc::RpcException(rpc::ErrorCode::LimitExceeded, "Too many paths subscribed on all connections",
+			                        {{"limit", "allPaths"}, {"max", limits_.maxPaths}});
+		if (pathBytes_ + bytes > limits_.maxPathBytes)
+			throw rpc::RpcException(rpc::ErrorCode::LimitExceeded, "Too many bytes of paths subscribed on all connections",
+			                        {{"limit", "allPathBytes"}, {"max", limits_.maxPathBytes}});
+		size_t count = paths.size();
 		auto group = std::make_unique<Group>(paths, tree_.root());
 		auto* raw = group.get();
+		raw->paths = count;
+		raw->pathBytes = bytes;
 		group->observer = tree_.observe([this, raw](uint64_t revision, const json& patch) { deliver(*raw, revision, patch); });
 		it = groups_.emplace(std::move(paths), std::move(group)).first;
+		raw->self = it;
+		paths_ += count;
+		pathBytes_ += bytes;
 	} else {
 		// Presence follows the tree at batch boundaries; re-read it all the same, as a new
 		// filter would.
@@ -177,9 +207,13 @@ void FilterGroups::deliver(Group& group, uint64_t revision, const json& patch) {
 		}
 	}
 	--group.delivering;
-	// An empty group is removed later (sweep), not from inside its own tree observer.
 	if (group.delivering == 0 && group.live != group.members.size())
 		std::erase(group.members, static_cast<ChangeSink*>(nullptr));
+	// An empty group is erased after the batch (sweep), not from inside its own tree observer.
+	if (group.live == 0 && group.delivering == 0 && !group.doomed) {
+		group.doomed = true;
+		doomed_.push_back(&group);
+	}
 }
 
 void FilterGroups::leave(Group& group, ChangeSink* sink) {
@@ -188,18 +222,25 @@ void FilterGroups::leave(Group& group, ChangeSink* sink) {
 	--group.live;
 	if (group.delivering > 0) *it = nullptr;
 	else group.members.erase(it);
-	if (group.live == 0 && group.delivering == 0) {
-		for (auto g = groups_.begin(); g != groups_.end(); ++g) {
-			if (g->second.get() == &group) {
-				groups_.erase(g);
-				break;
-			}
-		}
-	}
+	// During its delivery, deliver() dooms it; once doomed, the sweep erases it.
+	if (group.live == 0 && group.delivering == 0 && !group.doomed) erase(group);
+}
+
+void FilterGroups::erase(Group& group) {
+	paths_ -= group.paths;
+	pathBytes_ -= group.pathBytes;
+	groups_.erase(group.self);
 }
 
 void FilterGroups::sweep() {
-	std::erase_if(groups_, [](const auto& g) { return g.second->live == 0 && g.second->delivering == 0; });
+	// Only the groups emptied during a delivery: a search of every group per subscribe and per
+	// leave made closing 256 connections with 64 subscriptions each block the loop for 15 s.
+	auto doomed = std::exchange(doomed_, {});
+	for (auto* group: doomed) {
+		group->doomed = false;
+		// Joined again meanwhile, it stays.
+		if (group->live == 0 && group->delivering == 0) erase(*group);
+	}
 }
 
 FilterGroups::Membership::Membership(Membership&& o) noexcept

@@ -79,6 +79,8 @@ public:
 	// subscription of the filter; a subscription writes its own id and `}}\n` after it. Built
 	// on first use, so a batch that every subscriber collects or skips is never serialized.
 	[[nodiscard]] const std::shared_ptr<const std::string>& head() const;
+	// The operations' text within head(), comma-separated (what a throttled stream collects).
+	[[nodiscard]] std::string_view changes() const;
 	// What completes head() for one subscription.
 	[[nodiscard]] static std::string tail(uint64_t subscription);
 
@@ -98,6 +100,13 @@ protected:
 	~ChangeSink() = default;
 };
 
+// What the filters of all connections may hold together (distinct lists of paths: a
+// subscription to paths already subscribed shares their filter and counts once).
+struct FilterLimits {
+	size_t maxPaths = 65536;
+	size_t maxPathBytes = 4u << 20;
+};
+
 // Subscriptions with the same paths share one PathFilter and one tree observer: a batch is
 // filtered and serialized once per distinct list of paths, however many sessions subscribed
 // to it, and every one of them queues the same buffer.
@@ -105,7 +114,8 @@ class FilterGroups {
 public:
 	using json = nlohmann::json;
 
-	explicit FilterGroups(Tree& tree);
+	using Limits = FilterLimits;
+	explicit FilterGroups(Tree& tree, Limits limits = {});
 	~FilterGroups();
 	FilterGroups(const FilterGroups&) = delete;
 	FilterGroups& operator=(const FilterGroups&) = delete;
@@ -130,19 +140,27 @@ public:
 	};
 
 	// Call at a batch boundary (the tree flushed): from the next batch on, `sink` gets every
-	// batch with a change under `paths`, in the order batches are flushed.
+	// batch with a change under `paths`, in the order batches are flushed. Throws
+	// rpc::RpcException (LimitExceeded) when a new filter would pass the Limits.
 	[[nodiscard]] Membership join(std::vector<std::string> paths, ChangeSink& sink);
 	[[nodiscard]] size_t groupCount() const { return groups_.size(); }
+	[[nodiscard]] size_t pathCount() const { return paths_; }
+	[[nodiscard]] size_t pathBytes() const { return pathBytes_; }
 
 private:
+	using Map = std::map<std::vector<std::string>, std::unique_ptr<Group>>;
 	void deliver(Group& group, uint64_t revision, const json& patch);
 	void leave(Group& group, ChangeSink* sink);
-
+	void erase(Group& group);
 	void sweep();
 
 	Tree& tree_;
-	std::map<std::vector<std::string>, std::unique_ptr<Group>> groups_;
+	Limits limits_;
+	Map groups_;
+	std::vector<Group*> doomed_;   // emptied while delivering: erased after the batch
+	size_t paths_ = 0, pathBytes_ = 0;
 	LastHead last_;
+	Tree::Subscription sweeper_;
 };
 
 } // namespace qsd

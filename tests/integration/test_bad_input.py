@@ -333,6 +333,112 @@ def test_subscription_limit_per_client(c):
     assert_error(msg, LIMIT_EXCEEDED, 3, {"limit": "topics", "max": 64})
 
 
+def test_paths_of_a_connections_subscriptions_are_bounded_together(world, c):
+    # 64 subscriptions of 256 paths of 4 KB each were 200 MiB for one connection, and every
+    # path a comparison with every change: a connection's subscriptions hold 1024 paths and
+    # 64 KiB of them in all.
+    subs = [c.call("tree.subscribe", {"paths": [f"/debug/c/{j}/{i}" for i in range(256)]})["subscription"] for j in range(4)]
+    msg = exchange(c, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tree.subscribe", "params": {"paths": ["/debug/c/x"]}}))
+    assert_error(msg, LIMIT_EXCEEDED, 1, {"limit": "connectionPaths", "max": 1024})
+    c.call("tree.unsubscribe", {"subscription": subs[0]})
+    c.call("tree.subscribe", {"paths": ["/debug/c/x"]})
+    other = world.env.client()
+    try:
+        long = [f"/debug/{i:02}/" + "x" * (4096 - 10) for i in range(16)]   # 4096 bytes each
+        other.call("tree.subscribe", {"paths": long})
+        msg = exchange(other, json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tree.subscribe", "params": {"paths": ["/d"]}}))
+        assert_error(msg, LIMIT_EXCEEDED, 2, {"limit": "connectionPathBytes", "max": 65536})
+    finally:
+        other.close()
+
+
+def test_paths_of_all_connections_subscriptions_are_bounded_together(world, c):
+    # A thousand connections, each at its own bounds, took qsd to gigabytes and every change
+    # to half a second of comparisons: all the lists of paths subscribed hold 65 536 paths and
+    # 4 MiB of them (a list another subscription follows already costs nothing more).
+    def clients():
+        return c.call("tree.get", {"path": "/daemon/clients"})["value"]
+
+    alone = clients()
+    socks, refused, accepted = [], None, 0
+    try:
+        while refused is None and len(socks) < 80:
+            s = world.env.client()
+            socks.append(s)
+            for j in range(4):
+                paths = [f"/debug/all/{len(socks)}/{j}/{i}" for i in range(256)]
+                msg = exchange(s, json.dumps({"jsonrpc": "2.0", "id": j, "method": "tree.subscribe", "params": {"paths": paths}}))
+                if "error" in msg:
+                    refused = msg
+                    break
+                accepted += 256
+        assert_error(refused, LIMIT_EXCEEDED, j, {"limit": "allPaths", "max": 65536})
+        assert 65536 - 256 - 1024 <= accepted <= 65536   # the module's other subscriptions count too
+        # The same list as a subscription of another connection shares its filter: accepted.
+        s = world.env.client()
+        socks.append(s)
+        s.call("tree.subscribe", {"paths": [f"/debug/all/1/0/{i}" for i in range(256)]})
+        # Long paths: 4 MiB of them in all, 64 connections' worth.
+        for s in socks:
+            s.close()
+        socks, refused = [], None
+        wait_until(lambda: clients() == alone, 20, what="the connections closed")
+        while refused is None and len(socks) < 80:
+            s = world.env.client()
+            socks.append(s)
+            paths = [f"/debug/long/{len(socks):02}/{i:02}/" + "x" * (4096 - 18) for i in range(16)]   # 4096 bytes
+            msg = exchange(s, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tree.subscribe", "params": {"paths": paths}}))
+            if "error" in msg:
+                refused = msg
+        assert_error(refused, LIMIT_EXCEEDED, 1, {"limit": "allPathBytes", "max": 4 << 20})
+        assert len(socks) == 65
+    finally:
+        for s in socks:
+            s.close()
+    # Closing them gave every path back (and took no time to speak of).
+    wait_until(lambda: clients() == alone, 20, what="the connections closed")
+    assert "subscription" in c.call("tree.subscribe", {"paths": [f"/debug/after/{i}" for i in range(256)]})
+
+
+def test_a_subscribed_path_reads_the_tree_as_tree_get_does(world, c):
+    # An array index past size_t in a subscribed path threw from inside the filter once its parent
+    # became an array: every batch of it was lost (the other path's changes too), with an error
+    # logged per batch. Paths go through arrays for neither tree.get nor a subscription.
+    c.call("debug.set", {"path": "/debug/later", "value": {"x": 1}})
+    c.call("debug.set", {"path": "/debug/arr", "value": [10, 20]})
+    paths = ["/debug/later/99999999999999999999999", "/debug/later/x", "/debug/arr/1"]
+    assert c.call("tree.subscribe", {"paths": paths})["snapshot"] == {"/debug/later/x": 1}
+    sub = c.subscribe(paths)
+    msg = exchange(c, json.dumps({"jsonrpc": "2.0", "id": 6, "method": "tree.get", "params": {"path": "/debug/arr/1"}}))
+    assert_error(msg, NOT_FOUND, 6)
+    c.call("debug.set", {"path": "/debug/later", "value": [1, 2]})
+    c.wait_for(lambda: "x" not in c.mirror(sub)["debug"].get("later", {}), what="/debug/later/x removed")
+    c.call("debug.set", {"path": "/debug/later", "value": {"x": 3}})
+    c.wait_value(sub, "/debug/later/x", 3)
+    assert "observer failed" not in world.env.qsd_log()
+    c.call("debug.remove", {"path": "/debug/later"})
+    c.call("debug.remove", {"path": "/debug/arr"})
+
+
+def test_a_batch_stops_running_once_its_answers_are_over_the_budget(c):
+    # 256 rpc.discover in one 15 KB line made one answer of 70 MB (the connection's budget is
+    # checked when a line is queued) and blocked the loop 1.2 s.
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "rpc.discover"} for i in range(256)]
+    c.send_raw(json.dumps(batch) + "\n")
+    line = c.read_line(30, raw=True)
+    answers = json.loads(line)
+    ran = [m for m in answers if "result" in m]
+    one = len(json.dumps(ran[0]))
+    assert len(line) < (4 << 20) + 2 * one
+    assert sorted(m["id"] for m in answers) == list(range(256))
+    # Members run while the answers so far (and their commas) are under 4 MiB.
+    assert abs(len(ran) - (4 << 20) / (one + 1)) <= 1, (len(ran), one)
+    for m in answers:
+        if "error" in m:
+            assert_error(m, LIMIT_EXCEEDED, m["id"], {"limit": "batchAnswerBytes", "max": 4 << 20})
+    next_is_answer_to(c, 7)
+
+
 def test_throttle_out_of_range(c):
     for value in [-1, 60001, 2**63, 1.5, True]:
         msg = exchange(c, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tree.subscribe",

@@ -245,6 +245,46 @@ def test_throttle_coalesces_and_ends_exact(env):
     assert revs == sorted(set(revs)) and revs[-1] == res["revision"]
 
 
+def test_a_throttled_streams_pending_changes_count_against_the_budget(env):
+    # A throttled subscription kept the operations of a whole period as copies, bounded only at
+    # 8192 operations: 64 of them at throttleMs 60000 held 250 MiB for one connection, outside
+    # every budget. They are now counted as the text they are sent as, with what is queued: past
+    # the connection's 4 MiB the stream is resynchronised (the client reads, so at once), not
+    # sent 60 s later.
+    c = env.client()
+    sub = c.subscribe(["/debug/thr"], throttle_ms=60000)
+    driver = env.client()
+    driver.call("debug.set", {"path": "/debug/thr/first", "value": 0})   # sent at once, starting the period
+    c.wait_value(sub, "/debug/thr/first", 0)
+    for i in range(6):
+        driver.call("debug.set", {"path": f"/debug/thr/k{i}", "value": "x" * 900_000})   # under the 1 MiB line
+    c.wait_for(lambda: any(n["method"] == "tree.resync" and n["params"]["subscription"] == sub for n in c.notifications),
+               timeout=20, what="a tree.resync of the throttled stream")
+    # The resync holds the tree as it was when the budget was passed; what came after waits for
+    # the period, as any throttled change.
+    now = driver.call("tree.get", {"path": "/debug/thr"})["value"]
+    mirror = c.mirror(sub)["debug"]["thr"]
+    assert len(mirror) >= 4 and all(now[k] == v for k, v in mirror.items()), sorted(mirror)
+    assert f"dropping changes of subscription {sub}" in env.qsd_log()
+
+
+def test_a_resync_larger_than_the_budget_of_all_queues_is_delivered(env):
+    # A resync is queued once its client has read everything; one larger than the budget of all
+    # queues (8 MiB) was shed as soon as it was queued, built again at the next chance and shed
+    # again: qsd spun at a full core and the subscriber never got it (a PipeWire device of 700
+    # long-named profiles was enough).
+    c = env.client()
+    sub = c.subscribe(["/debug/big"])
+    driver = env.client()
+    for i in range(10):   # 9 MB, more than the 4 MiB this client may have queued: dropped, then a resync
+        driver.call("debug.set", {"path": f"/debug/big/k{i}", "value": "x" * 900_000})
+    c.wait_for(lambda: any(n["method"] == "tree.resync" and n["params"]["subscription"] == sub for n in c.notifications),
+               timeout=30, what="the resync")
+    got = driver.call("tree.get", {"path": "/debug/big"})
+    c.wait_for(lambda: c.mirrors[sub]["revision"] >= got["revision"], timeout=30, what="the last change")
+    assert c.mirror(sub)["debug"]["big"] == got["value"]
+
+
 def test_many_clients_that_never_read_cost_at_most_the_budget_of_all_queues(env):
     # Every connection had its own 4 MiB, and nothing bounded them together: a thousand
     # subscribers that never read, during a flood, took the daemon to 6.8 GB. 24 are enough to

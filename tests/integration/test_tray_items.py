@@ -284,6 +284,53 @@ def test_actions_reach_the_item(tray):
     assert e.value.code == -32602 and e.value.data["param"] == "x"
 
 
+def test_a_connection_has_at_most_64_calls_out(tray):
+    # 100 000 tray.activate in a row, never read, had as many Activate calls out to the item at
+    # once: each an action in an application on behalf of any local process, their answers
+    # queued past every budget. At 64 waiting, qsd reads no more of that connection's requests
+    # until 32 are answered.
+    import json
+    import socket
+    env, c, sub = tray
+    name = "org.qsdtest.Busy"
+    t.start_items(env, [{"register": "name", "name": name, "holdActivate": True, "props": {"Id": "busy"}}])
+    wait_item(c, sub, name)
+    k = key(name)
+    flood = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    flood.connect(env.socket)
+    flood.sendall("".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tray.activate",
+                                      "params": {"item": k, "x": 1, "y": i}}) + "\n" for i in range(200)).encode())
+
+    def activations():
+        return [call for call in t.calls(env, name) if call[0] == "Activate"]
+
+    wait_until(lambda: len(activations()) >= 64, 30, what="64 activations at the item")
+    # Another client's activation reaches the item after whatever qsd sent before it: the
+    # flood's requests were all read at once, so without the bound they would all be ahead.
+    probe = env.client()
+    probe.send_raw(json.dumps({"jsonrpc": "2.0", "id": "probe", "method": "tray.activate",
+                               "params": {"item": k, "x": 2, "y": 0}}) + "\n")
+    wait_until(lambda: [2, 0] in [call[1:3] for call in activations()], 30, what="the other client's activation")
+    calls = activations()
+    before = calls[:[call[1:3] for call in calls].index([2, 0])]
+    assert len(before) == 64 and [call[2] for call in before] == list(range(64))
+    # Answered, the rest follow, and every request of the flood gets its answer.
+    t.control(env, name).ReleaseActivate()
+    answers = b""
+    flood.settimeout(30)
+    while answers.count(b"\n") < 200:
+        chunk = flood.recv(1 << 16)
+        assert chunk, "qsd closed the connection"
+        answers += chunk
+    got = [json.loads(line) for line in answers.splitlines()]
+    assert sorted(m["id"] for m in got) == list(range(200)) and all("result" in m for m in got), got[:3]
+    assert probe.read_line(30)["id"] == "probe"
+    assert len(activations()) == 201
+    assert "has 64 requests waiting for their answers, pausing its requests" in env.qsd_log()
+    flood.close()
+    probe.close()
+
+
 def test_an_item_that_does_not_answer_never_blocks_the_daemon(tray):
     env, c, sub = tray
     t.start_items(env, [{"register": "name", "name": "org.qsdtest.Slow", "slow": 8, "props": {"Id": "slow"}}])

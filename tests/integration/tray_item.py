@@ -15,6 +15,8 @@ process. Each entry:
              "icondata:N:BYTES" (N entries, each with its own icon-data of BYTES bytes)
   getAllFails  GetAll answers an error (the host must read property by property)
   slow       seconds Activate takes to answer (an unresponsive item)
+  holdActivate  Activate is recorded at once and answered only when Control.ReleaseActivate is
+             called (an application busy with it); from then on at once
   slowLayouts  the first N GetLayout calls are answered after 6 s, past the host's 5 s (an app
              busy at login)
   slowReads  the first N GetAll calls, and every Get until the last of them, are answered after
@@ -328,16 +330,21 @@ class Item(dbus.service.Object):
         self.long_names = None
         self.slow_reads = cfg.get("slowReads", 0)
         self.getalls = 0   # GetAll calls so far
+        self.held_activations = []   # Activate calls not answered yet (holdActivate)
 
     # --- org.kde.StatusNotifierItem
     def record(self, *call):
         self.log.append(list(call))
 
-    @dbus.service.method(ITEM, in_signature="ii", out_signature="")
-    def Activate(self, x, y):
+    @dbus.service.method(ITEM, in_signature="ii", out_signature="", async_callbacks=("ok", "fail"))
+    def Activate(self, x, y, ok, fail):
         if self.cfg.get("slow"):
             time.sleep(self.cfg["slow"])
         self.record("Activate", int(x), int(y))
+        if self.cfg.get("holdActivate"):
+            self.held_activations.append(ok)
+        else:
+            ok()
 
     @dbus.service.method(ITEM, in_signature="ii", out_signature="")
     def SecondaryActivate(self, x, y):
@@ -422,6 +429,13 @@ class Item(dbus.service.Object):
     @dbus.service.method(CTL, in_signature="", out_signature="s")
     def Calls(self):
         return json.dumps(self.log)
+
+    @dbus.service.method(CTL, in_signature="", out_signature="")
+    def ReleaseActivate(self):
+        self.cfg["holdActivate"] = False
+        held, self.held_activations = self.held_activations, []
+        for ok in held:
+            ok()
 
     @dbus.service.method(CTL, in_signature="sss", out_signature="")
     def Set(self, prop, value, signal):

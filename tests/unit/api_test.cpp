@@ -237,6 +237,12 @@ TEST(TheApiDescription, StatesTheLimitsTheDaemonEnforces) {
 	EXPECT_EQ(l["subscriptionsPerClient"]["value"], client.maxSubscriptions);
 	EXPECT_EQ(l["pathsPerSubscription"]["value"], client.maxPathsPerSubscription);
 	EXPECT_EQ(l["topicsPerClient"]["value"], client.maxEventTopics);
+	EXPECT_EQ(l["pathsPerClient"]["value"], client.maxPathsPerConnection);
+	EXPECT_EQ(l["pathBytesPerClient"]["value"], client.maxPathBytesPerConnection);
+	EXPECT_EQ(l["pathsTotal"]["value"], server.filters.maxPaths);
+	EXPECT_EQ(l["pathBytesTotal"]["value"], server.filters.maxPathBytes);
+	EXPECT_EQ(l["batchAnswerBytes"]["value"], client.maxQueuedBytes);
+	EXPECT_EQ(l["callsInFlight"]["value"], client.maxCallsInFlight);
 	EXPECT_EQ(l["connections"]["value"], server.maxClients);
 	EXPECT_EQ(l["outboundQueueBytes"]["value"], client.maxQueuedBytes);
 	EXPECT_EQ(l["outboundQueueMessages"]["value"], client.maxQueuedMessages);

@@ -271,10 +271,65 @@ TEST_F(FilterGroupsTest, MembersMayLeaveWhileABatchIsBeingDelivered) {
 	tree.set("/a/x", 2);
 	tree.flush();
 	EXPECT_EQ(third.heads.size(), 2u);
+	EXPECT_EQ(groups.groupCount(), 0u);   // the emptied group was removed after the batch
 	tree.set("/a/x", 3);
 	tree.flush();
 	EXPECT_EQ(third.heads.size(), 2u);
 	Recorder again;
 	auto m4 = groups.join({"/b"}, again);
-	EXPECT_EQ(groups.groupCount(), 1u);   // the emptied group was removed
+	EXPECT_EQ(groups.groupCount(), 1u);
+}
+
+TEST_F(FilterGroupsTest, AGroupEmptiedAndJoinedAgainDuringABatchStays) {
+	Recorder leaver, comer, other;
+	std::optional<qsd::FilterGroups::Membership> later;
+	auto m1 = groups.join({"/a"}, leaver);
+	// Another group's delivery comes later in the same batch: a member of it joins the
+	// emptied group again before the batch ends.
+	auto m2 = groups.join({"/b"}, other);
+	leaver.also = [&] { m1 = {}; };
+	other.also = [&] {
+		if (!later) later.emplace(groups.join({"/a"}, comer));
+	};
+	tree.set("/a/x", 1);
+	tree.set("/b/x", 1);
+	tree.flush();
+	EXPECT_EQ(groups.groupCount(), 2u);
+	tree.set("/a/x", 2);
+	tree.flush();
+	ASSERT_EQ(comer.heads.size(), 1u);
+	EXPECT_EQ(comer.lastChanges(), json::array({{{"op", "replace"}, {"path", "/a/x"}, {"value", 2}}}));
+}
+
+TEST(FilterGroupsLimits, PathsOfAllGroupsAreBoundedAndSharedListsCountOnce) {
+	qsd::EventLoop loop;
+	qsd::Tree tree{loop};
+	qsd::FilterGroups groups{tree, {.maxPaths = 3, .maxPathBytes = 8}};
+	Recorder a, b, c, d;
+	auto ma = groups.join({"/a", "/b"}, a);
+	auto mb = groups.join({"/a", "/b"}, b);   // the same list: its filter is shared
+	EXPECT_EQ(groups.pathCount(), 2u);
+	EXPECT_EQ(groups.pathBytes(), 4u);
+	auto limit = [&](std::vector<std::string> paths) -> std::string {
+		try {
+			auto m = groups.join(std::move(paths), c);
+		} catch (const qsd::rpc::RpcException& e) {
+			EXPECT_EQ(e.error.code, qsd::rpc::ErrorCode::LimitExceeded);
+			return e.error.data.at("limit").get<std::string>();
+		}
+		return "";
+	};
+	EXPECT_EQ(limit({"/c", "/d"}), "allPaths");
+	EXPECT_EQ(limit({"/long"}), "allPathBytes");
+	EXPECT_EQ(groups.groupCount(), 1u);
+	{
+		auto md = groups.join({"/c"}, d);
+		EXPECT_EQ(groups.pathCount(), 3u);
+	}
+	EXPECT_EQ(groups.pathCount(), 2u);
+	ma = {};
+	mb = {};
+	EXPECT_EQ(groups.pathCount(), 0u);
+	EXPECT_EQ(groups.pathBytes(), 0u);
+	EXPECT_EQ(limit({"/long"}), "");
 }
