@@ -64,4 +64,19 @@ void write(Level level, std::string_view category, std::string_view message) {
 	(void)!::write(STDERR_FILENO, line.data(), line.size());
 }
 
+bool Limiter::allow(uint64_t nowUs, uint64_t& suppressed) {
+	if (nowUs - windowStart_ >= windowUs_ || windowStart_ == 0) {
+		windowStart_ = nowUs ? nowUs : 1;
+		inWindow_ = 0;
+	}
+	if (inWindow_ >= burst_) {
+		++held_;
+		return false;
+	}
+	++inWindow_;
+	suppressed = held_;
+	held_ = 0;
+	return true;
+}
+
 } // namespace qsd::log

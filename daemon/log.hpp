@@ -3,6 +3,9 @@
 // plain "qsd: level: category: message" lines on a terminal or a pipe.
 
 #include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -40,5 +43,22 @@ template <typename... Args>
 void debug(std::string_view cat, fmt::format_string<Args...> fmt, Args&&... args) {
 	if (enabled(Level::Debug)) write(Level::Debug, cat, fmt::format(fmt, std::forward<Args>(args)...));
 }
+
+// At most `burst` lines per `windowUs`, for lines a peer can cause at will (a registration, a
+// node without volume controls); the lines held back are counted and said with the next line
+// let through ("... (and 1234 more like it)").
+class Limiter {
+public:
+	Limiter(size_t burst, uint64_t windowUs): burst_(burst), windowUs_(windowUs) {}
+	// True when a line may be logged now; `suppressed` is then how many were held back before.
+	bool allow(uint64_t nowUs, uint64_t& suppressed);
+
+private:
+	size_t burst_;
+	uint64_t windowUs_;
+	uint64_t windowStart_ = 0;
+	size_t inWindow_ = 0;
+	uint64_t held_ = 0;
+};
 
 } // namespace qsd::log

@@ -1,5 +1,4 @@
-// The watcher's bookkeeping of hosts per connection and its log limiter
-// (daemon/backends/tray/peers.hpp).
+// The watcher's bookkeeping of hosts per connection (daemon/backends/tray/peers.hpp).
 
 #ifdef QSD_TRAY_BACKEND
 
@@ -37,20 +36,6 @@ TEST(TrayHosts, GoWithTheirConnectionOrTheirName) {
 	EXPECT_EQ(hosts.nameLeft(":1.6"), (std::vector<std::string>{":1.6"}));
 	EXPECT_EQ(hosts.size(), 0u);
 	EXPECT_TRUE(hosts.nameLeft(":1.9").empty());
-}
-
-TEST(TrayLogLimiter, LetsABurstThroughPerWindowAndCountsTheRest) {
-	LogLimiter limiter(3, 1000);
-	uint64_t suppressed = 99;
-	for (int i = 0; i < 3; ++i) {
-		EXPECT_TRUE(limiter.allow(100 + uint64_t(i), suppressed));
-		EXPECT_EQ(suppressed, 0u);
-	}
-	for (int i = 0; i < 5; ++i) EXPECT_FALSE(limiter.allow(200, suppressed));
-	EXPECT_TRUE(limiter.allow(1200, suppressed));
-	EXPECT_EQ(suppressed, 5u);
-	EXPECT_TRUE(limiter.allow(1201, suppressed));
-	EXPECT_EQ(suppressed, 0u);
 }
 
 #endif // QSD_TRAY_BACKEND

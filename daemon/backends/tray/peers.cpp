@@ -46,19 +46,4 @@ size_t HostRegistry::of(const std::string& connection) const {
 	return c == byConnection_.end() ? 0 : c->second.size();
 }
 
-bool LogLimiter::allow(uint64_t nowUs, uint64_t& suppressed) {
-	if (nowUs - windowStart_ >= windowUs_ || windowStart_ == 0) {
-		windowStart_ = nowUs ? nowUs : 1;
-		inWindow_ = 0;
-	}
-	if (inWindow_ >= burst_) {
-		++held_;
-		return false;
-	}
-	++inWindow_;
-	suppressed = held_;
-	held_ = 0;
-	return true;
-}
-
 } // namespace qsd::tray

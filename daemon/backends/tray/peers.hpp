@@ -43,20 +43,4 @@ private:
 	size_t count_ = 0;
 };
 
-// At most `burst` lines per `windowUs`; the lines held back are counted and said with the next
-// line let through ("... (and 1234 more like it)").
-class LogLimiter {
-public:
-	LogLimiter(size_t burst, uint64_t windowUs): burst_(burst), windowUs_(windowUs) {}
-	// True when a line may be logged now; `suppressed` is then how many were held back before.
-	bool allow(uint64_t nowUs, uint64_t& suppressed);
-
-private:
-	size_t burst_;
-	uint64_t windowUs_;
-	uint64_t windowStart_ = 0;
-	size_t inWindow_ = 0;
-	uint64_t held_ = 0;
-};
-
 } // namespace qsd::tray

@@ -13,6 +13,7 @@
 #include "mapping.hpp"
 #include "peers.hpp"
 
+#include "../../log.hpp"
 #include "../../retry.hpp"
 #include "../../dbus/names.hpp"
 #include "../../dbus/owned_name.hpp"
@@ -227,7 +228,7 @@ private:
 	// it answered for them, when another connection registered them) and those it registered
 	// for another connection's name.
 	std::map<std::string, size_t> itemsPerConnection_;
-	LogLimiter peerLog_{32, 10'000'000};         // host registrations, refusals: 32 lines per 10 s
+	log::Limiter peerLog_{32, 10'000'000};         // host registrations, refusals: 32 lines per 10 s
 	bool itemsChanged_ = false;                  // RegisteredStatusNotifierItems changed this pass
 	bool hostRegistered_ = false;                // ... a host registered, or one left
 	bool hostUnregistered_ = false;
