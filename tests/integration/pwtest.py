@@ -21,6 +21,7 @@ from qsdtest import BUILD, wait_until
 BINARIES = ["pipewire", "wireplumber", "pw-cli", "pw-dump", "pw-cat", "wpctl", "pw-metadata"]
 TEST_DEVICE = os.path.join(BUILD, "tests", "pw-test-device")
 TEST_STREAM = os.path.join(BUILD, "tests", "pw-test-stream")
+TEST_PEER = os.path.join(BUILD, "tests", "pw-test-peer")
 
 
 def require(*extra):
@@ -295,6 +296,23 @@ class PipeWire:
         self.env.procs.append(("popen", p))
         wait_until(lambda: "ready" in open(out).read(), 20, what=f"the test stream {name} in PipeWire")
         return TestStream(p, out)
+
+    def peer(self, *args):
+        """pw_test_peer, a hostile client (its modes: pw_test_peer.c). `device` and `nodes` run until
+        the test ends (or the Popen returned is terminated) and return once PipeWire has what they
+        made; `metadata` returns once PipeWire has every key it wrote."""
+        if not os.path.exists(TEST_PEER):
+            pytest.skip(f"{TEST_PEER} is not built (it is built with the tests when WITH_PIPEWIRE is on)")
+        n = len(self.env.procs)
+        out = os.path.join(self.env.dir, f"peer-{args[0]}-{n}.out")
+        err = os.path.join(self.env.dir, f"peer-{args[0]}-{n}.log")
+        p = subprocess.Popen([TEST_PEER] + [str(a) for a in args], stdout=open(out, "w"), stderr=open(err, "w"),
+                             stdin=subprocess.DEVNULL, env=self.penv)
+        self.env.procs.append(("popen", p))
+        word = "done" if args[0] == "metadata" else "ready"
+        wait_until(lambda: word in open(out).read() or p.poll() is not None, 30, what=f"pw_test_peer {args[0]}")
+        assert word in open(out).read(), f"pw_test_peer {args[0]} exited with {p.returncode}: {open(err).read()}"
+        return p
 
     def card_log(self, name="qsd_test_card"):
         return "".join(open(os.path.join(self.env.dir, f)).read() for f in sorted(os.listdir(self.env.dir))

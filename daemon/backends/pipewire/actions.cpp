@@ -198,7 +198,7 @@ void PipewireBackend::setPreferredDefault(Call& c) {
 		const Metadata* m = graph_->defaults();
 		if (!m) throw RpcException(ErrorCode::BackendUnavailable, "The session manager left", {{"backend", "pipewire"}});
 		auto it = m->defaults.find(metadataKey);
-		auto current = it == m->defaults.end() ? std::nullopt : defaultNodeName(it->second);
+		auto current = it == m->defaults.end() ? std::nullopt : std::optional<std::string>(it->second);
 		if (name.empty() ? current.has_value() : current != name) return std::nullopt;
 		return json{{"kind", kind}, {"node", key.empty() ? json(nullptr) : json(key)}};
 	};

@@ -601,27 +601,57 @@ void Graph::deviceParam(Device& d, int seq, uint32_t id, const spa_pod* param) {
 	// Only the answers of the enumeration in flight: an older one's are stale.
 	auto it = d.enumSeq.find(id);
 	if (it == d.enumSeq.end() || it->second != seq || !d.refreshing.count(id)) return;
+	// At most kMaxDeviceParams entries per list: past it an answer is dropped before it is
+	// parsed or hashed (what is kept is what a change is judged by). An active Route replaces
+	// its card device's entry, so only a new card device counts.
+	auto full = [&](size_t size) {
+		if (size < kMaxDeviceParams) return false;
+		if (!d.paramsCutLogged) {
+			d.paramsCutLogged = true;
+			log::info(kLog, "device {} lists more than {} entries in {}: the rest are left out", d.key, kMaxDeviceParams,
+			          paramName(id));
+		}
+		return true;
+	};
+	switch (id) {
+	case SPA_PARAM_EnumProfile:
+		if (full(d.newProfiles.size())) return;
+		break;
+	case SPA_PARAM_EnumRoute:
+		if (full(d.newRoutes.size())) return;
+		break;
+	default: break;
+	}
+	std::optional<ProfileParam> profile;
+	std::optional<RouteParam> route;
+	if (id == SPA_PARAM_EnumProfile || id == SPA_PARAM_Profile) profile = parseProfile(param);
+	else if (id == SPA_PARAM_EnumRoute || id == SPA_PARAM_Route) route = parseRoute(param);
+	if (id == SPA_PARAM_Route && route) {
+		auto same = [&](const RouteParam& x) { return x.device == route->device; };
+		if (std::none_of(d.newActiveRoutes.begin(), d.newActiveRoutes.end(), same) && full(d.newActiveRoutes.size()))
+			return;
+	}
 	if (param) fnv1a(d.newParamHashes[id], param, SPA_POD_SIZE(param));
 	switch (id) {
 	case SPA_PARAM_EnumProfile:
-		if (auto p = parseProfile(param)) d.newProfiles.push_back(std::move(*p));
+		if (profile) d.newProfiles.push_back(std::move(*profile));
 		break;
 	case SPA_PARAM_Profile:
-		if (auto p = parseProfile(param)) d.newProfile = std::move(*p);
+		if (profile) d.newProfile = std::move(*profile);
 		break;
 	case SPA_PARAM_EnumRoute:
-		if (auto r = parseRoute(param)) d.newRoutes.push_back(std::move(*r));
+		if (route) d.newRoutes.push_back(std::move(*route));
 		break;
 	case SPA_PARAM_Route:
-		if (auto r = parseRoute(param)) {
+		if (route) {
 			// One active route per card device: a re-send replaces it at once (the volume of
 			// route-backed nodes lives here), the list is settled at the next done.
-			auto same = [&](const RouteParam& x) { return x.device == r->device; };
+			auto same = [&](const RouteParam& x) { return x.device == route->device; };
 			std::erase_if(d.newActiveRoutes, same);
-			d.newActiveRoutes.push_back(*r);
+			d.newActiveRoutes.push_back(*route);
 			if (d.complete) {
 				std::erase_if(d.activeRoutes, same);
-				d.activeRoutes.push_back(std::move(*r));
+				if (d.activeRoutes.size() < kMaxDeviceParams) d.activeRoutes.push_back(std::move(*route));
 				changes_.devices.insert(d.id);
 			}
 		}
@@ -701,20 +731,45 @@ void Graph::onClientInfo(void* data, const pw_client_info* info) noexcept {
 	});
 }
 
+// Only the four keys qsd shows are kept, each as the node name its value holds, parsed here once:
+// any client may write the metadata, any key, values of any size, and they stay after it exits.
+// Every default.* key was kept whole (5000 junk keys of 10 KB took qsd from 8.7 to 81.3 MiB) and
+// parsed again on every flush of /audio (with two 8 MB values, 0.26 s of the loop per volume
+// change).
 int Graph::onMetadataProperty(void* data, uint32_t subject, const char* key, const char* type, const char* value) noexcept {
 	guarded("metadata property", [&] {
 		auto* m = static_cast<Metadata*>(data);
 		(void)type;
 		if (subject != PW_ID_CORE) return;
+		bool changed = false;
 		if (!key) {
+			changed = !m->defaults.empty();
 			m->defaults.clear();   // the metadata was cleared
-		} else if (std::strncmp(key, "default.", 8) == 0) {
-			if (value) m->defaults[key] = value;
-			else m->defaults.erase(key);
 		} else {
-			return;
+			auto known = std::find_if(std::begin(kDefaultKeys), std::end(kDefaultKeys),
+			                          [&](const char* k) { return std::strcmp(k, key) == 0; });
+			if (known == std::end(kDefaultKeys)) return;
+			std::optional<std::string> name;
+			if (value && strnlen(value, kMaxDefaultValueBytes + 1) > kMaxDefaultValueBytes) {
+				unsigned bit = 1u << (known - std::begin(kDefaultKeys));
+				if (!(m->graph->oversizedLogged_ & bit)) {
+					m->graph->oversizedLogged_ |= bit;
+					log::info(kLog, "the default metadata's {} is over {} bytes: ignored, as if unset", key,
+					          kMaxDefaultValueBytes);
+				}
+			} else if (value) {
+				name = defaultNodeName(value);
+			}
+			auto it = m->defaults.find(key);
+			if (name) {
+				changed = it == m->defaults.end() || it->second != *name;
+				m->defaults.insert_or_assign(key, std::move(*name));
+			} else if (it != m->defaults.end()) {
+				changed = true;
+				m->defaults.erase(it);
+			}
 		}
-		if (m->complete) m->graph->changes_.defaults = true;
+		if (m->complete && changed) m->graph->changes_.defaults = true;
 	});
 	return 0;
 }

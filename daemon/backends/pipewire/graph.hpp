@@ -98,6 +98,7 @@ struct Device: Object {
 	std::map<uint32_t, uint64_t> newParamHashes;
 	std::set<uint32_t> announced;
 	std::map<uint32_t, int> rereads;
+	bool paramsCutLogged = false;             // a list over kMaxDeviceParams was logged
 };
 
 struct Link: Object {
@@ -109,9 +110,15 @@ struct Link: Object {
 struct Client: Object {};
 
 struct Metadata: Object {
-	std::map<std::string, std::string, std::less<>> defaults;   // subject 0, "default.*" keys
+	// Subject 0's kDefaultKeys that hold a node name: key -> the name (defaultNodeName, parsed
+	// when the value arrived). Other keys, and values over kMaxDefaultValueBytes, are not kept.
+	std::map<std::string, std::string, std::less<>> defaults;
 	uint32_t version = 0;                                        // the version bound
 };
+
+// The `default` metadata keys qsd reads (subject 0).
+inline constexpr const char* kDefaultKeys[] = {"default.audio.sink", "default.audio.source",
+                                               "default.configured.audio.sink", "default.configured.audio.source"};
 
 // What changed since the backend last looked (global ids; removals carry the published key).
 struct Changes {
@@ -273,6 +280,7 @@ private:
 	Changes changes_;
 	std::vector<Error> errors_;
 	std::set<std::pair<uint32_t, uint32_t>> paramRereads_;   // (device global id, param id) to read again
+	unsigned oversizedLogged_ = 0;   // the kDefaultKeys (bit i) whose value was ignored for its size, logged once
 };
 
 } // namespace qsd::pipewire

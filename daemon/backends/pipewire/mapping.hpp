@@ -26,6 +26,14 @@ using Props = std::map<std::string, std::string, std::less<>>;
 // (a page's title) is at most a few hundred bytes.
 constexpr size_t kMaxPropBytes = 1024;
 
+// The entries of each param list kept per device (EnumProfile, EnumRoute, and the active Route
+// of each card device); the rest of an answer is dropped unread. Any client may export a device
+// (module-client-device is loaded by default), and every subscriber of /audio is sent its lists:
+// one device with 2000 profiles of 4 KB names made /audio 18 MB. An ACP card lists tens of
+// profiles and a route per port, so 128 is far above real hardware. With names and descriptions
+// cut at kMaxPropBytes, a device is then at most about 128 x 2 x 2 x 1 KiB (0.5 MiB) of text.
+constexpr size_t kMaxDeviceParams = 128;
+
 // ---- volumes
 
 // PipeWire keeps linear channel volumes (SPA_PROP_channelVolumes); the tree uses the cubic
@@ -131,7 +139,13 @@ using PropItems = std::vector<std::pair<std::string_view, std::string_view>>;
 
 // The value of a `default` metadata key (default.audio.sink, default.configured.audio.sink...):
 // JSON {"name": "<node.name>"}; a bare name is accepted too. Empty or unparsable gives nullopt.
+// Parsed once when the value arrives (Graph keeps the name), never per publication.
 [[nodiscard]] std::optional<std::string> defaultNodeName(std::string_view value);
+// The longest value of such a key that is read. Any client may write the `default` metadata,
+// values of any size (PipeWire relayed 8 MB ones), and they stay after it exits; {"name": ...}
+// with a node name (kept up to kMaxPropBytes, a real one is tens of bytes) fits many times over.
+// A longer value is ignored: the key reads as unset.
+constexpr size_t kMaxDefaultValueBytes = 4096;
 // The value written for a preferred default: {"name":"<node.name>"} (type Spa:String:JSON).
 [[nodiscard]] std::string defaultNodeValue(std::string_view nodeName);
 

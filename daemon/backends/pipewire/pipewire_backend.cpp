@@ -135,6 +135,7 @@ void PipewireBackend::onStop() {
 	deviceKeys_.clear();
 	deviceIds_.clear();
 	linkKeys_.clear();
+	noVolumeLogged_.clear();
 }
 
 void PipewireBackend::connect() {
@@ -213,6 +214,7 @@ void PipewireBackend::teardown(const std::string& why, bool reconnect) {
 	deviceKeys_.clear();
 	deviceIds_.clear();
 	linkKeys_.clear();
+	noVolumeLogged_.clear();
 	playingTo_.clear();
 	capturedFrom_.clear();
 	defaults_ = json::object();
@@ -356,8 +358,7 @@ std::optional<std::string> PipewireBackend::defaultKey(const char* metadataKey, 
 	if (!m) return std::nullopt;
 	auto it = m->defaults.find(metadataKey);
 	if (it == m->defaults.end()) return std::nullopt;
-	auto name = defaultNodeName(it->second);
-	if (!name) return std::nullopt;
+	const std::string* name = &it->second;   // parsed when it arrived
 	// Names are not unique: prefer the node of the right direction, then the oldest.
 	const Node* best = nullptr;
 	int bestRank = 3;
@@ -454,8 +455,7 @@ void PipewireBackend::publishNode(const Node& n) {
 	json value = nodeJson(n);
 	if (value["audio"].is_null() && value["type"].get_ref<const std::string&>().rfind("audio", 0) == 0 &&
 	    noVolumeLogged_.insert(n.key).second)
-		log::info(kLog, "audio node {} ({}) has no volume controls (no Props param): its audio is null", n.key,
-		          value["name"].is_string() ? value["name"].get<std::string>() : std::string("?"));
+		logNoVolume(n.key, value["name"]);
 	if (!published(n)) {
 		nodeKeys_[n.id] = n.key;
 		nodeIds_[n.key] = n.id;
@@ -463,6 +463,14 @@ void PipewireBackend::publishNode(const Node& n) {
 		return;
 	}
 	context_.tree.sync(path, value, {"peaks", "peak", "peakChannels"});
+}
+
+void PipewireBackend::logNoVolume(const std::string& key, const json& name) {
+	uint64_t held = 0;
+	if (!noVolumeLog_.allow(context_.loop.now(), held)) return;
+	std::string more = held ? fmt::format(" (and {} more before it, not logged)", held) : "";
+	log::info(kLog, "audio node {} ({}) has no volume controls (no Props param): its audio is null{}", key,
+	          name.is_string() ? name.get_ref<const std::string&>() : std::string("?"), more);
 }
 
 void PipewireBackend::publishDevice(const Device& d) {
@@ -569,6 +577,7 @@ void PipewireBackend::flush() {
 	bool structure = !ch.links.empty() || !ch.removedLinks.empty() || !ch.removedNodes.empty();
 
 	for (const auto& key: ch.removedNodes) {
+		noVolumeLogged_.erase(key);
 		auto it = nodeIds_.find(key);
 		if (it == nodeIds_.end()) continue;
 		dropMonitor(key);

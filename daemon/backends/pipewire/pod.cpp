@@ -1,5 +1,7 @@
 #include "pod.hpp"
 
+#include "../../text.hpp"
+
 #include <spa/param/audio/raw-utils.h>
 #include <spa/param/audio/raw.h>
 #include <spa/param/param.h>
@@ -33,10 +35,13 @@ bool readArray(const spa_pod* pod, uint32_t type, std::vector<T>& out) {
 bool readInt(const spa_pod* pod, int32_t& out) { return spa_pod_get_int(pod, &out) == 0; }
 bool readId(const spa_pod* pod, uint32_t& out) { return spa_pod_get_id(pod, &out) == 0; }
 
+// The strings of a device's params (profile and route names and descriptions): cut at a
+// character after kMaxPropBytes, as property values are. Whoever exports the device chooses them,
+// and 4 KB names were kept whole.
 bool readString(const spa_pod* pod, std::string& out) {
 	const char* s = nullptr;
 	if (spa_pod_get_string(pod, &s) < 0 || !s) return false;
-	out = s;
+	out = cutAtCharacter(std::string_view(s, strnlen(s, SPA_POD_BODY_SIZE(pod))), kMaxPropBytes);
 	return true;
 }
 
