@@ -5,16 +5,23 @@ management is offered next to it (the two handles of a window are paired), a win
 handle comes late gets a counter key, ext-foreign-toplevel-list alone gives toplevels without
 states, and an identifier reused by a restarted compositor is not reused as a key. The same
 compositor also sends a protocol error, which qsd treats as the compositor gone (and, since the
-compositor is still there, connects again after a delay)."""
+compositor is still there, connects again after a delay), also when it does so to every
+connection for a while; a compositor killed (its socket left behind) is given up until its
+socket is created again. With hundreds of windows, one window that opens, changes or closes
+costs work for that window only (counted in qsd with gdb), and parents follow their windows."""
 
 import os
+import re
+import select
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 
 import pytest
 
-from qsdtest import pointer_get
+from qsdtest import pointer_get, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -194,4 +201,139 @@ def test_a_protocol_error_drops_the_connection_and_qsd_comes_back(env, peer_exe)
     t = wait_tops(c, sub, lambda v: len(v) == 1)
     assert list(t.values())[0]["appId"] == "a.app"
     assert "protocol error 0 on wl_output" in env.qsd_log()
+    c.close()
+
+
+def test_parents_follow_their_windows(env, peer_exe):
+    peer = Peer(env, peer_exe, "--wlr")
+    # Window 2's parent is announced after it (the peer sends it in a second pass).
+    peer.send("add 2 child.app Child", "add 1 main.app Main", "parent 2 1")
+    c, sub = start_qsd(env, peer)
+    t = wait_tops(c, sub, lambda v: len(v) == 2)
+    keys = {v["appId"]: k for k, v in t.items()}
+    main, child = keys["main.app"], keys["child.app"]
+    wait_tops(c, sub, lambda v: v[child]["parent"] == main, "the child's parent")
+    # A parent that comes later, and a window that goes: its children say null.
+    peer.send("add 3 dialog.app Dialog", "parent 3 2")
+    t = wait_tops(c, sub, lambda v: len(v) == 3 and any(x["parent"] == child for x in v.values()), "the dialog's parent")
+    dialog = next(k for k, v in t.items() if v["appId"] == "dialog.app")
+    peer.send("close 1")
+    wait_tops(c, sub, lambda v: main not in v and v[child]["parent"] is None)
+    peer.send("close 2")
+    t = wait_tops(c, sub, lambda v: set(v) == {dialog} and v[dialog]["parent"] is None)
+    c.close()
+
+
+def gdb_counter(pid, function, stop_at):
+    """gdb attached to `pid`, counting calls of `function` until `stop_at` is called; None when
+    gdb cannot attach. Read the count with gdb_count once the process has called `stop_at`."""
+    gdb = subprocess.Popen(["gdb", "-q", "-nx", "-batch", "-p", str(pid), "-ex", "set pagination off",
+                            "-ex", f"break {function}", "-ex", "ignore 1 1000000000", "-ex", f"break {stop_at}",
+                            "-ex", "echo counting\\n", "-ex", "continue", "-ex", "info breakpoints 1", "-ex", "detach"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Read from the fd itself: select() does not see what a Python buffer already holds.
+    out = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and select.select([gdb.stdout], [], [], deadline - time.monotonic())[0]:
+        chunk = os.read(gdb.stdout.fileno(), 65536)
+        out += chunk
+        # The breakpoints are in before this, and the process runs on right after it.
+        if not chunk or out.endswith(b"counting\n"):
+            break
+    text = out.decode(errors="replace")
+    if "Breakpoint 1 at" not in text or "Breakpoint 2 at" not in text or not text.endswith("counting\n"):
+        gdb.kill()
+        gdb.wait()
+        if "ptrace" in text:
+            return None, text
+        raise AssertionError("gdb could not set its breakpoints:\n" + text)
+    return gdb, text
+
+
+def gdb_count(gdb):
+    out = gdb.communicate(timeout=60)[0].decode(errors="replace")
+    m = re.search(r"breakpoint already hit (\d+) time", out)
+    return int(m.group(1)) if m else 0, out
+
+
+def test_one_window_among_many_costs_one_window(env, peer_exe):
+    """Publishing rewrote every toplevel at each window that came or went (O(n) per window,
+    O(n²) for n windows). The tree patch was O(1) even so (unchanged windows compare equal), so
+    the work is counted inside qsd: the calls that build a toplevel's JSON."""
+    if not shutil.which("gdb"):
+        pytest.skip("gdb is not installed")
+    n = 200
+    peer = Peer(env, peer_exe, "--wlr")
+    peer.send(*[f"add {i} app{i} Window {i}" for i in range(1, n + 1)])
+    c, sub = start_qsd(env, peer)
+    wait_tops(c, sub, lambda v: len(v) == n)
+    gdb, text = gdb_counter(env.daemon.pid, "qsd::wayland::toplevelJson", "qsd::wayland::Toplevels::act")
+    if gdb is None:
+        pytest.skip("gdb cannot attach to qsd: " + text.strip().splitlines()[-1])
+    try:
+        # One window opens, one changes its title, one closes, each waited for.
+        peer.send(f"add {n + 1} new.app New")
+        t = wait_tops(c, sub, lambda v: len(v) == n + 1)
+        new = next(k for k, v in t.items() if v["appId"] == "new.app")
+        peer.send("title 7 Renamed")
+        wait_tops(c, sub, lambda v: any(x["title"] == "Renamed" for x in v.values()))
+        peer.send("close 9")
+        wait_tops(c, sub, lambda v: len(v) == n and not any(x["appId"] == "app9" for x in v.values()))
+        # The end mark: qsd stops at Toplevels::act, gdb reads the count and lets it go on.
+        c.send_raw('{"jsonrpc":"2.0","id":"mark","method":"wayland.activate","params":{"toplevel":"%s"}}\n' % new)
+        calls, out = gdb_count(gdb)
+    finally:
+        if gdb.poll() is None:
+            gdb.send_signal(signal.SIGINT)
+            gdb.wait(30)
+    assert c.answer("mark", timeout=30)["result"] == {"toplevel": new}
+    # The new window's and the renamed one's: 2 (it was 2 + n + (n - 1) = 401).
+    what = f"{calls} toplevel JSON builds for one window opened, one renamed and one closed among {n}"
+    assert 2 <= calls <= 3, what   # at least those two: the count works
+    c.close()
+
+
+def test_a_compositor_that_keeps_dropping_qsd_is_retried(env, peer_exe):
+    """The compositor accepts every connection and ends the first six before qsd has read
+    anything (as one does with a client too slow for the burst of events it sent). It is still
+    there: qsd tries again, with growing delays, instead of giving up after five tries."""
+    peer = Peer(env, peer_exe, "--wlr", "--kick-binds", "6")
+    peer.send("add 1 a.app A")
+    e = dict(env.env)
+    e["WAYLAND_DISPLAY"] = peer.socket
+    env.start_qsd(backends=["wayland"], env=e)
+    c = env.client()
+    sub = c.subscribe(["/wayland"])
+    # Retried after 0.1, 0.2, 0.4, 0.8, 1.6 and 3.2 s: the seventh connection gets in.
+    c.wait_value(sub, "/wayland/available", True, timeout=30)
+    wait_tops(c, sub, lambda v: len(v) == 1)
+    # (libwayland-server's own messages about the kicked clients come on the same pipe.)
+    kicked = []
+    while len(kicked) < 6 and (line := peer.proc.stdout.readline()):
+        if line.startswith("kicked"):
+            kicked.append(line.strip())
+    assert kicked == [f"kicked {i}" for i in range(1, 7)]
+    log = env.qsd_log()
+    assert "giving up retrying" not in log
+    assert "keeps closing the connection" in log
+    c.close()
+
+
+def test_a_killed_compositor_is_given_up_until_its_socket_is_back(env, peer_exe):
+    """A compositor that crashed leaves its socket, which refuses: qsd tries a few more times
+    and then waits for the socket to be created again, without waking up meanwhile."""
+    peer = Peer(env, peer_exe, "--wlr")
+    peer.send("add 1 a.app A")
+    c, sub = start_qsd(env, peer)
+    wait_tops(c, sub, lambda v: len(v) == 1)
+    peer.proc.kill()
+    peer.proc.wait()
+    assert os.path.exists(peer.socket)
+    c.wait_value(sub, "/wayland", {"available": False}, timeout=20)
+    wait_until(lambda: "giving up retrying" in env.qsd_log(), 20, what="qsd giving up the stale socket")
+    # A new compositor replaces the stale socket: the watch sees it.
+    peer = Peer(env, peer_exe, "--wlr", generation=2)
+    peer.send("add 2 b.app B")
+    c.wait_value(sub, "/wayland/available", True, timeout=20)
+    wait_tops(c, sub, lambda v: [x["appId"] for x in v.values()] == ["b.app"])
     c.close()

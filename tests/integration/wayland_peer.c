@@ -5,16 +5,20 @@
  *
  *   add ID APP_ID TITLE...   a toplevel (its ext identifier is "peer-GEN-ID")
  *   title ID TITLE...        a new title
- *   close ID                 the toplevel goes
+ *   parent ID PARENT         the toplevel's wlr parent (0: none)
+ *   close ID                 the toplevel goes (its children are not told: wlr sends nothing)
  *   ext-late                 toplevels added next get their ext handle only with "ext-now"
  *   ext-now                  send the ext handles held back
  *   kick                     a protocol error to every client (on its wl_output)
  *
- *   -> "ready" once listening; "request ID activate|close|maximize|..." for each request.
+ *   -> "ready" once listening; "request ID activate|close|maximize|..." for each request;
+ *      "kicked N" for each client turned away by --kick-binds.
  *
  * Offers wl_output v4 ("PEER-1", 1280x720), wl_seat, and with --wlr / --ext the toplevel
- * protocols. Built by test_wayland_ext.py with wayland-scanner and libwayland-server.
- * Usage: wayland_peer --socket PATH [--wlr] [--ext] [--generation N] */
+ * protocols. --kick-binds N: the first N clients to bind wl_output get a protocol error right
+ * there (a compositor that is there and keeps dropping the client before it has read anything).
+ * Built by test_wayland_ext.py with wayland-scanner and libwayland-server.
+ * Usage: wayland_peer --socket PATH [--wlr] [--ext] [--generation N] [--kick-binds N] */
 
 #define _GNU_SOURCE
 #include <stdbool.h>
@@ -29,12 +33,12 @@
 #include "ext-foreign-toplevel-list-v1-server-protocol.h"
 #include "wlr-foreign-toplevel-management-unstable-v1-server-protocol.h"
 
-#define MAX_TOPLEVELS 64
+#define MAX_TOPLEVELS 1024
 #define MAX_CLIENTS 16
 
 struct toplevel {
 	bool used;
-	int id;
+	int id, parent_id;
 	char app_id[128], title[256], identifier[64];
 	bool activated, maximized, minimized, fullscreen;
 	bool ext_held;                               /* ext handles not sent yet ("ext-late") */
@@ -49,6 +53,7 @@ static struct wl_resource *ext_lists[MAX_CLIENTS];
 static struct wl_resource *outputs[MAX_CLIENTS];
 static int generation = 1;
 static bool ext_late;
+static int kick_binds, kicked;
 
 static void say(const char *fmt, const char *a, int id) {
 	printf(fmt, a, id);
@@ -100,6 +105,17 @@ static void wlr_changed(struct toplevel *t) {
 static struct toplevel *toplevel_of_handle(struct wl_resource *h) { return wl_resource_get_user_data(h); }
 
 static void close_toplevel(struct toplevel *t);
+static struct toplevel *find(int id);
+
+/* Sends the parent (v3) on the client's handle `slot`, when both toplevels have one there. */
+static bool send_wlr_parent(struct toplevel *t, int slot) {
+	struct wl_resource *h = t->wlr[slot];
+	if (!h || wl_resource_get_version(h) < ZWLR_FOREIGN_TOPLEVEL_HANDLE_V1_PARENT_SINCE_VERSION) return false;
+	struct toplevel *p = t->parent_id ? find(t->parent_id) : NULL;
+	if (t->parent_id && (!p || !p->wlr[slot])) return false;
+	zwlr_foreign_toplevel_handle_v1_send_parent(h, p ? p->wlr[slot] : NULL);
+	return true;
+}
 
 #define REQUEST(name, body)                                                                    \
 	static void name(struct wl_client *c, struct wl_resource *h) {                             \
@@ -185,6 +201,7 @@ static void wlr_announce(struct toplevel *t, int slot) {
 	struct wl_resource *o = output_of(client);
 	if (o) zwlr_foreign_toplevel_handle_v1_send_output_enter(h, o);
 	send_wlr_state(t, h);
+	if (t->parent_id) send_wlr_parent(t, slot);
 	zwlr_foreign_toplevel_handle_v1_send_done(h);
 }
 
@@ -205,6 +222,10 @@ static void bind_wlr(struct wl_client *client, void *data, uint32_t version, uin
 	int slot = add_slot(wlr_managers, m);
 	for (int i = 0; i < MAX_TOPLEVELS && slot >= 0; i++)
 		if (toplevels[i].used) wlr_announce(&toplevels[i], slot);
+	/* A parent announced after its child: the child learns it now. */
+	for (int i = 0; i < MAX_TOPLEVELS && slot >= 0; i++)
+		if (toplevels[i].used && toplevels[i].parent_id && send_wlr_parent(&toplevels[i], slot))
+			zwlr_foreign_toplevel_handle_v1_send_done(toplevels[i].wlr[slot]);
 }
 
 /* ---- ext-foreign-toplevel-list */
@@ -272,6 +293,12 @@ static void bind_output(struct wl_client *client, void *data, uint32_t version, 
 	(void)data;
 	struct wl_resource *r = wl_resource_create(client, &wl_output_interface, version, id);
 	wl_resource_set_implementation(r, &output_impl, NULL, output_gone);
+	if (kicked < kick_binds) {
+		printf("kicked %d\n", ++kicked);
+		fflush(stdout);
+		wl_resource_post_error(r, 0, "kicked at bind by the test");
+		return;
+	}
 	add_slot(outputs, r);
 	wl_output_send_geometry(r, 0, 0, 300, 170, WL_OUTPUT_SUBPIXEL_UNKNOWN, "Peer", "Test Panel", WL_OUTPUT_TRANSFORM_NORMAL);
 	wl_output_send_mode(r, WL_OUTPUT_MODE_CURRENT | WL_OUTPUT_MODE_PREFERRED, 1280, 720, 60000);
@@ -383,6 +410,12 @@ static void command(char *line) {
 				ext_foreign_toplevel_handle_v1_send_done(t->ext[s]);
 			}
 		}
+	} else if (!strcmp(cmd, "parent")) {
+		struct toplevel *t = find(id);
+		if (!t || !rest) return;
+		t->parent_id = atoi(rest);
+		for (int s = 0; s < MAX_CLIENTS; s++)
+			if (send_wlr_parent(t, s)) zwlr_foreign_toplevel_handle_v1_send_done(t->wlr[s]);
 	} else if (!strcmp(cmd, "close")) {
 		struct toplevel *t = find(id);
 		if (t) close_toplevel(t);
@@ -424,9 +457,10 @@ int main(int argc, char **argv) {
 		else if (!strcmp(argv[i], "--wlr")) wlr = true;
 		else if (!strcmp(argv[i], "--ext")) ext = true;
 		else if (!strcmp(argv[i], "--generation") && i + 1 < argc) generation = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--kick-binds") && i + 1 < argc) kick_binds = atoi(argv[++i]);
 	}
 	if (!socket) {
-		fprintf(stderr, "usage: wayland_peer --socket PATH [--wlr] [--ext] [--generation N]\n");
+		fprintf(stderr, "usage: wayland_peer --socket PATH [--wlr] [--ext] [--generation N] [--kick-binds N]\n");
 		return 2;
 	}
 	display = wl_display_create();

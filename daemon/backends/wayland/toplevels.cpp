@@ -6,6 +6,7 @@
 #include <qsd/protocol/mirror.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace qsd::wayland {
 
@@ -41,33 +42,41 @@ private:
 
 struct Toplevels::Window {
 	Toplevels* owner;
+	uint64_t seq;
 	zwlr_foreign_toplevel_handle_v1* wlr = nullptr;
 	ExtHandle* ext = nullptr;   // the paired handle, or the only one without wlr
 	std::string title, appId;
 	ToplevelFlags flags;
 	std::vector<wl_output*> outputs;
-	zwlr_foreign_toplevel_handle_v1* parent = nullptr;
-	bool done = false;   // the first done was seen: the window is complete
-	std::string key;     // given when published
+	// The window the wlr `parent` event named, and the windows that name this one: a window
+	// that gets a key or goes rewrites its children's `parent`, and nothing else.
+	Window* parent = nullptr;
+	std::vector<Window*> children;
+	bool done = false;      // the first done was seen: the window is complete
+	bool waiting = false;   // in waiting_
+	std::string key;        // given when published
+	// What /wayland/toplevels/<key> holds, to write only what changed.
+	std::optional<json> published;
 };
 
 struct Toplevels::ExtHandle {
 	Toplevels* owner;
+	uint64_t seq;
 	ext_foreign_toplevel_handle_v1* proxy;
 	std::string title, appId, identifier;
 	bool done = false;
 	Window* window = nullptr;
+	// Its entry in unpaired_, when listed there.
+	std::optional<decltype(Toplevels::unpaired_)::iterator> slot;
 };
 
 Toplevels::Toplevels(Tree& tree, Display& display, Outputs& outputs, KeyBook& keys)
     : tree_(tree), display_(display), outputs_(outputs), keys_(keys) {}
 
 Toplevels::~Toplevels() {
-	for (auto& w: windows_)
+	for (auto& [_, w]: windows_)
 		if (w->wlr) zwlr_foreign_toplevel_handle_v1_destroy(w->wlr);
-	windows_.clear();
-	for (auto& e: exts_) ext_foreign_toplevel_handle_v1_destroy(e->proxy);
-	exts_.clear();
+	for (auto& [_, e]: exts_) ext_foreign_toplevel_handle_v1_destroy(e->proxy);
 	if (wlr_) zwlr_foreign_toplevel_manager_v1_destroy(wlr_);
 	if (ext_) ext_foreign_toplevel_list_v1_destroy(ext_);
 	if (seat_) {
@@ -107,9 +116,8 @@ const zwlr_foreign_toplevel_handle_v1_listener Toplevels::kWlrHandleListener = {
 		    auto* w = static_cast<Window*>(data);
 		    bool first = !w->done;
 		    w->done = true;
-		    if (!w->owner->ready_) return;
-		    if (first) w->owner->pairAndPublish();
-		    else if (!w->key.empty()) w->owner->publish(*w);
+		    if (first) w->owner->complete(*w);
+		    else if (w->owner->ready_ && !w->key.empty()) w->owner->publish(*w);
 	    });
     },
     .closed = [](void* data, zwlr_foreign_toplevel_handle_v1*) noexcept {
@@ -119,7 +127,12 @@ const zwlr_foreign_toplevel_handle_v1_listener Toplevels::kWlrHandleListener = {
 	    });
     },
     .parent = [](void* data, zwlr_foreign_toplevel_handle_v1*, zwlr_foreign_toplevel_handle_v1* parent) noexcept {
-	    guarded("toplevel.parent", [&] { static_cast<Window*>(data)->parent = parent; });
+	    guarded("toplevel.parent", [&] {
+		    auto* w = static_cast<Window*>(data);
+		    // Every live handle carries its Window (a destroyed one arrives as null).
+		    auto* p = parent ? static_cast<Window*>(zwlr_foreign_toplevel_handle_v1_get_user_data(parent)) : nullptr;
+		    w->owner->setParent(*w, p);
+	    });
     },
 };
 
@@ -127,9 +140,9 @@ const zwlr_foreign_toplevel_manager_v1_listener Toplevels::kWlrManagerListener =
     .toplevel = [](void* data, zwlr_foreign_toplevel_manager_v1*, zwlr_foreign_toplevel_handle_v1* handle) noexcept {
 	    guarded("toplevel manager.toplevel", [&] {
 		    auto* self = static_cast<Toplevels*>(data);
-		    auto w = std::make_unique<Window>(Window{self, handle});
-		    zwlr_foreign_toplevel_handle_v1_add_listener(handle, &kWlrHandleListener, w.get());
-		    self->windows_.push_back(std::move(w));
+		    auto seq = self->nextSeq_++;
+		    auto* w = self->windows_.emplace(seq, std::make_unique<Window>(Window{self, seq, handle})).first->second.get();
+		    zwlr_foreign_toplevel_handle_v1_add_listener(handle, &kWlrHandleListener, w);
 	    });
     },
     .finished = [](void* data, zwlr_foreign_toplevel_manager_v1*) noexcept {
@@ -169,21 +182,26 @@ const ext_foreign_toplevel_handle_v1_listener Toplevels::kExtHandleListener = {
 		    e->done = true;
 		    if (self->wlr_) {
 			    // Only the key comes from here; a wlr window may be waiting for it.
+			    self->indexExt(*e);
 			    if (first && self->ready_) self->pairAndPublish();
 			    return;
 		    }
 		    if (!e->window) {
-			    auto w = std::make_unique<Window>(Window{self});
+			    auto seq = self->nextSeq_++;
+			    auto* w = self->windows_.emplace(seq, std::make_unique<Window>(Window{self, seq})).first->second.get();
 			    w->ext = e;
-			    e->window = w.get();
-			    self->windows_.push_back(std::move(w));
+			    e->window = w;
+			    self->indexExt(*e);
 		    }
-		    e->window->title = e->title;
-		    e->window->appId = e->appId;
-		    e->window->done = true;
-		    if (!self->ready_) return;
-		    if (first) self->pairAndPublish();
-		    else self->publish(*e->window);
+		    Window& w = *e->window;
+		    w.title = e->title;
+		    w.appId = e->appId;
+		    if (!w.done) {
+			    w.done = true;
+			    self->complete(w);
+		    } else if (self->ready_ && !w.key.empty()) {
+			    self->publish(w);
+		    }
 	    });
     },
     .title = [](void* data, ext_foreign_toplevel_handle_v1*, const char* title) noexcept {
@@ -201,9 +219,9 @@ const ext_foreign_toplevel_list_v1_listener Toplevels::kExtListListener = {
     .toplevel = [](void* data, ext_foreign_toplevel_list_v1*, ext_foreign_toplevel_handle_v1* handle) noexcept {
 	    guarded("ext toplevel list.toplevel", [&] {
 		    auto* self = static_cast<Toplevels*>(data);
-		    auto e = std::make_unique<ExtHandle>(ExtHandle{self, handle});
-		    ext_foreign_toplevel_handle_v1_add_listener(handle, &kExtHandleListener, e.get());
-		    self->exts_.push_back(std::move(e));
+		    auto seq = self->nextSeq_++;
+		    auto* e = self->exts_.emplace(seq, std::make_unique<ExtHandle>(ExtHandle{self, seq, handle})).first->second.get();
+		    ext_foreign_toplevel_handle_v1_add_listener(handle, &kExtHandleListener, e);
 	    });
     },
     .finished = [](void* data, ext_foreign_toplevel_list_v1*) noexcept {
@@ -255,9 +273,16 @@ void Toplevels::setReady() {
 	pairAndPublish(true);
 }
 
+void Toplevels::complete(Window& w) {
+	if (!w.waiting) {
+		w.waiting = true;
+		waiting_.push_back(&w);
+	}
+	if (ready_) pairAndPublish();
+}
+
 void Toplevels::pairAndPublish(bool settled) {
-	bool waiting = std::any_of(windows_.begin(), windows_.end(), [](const auto& w) { return w->done && w->key.empty(); });
-	if (!waiting) return;
+	if (waiting_.empty()) return;
 	if (wlr_ && ext_ && !settled) {
 		// The ext handle of a new window may still be on its way: let the compositor answer a
 		// sync first (compositors send both protocols' events for one window together).
@@ -270,27 +295,40 @@ void Toplevels::pairAndPublish(bool settled) {
 		}
 		return;
 	}
-	for (auto& w: windows_) {
-		if (!w->done || !w->key.empty()) continue;
+	// Counter keys follow the order the windows were announced in.
+	auto batch = std::move(waiting_);
+	waiting_.clear();
+	std::sort(batch.begin(), batch.end(), [](const Window* a, const Window* b) { return a->seq < b->seq; });
+	for (Window* w: batch) {
+		w->waiting = false;
 		if (wlr_ && !w->ext) {
-			for (auto& e: exts_) {
-				if (!e->done || e->window || e->appId != w->appId || e->title != w->title) continue;
-				e->window = w.get();
-				w->ext = e.get();
-				break;
+			// The oldest done, unpaired ext handle with the same app id and title.
+			auto it = unpaired_.lower_bound({w->appId, w->title, 0});
+			if (it != unpaired_.end() && std::get<0>(it->first) == w->appId && std::get<1>(it->first) == w->title) {
+				ExtHandle* e = it->second;
+				e->window = w;
+				w->ext = e;
+				indexExt(*e);
 			}
 		}
 		std::optional<std::string> identifier;
 		if (w->ext && !w->ext->identifier.empty()) identifier = w->ext->identifier;
 		w->key = toplevelKey(identifier, keys_.counter, [this](const std::string& k) { return keys_.used.count(k) > 0; });
 		keys_.used.insert(w->key);
+		byKey_[w->key] = w;
 	}
-	refresh();
+	if (!ready_) return;
+	for (Window* w: batch) {
+		publish(*w);
+		// Children published before this window had a key said `parent: null`.
+		for (Window* c: w->children)
+			if (!c->key.empty()) publish(*c);
+	}
 }
 
 void Toplevels::refresh() {
 	if (!ready_) return;
-	for (auto& w: windows_)
+	for (auto& [_, w]: windows_)
 		if (!w->key.empty()) publish(*w);
 }
 
@@ -308,41 +346,63 @@ void Toplevels::publish(Window& w) {
 		std::sort(names.begin(), names.end());
 		names.erase(std::unique(names.begin(), names.end()), names.end());
 		info.outputs = std::move(names);
-		if (w.parent) {
-			for (const auto& p: windows_)
-				if (p->wlr == w.parent && !p->key.empty()) info.parent = p->key;
-		}
+		if (w.parent && !w.parent->key.empty()) info.parent = w.parent->key;
 	}
 	auto value = toplevelJson(info);
-	auto it = published_.find(w.key);
-	if (it != published_.end() && it->second == value) return;
+	if (w.published && *w.published == value) return;
 	auto path = pointer::join(kToplevels, w.key);
-	if (it == published_.end()) tree_.set(path, value);
+	if (!w.published) tree_.set(path, value);
 	else tree_.update(path, value);
-	published_[w.key] = std::move(value);
+	w.published = std::move(value);
+}
+
+void Toplevels::setParent(Window& w, Window* parent) {
+	if (w.parent == parent) return;
+	if (w.parent) std::erase(w.parent->children, &w);
+	w.parent = parent;
+	if (parent) parent->children.push_back(&w);
+	// Published at the next done, as every other change of the window.
+}
+
+void Toplevels::indexExt(ExtHandle& e) {
+	bool listed = e.done && !e.window;
+	if (e.slot) {
+		// Listed under the title and app id it had then: moved when they changed.
+		const auto& [appId, title, _] = (*e.slot)->first;
+		if (listed && appId == e.appId && title == e.title) return;
+		unpaired_.erase(*e.slot);
+		e.slot.reset();
+	}
+	if (listed) e.slot = unpaired_.emplace(std::make_tuple(e.appId, e.title, e.seq), &e).first;
 }
 
 void Toplevels::removeWindow(Window* w) {
 	if (!w->key.empty()) {
-		tree_.remove(pointer::join(kToplevels, w->key));
-		published_.erase(w->key);
+		if (w->published) tree_.remove(pointer::join(kToplevels, w->key));
+		byKey_.erase(w->key);
 	}
-	if (w->ext) w->ext->window = nullptr;
-	if (w->wlr) {
-		// A child's parent handle is destroyed here, and the protocol sends no parent event
-		// for that: forget it.
-		for (auto& other: windows_)
-			if (other->parent == w->wlr) other->parent = nullptr;
-		zwlr_foreign_toplevel_handle_v1_destroy(w->wlr);
+	if (w->waiting) std::erase(waiting_, w);
+	if (w->ext) {
+		w->ext->window = nullptr;
+		indexExt(*w->ext);
 	}
-	std::erase_if(windows_, [&](const auto& p) { return p.get() == w; });
-	refresh();
+	setParent(*w, nullptr);
+	// A child's parent handle is destroyed here, and the protocol sends no parent event for
+	// that: forget it, and rewrite those children (only them).
+	auto orphans = std::move(w->children);
+	for (Window* c: orphans) c->parent = nullptr;
+	if (w->wlr) zwlr_foreign_toplevel_handle_v1_destroy(w->wlr);
+	windows_.erase(w->seq);
+	if (!ready_) return;
+	for (Window* c: orphans)
+		if (!c->key.empty()) publish(*c);
 }
 
 void Toplevels::removeExt(ExtHandle* e) {
 	Window* w = e->window;
+	if (e->slot) unpaired_.erase(*e->slot);
 	ext_foreign_toplevel_handle_v1_destroy(e->proxy);
-	std::erase_if(exts_, [&](const auto& p) { return p.get() == e; });
+	exts_.erase(e->seq);
 	if (!w) return;
 	w->ext = nullptr;
 	// Without wlr the ext handle is the window; with it, the window keeps its key.
@@ -350,13 +410,12 @@ void Toplevels::removeExt(ExtHandle* e) {
 }
 
 void Toplevels::forgetOutput(wl_output* output) {
-	for (auto& w: windows_) std::erase(w->outputs, output);
+	for (auto& [_, w]: windows_) std::erase(w->outputs, output);
 }
 
 Toplevels::Window* Toplevels::windowByKey(const std::string& key) const {
-	for (const auto& w: windows_)
-		if (w->key == key) return w.get();
-	return nullptr;
+	auto it = byKey_.find(key);
+	return it == byKey_.end() ? nullptr : it->second;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,12 @@
 // title) among unpaired handles, after a wl_display.sync that lets both protocols' events for a
 // new window arrive (compositors send them together). Without a match the key is a counter.
 // With ext-foreign-toplevel-list alone, toplevels have title and app id; state fields are null.
+//
+// Cost: a compositor may list thousands of windows (and resend them all on every reconnection),
+// so a window that appears, changes or goes costs O(log n) work and only its own tree writes
+// (plus its children's `parent` when it gets a key or goes); every window is rewritten only when
+// output names change. Rewriting all of them on each add and close made n windows cost O(n²):
+// seconds of CPU for 1500, and with 3000 qsd read so slowly that the compositor dropped it.
 
 #include "display.hpp"
 #include "mapping.hpp"
@@ -23,6 +29,8 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace qsd::wayland {
@@ -65,11 +73,16 @@ private:
 
 	void refresh();
 	void publish(Window& w);
+	// A window's first done: it waits for a key (given by pairAndPublish).
+	void complete(Window& w);
 	// Gives keys to complete windows that have none and publishes them; `settled`: no event
 	// of either protocol can still be on its way for them.
 	void pairAndPublish(bool settled = false);
+	void setParent(Window& w, Window* parent);
 	void removeWindow(Window* w);
 	void removeExt(ExtHandle* e);
+	// Keeps `unpaired_` right for `e`: listed while it is done and has no window.
+	void indexExt(ExtHandle& e);
 	Window* windowByKey(const std::string& key) const;
 
 	static const zwlr_foreign_toplevel_manager_v1_listener kWlrManagerListener;
@@ -87,9 +100,16 @@ private:
 	ext_foreign_toplevel_list_v1* ext_ = nullptr;
 	wl_seat* seat_ = nullptr;
 	uint32_t seatGlobal_ = 0;
-	std::vector<std::unique_ptr<Window>> windows_;
-	std::vector<std::unique_ptr<ExtHandle>> exts_;
-	std::map<std::string, json> published_;
+	uint64_t nextSeq_ = 1;   // creation order of windows and ext handles
+	// By creation order (the order counter keys are given in); erased in O(log n).
+	std::map<uint64_t, std::unique_ptr<Window>> windows_;
+	std::map<uint64_t, std::unique_ptr<ExtHandle>> exts_;
+	// Complete windows without a key yet, in the order they completed.
+	std::vector<Window*> waiting_;
+	std::unordered_map<std::string, Window*> byKey_;
+	// Done ext handles without a window, by (app id, title, creation order): a new wlr window
+	// finds its pair with one lookup, the oldest first.
+	std::map<std::tuple<std::string, std::string, uint64_t>, ExtHandle*> unpaired_;
 	bool pairing_ = false;   // a sync for pairing is in flight
 };
 

@@ -10,7 +10,8 @@
 // everything is torn down, /wayland becomes {available: false}, and the socket's directory is
 // watched with inotify; a refused connection is retried a few times with a growing delay (a
 // compositor between bind() and listen(), or a stale socket), then only inotify or SIGHUP
-// bring it back. Nothing polls.
+// bring it back. A compositor that accepts the connection and then drops it is still there,
+// and is retried for as long as that goes on, with delays growing to 30 s. Nothing polls.
 
 #include "display.hpp"
 #include "locator.hpp"
@@ -43,9 +44,15 @@ using rpc::Params;
 using rpc::RpcException;
 
 constexpr const char* kRoot = "/wayland";
-// Connection attempts that end before the domain is read (refused, or lost at once) are
-// retried after 0.1, 0.2, 0.4, 0.8 and 1.6 s; then only the socket watch or SIGHUP retry.
-constexpr Backoff::Policy kQuickRetry{std::chrono::milliseconds(100), std::chrono::milliseconds(1600), 5};
+// Connection attempts that fail are retried after 0.1, 0.2, 0.4, 0.8, 1.6 s, doubling up to 30 s.
+constexpr Backoff::Policy kRetry{std::chrono::milliseconds(100), std::chrono::seconds(30), 0};
+// Refused connections in a row after which only the socket watch or SIGHUP retry: a socket
+// that refuses is stale (its compositor crashed) or about to be replaced, and the watch sees
+// its replacement; retrying it forever would wake qsd up for nothing.
+constexpr unsigned kRefusedTries = 5;
+// A connection that lasted this long was a success: the next loss retries quickly again. One
+// that the compositor ends sooner, every time, keeps the delays growing.
+constexpr uint64_t kStableUs = 10'000'000;
 
 class WaylandBackend final: public Backend {
 public:
@@ -105,7 +112,9 @@ private:
 	std::unique_ptr<Session> session_;
 	KeyBook keys_;
 	EventSource retry_;
-	Backoff backoff_{kQuickRetry};
+	Backoff backoff_{kRetry};
+	unsigned refused_ = 0;      // connection attempts refused in a row
+	uint64_t readyAtUs_ = 0;    // when the current session was read (loop clock)
 	std::string lastLog_;   // the last unavailability logged, so a retry does not repeat it
 };
 
@@ -128,6 +137,7 @@ void WaylandBackend::onStart() {
 	    [this] {
 		    log::debug("wayland", "the compositor socket appeared");
 		    backoff_.reset();
+		    refused_ = 0;
 		    connect();
 	    });
 	locator_->start();
@@ -150,6 +160,7 @@ void WaylandBackend::locatorChanged() {
 	}
 	if (session_) drop("WAYLAND_DISPLAY changed to " + locator_->socket().value_or(""));
 	backoff_.reset();
+	refused_ = 0;
 	connect();
 }
 
@@ -169,11 +180,20 @@ void WaylandBackend::connect() {
 		setState(BackendState::Unavailable, why);
 		locator_->watch();
 		// ENOENT: no socket at all, the watch will tell. Anything else (ECONNREFUSED: a stale
-		// socket, or a compositor between bind() and listen()) may clear by itself.
-		if (e != ENOENT) retryLater();
+		// socket, or a compositor between bind() and listen()) may clear by itself, soon.
+		if (e == ENOENT) return;
+		if (++refused_ > kRefusedTries) {
+			log::info("wayland", "giving up retrying; waiting for the compositor's socket to be created again (or SIGHUP)");
+			return;
+		}
+		retryLater();
 		return;
 	}
-	log::info("wayland", "connected to {} ({})", *path, display->peerCommand().empty() ? "?" : display->peerCommand());
+	refused_ = 0;   // someone accepted: the compositor is there
+	const auto& command = display->peerCommand().empty() ? std::string("?") : display->peerCommand();
+	// Quiet while a compositor keeps dropping qsd (lost() said so once).
+	if (backoff_.failures() <= kRefusedTries) log::info("wayland", "connected to {} ({})", *path, command);
+	else log::debug("wayland", "connected to {} ({})", *path, command);
 	lastLog_.clear();
 	auto s = std::make_unique<Session>();
 	s->socket = *path;
@@ -201,7 +221,7 @@ void WaylandBackend::connect() {
 void WaylandBackend::ready() {
 	auto& s = *session_;
 	s.ready = true;
-	backoff_.reset();
+	readyAtUs_ = context_.loop.now();
 	locator_->unwatch();
 	// One batch: available, the compositor, every output and toplevel.
 	context_.tree.set("/wayland/available", true);
@@ -213,14 +233,23 @@ void WaylandBackend::ready() {
 
 void WaylandBackend::lost(const LostReason& reason) {
 	if (!session_) return;
-	bool wasReady = session_->ready;
-	log::warning("wayland", "lost the compositor at {}: {}", session_->socket, reason.message);
+	bool stable = session_->ready && context_.loop.now() - readyAtUs_ >= kStableUs;
+	if (stable) backoff_.reset();
+	// The first losses in a row are warnings; then, while a compositor keeps dropping qsd, the
+	// log says so once instead of at every try.
+	if (backoff_.failures() < kRefusedTries)
+		log::warning("wayland", "lost the compositor at {}: {}", session_->socket, reason.message);
+	else
+		log::debug("wayland", "lost the compositor at {}: {}", session_->socket, reason.message);
+	if (backoff_.failures() == kRefusedTries)
+		log::info("wayland", "the compositor at {} keeps closing the connection; trying again with delays growing to {} s",
+		          session_->socket, wholeSeconds(kRetry.cap));
 	drop("the compositor went away: " + reason.message);
-	// A compositor that exits removes its socket and the watch reports the next one. One that
-	// closed only us (a protocol error), or crashed and left its socket behind, is tried again
-	// a few times; not at once, because a dying compositor still accepts connections for a
-	// moment.
-	if (wasReady) backoff_.reset();
+	// A compositor that exits removes its socket and the watch reports the next one; one that
+	// crashed leaves it behind, and the connection is refused (see connect()). One that closed
+	// only us (a protocol error, or a client too slow for the burst of events it sent) is still
+	// there: it is tried again until it lets qsd in, with growing delays; never at once,
+	// because a dying compositor still accepts connections for a moment.
 	retryLater();
 }
 
@@ -232,12 +261,8 @@ void WaylandBackend::drop(const std::string& why) {
 }
 
 void WaylandBackend::retryLater() {
-	auto delay = backoff_.next();
-	if (!delay) {
-		log::info("wayland", "giving up retrying; waiting for the compositor's socket to be created again (or SIGHUP)");
-		return;
-	}
-	retry_.setTime(context_.loop.now() + uint64_t(delay->count()));
+	auto delay = backoff_.next();   // the policy never gives up: connect() does, for refusals
+	if (delay) retry_.setTime(context_.loop.now() + uint64_t(delay->count()));
 }
 
 void WaylandBackend::onGlobal(void* data, wl_registry* registry, uint32_t name, const char* interface,
