@@ -29,8 +29,10 @@ def test_a_thousand_wpctl_volume_changes(env):
     c = env.client()
     path = f"/audio/nodes/{ka}/audio"
     sub = c.subscribe([path])
-    # 1000 distinct values, none equal to the start (1.0); one shell runs them all.
-    values = [f"{0.001 * (i + 1):.3f}" for i in range(1000)]
+    # 1000 distinct values, none equal to the start (1.0); one shell runs them all. Each wpctl is
+    # a PipeWire client of its own (most of the test's time): the sanitizer build, which checks
+    # qsd's paths and not the flood's figures, takes 300.
+    values = [f"{0.001 * (i + 1):.3f}" for i in range(300 if env.sanitized() else 1000)]
     script = os.path.join(env.dir, "flood.sh")
     with open(script, "w") as f:
         f.write("set -e\n")
