@@ -33,6 +33,9 @@ struct Batch {
 	}
 };
 
+// An id of a type JSON-RPC allows is echoed in the answer; any other is answered with null.
+static bool echoable(const json& id) { return id.is_string() || id.is_number() || id.is_null(); }
+
 namespace detail {
 struct Completion {
 	std::weak_ptr<ClientSession> client;
@@ -169,7 +172,7 @@ void Dispatcher::dispatch(ClientSession& client, std::string_view line) {
 				dispatchOne(client, m, batch);
 				continue;
 			}
-			json id = m.is_object() && m.contains("id") && (m["id"].is_string() || m["id"].is_number() || m["id"].is_null()) ? m["id"] : json();
+			json id = m.is_object() && m.contains("id") && echoable(m["id"]) ? m["id"] : json();
 			bool notification = m.is_object() && !m.contains("id");
 			if (!notification)
 				batch->add(rpc::dump(rpc::makeError(id, {ErrorCode::LimitExceeded, "The batch's answers are too large",
@@ -199,7 +202,7 @@ void Dispatcher::dispatchOne(ClientSession& client, const json& message, std::sh
 	bool hasId = message.contains("id");
 	if (hasId) {
 		const auto& i = message["id"];
-		if (i.is_string() || i.is_number() || i.is_null()) id = i;
+		if (echoable(i)) id = i;
 		else return invalid("id must be a string, a number or null", nullptr);
 	}
 	auto jr = message.find("jsonrpc");
