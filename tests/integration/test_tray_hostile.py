@@ -471,6 +471,33 @@ def test_one_connections_items_share_its_icon_files_budget(env):
     responsive(env)
 
 
+def test_one_connections_items_share_its_pixmap_budget(env):
+    # Each pixmap property keeps the one entry its icon is made of, up to 1024 px (4 MiB), and an
+    # item has three: one connection's 64 items could keep 768 MiB in qsd for as long as they
+    # lived. The items of one connection now keep 8 MiB in all; a property past that is not kept
+    # (its icon is null, or made of its name), logged once per item.
+    c, sub = start(env)
+    big = [{"width": 1024, "height": 1024, "bytes": 4 << 20}]   # transparent, 4 MiB
+    ids = ["pixmaps-a", "pixmaps-b", "pixmaps-c"]
+    # Registered by object path: all three are served by one connection.
+    t.start_items(env, [{"register": "path", "path": f"/Item{n}", "props": {"Id": ident, "IconPixmap": big}}
+                        for n, ident in enumerate(ids)])
+
+    def items():
+        found = [it for it in c.mirror(sub)["tray"]["items"].values() if it["id"] in ids]
+        return found if len(found) == len(ids) else None
+
+    c.wait_for(items, timeout=60, what="the three items")
+    # The two read first keep their 4 MiB each; the third keeps nothing.
+    assert sorted(it["icon"] is not None for it in items()) == [False, True, True]
+    assert env.qsd_log().count("its pixmaps would take more than 8192 KiB of its connection's") == 1
+    # Another connection's item has 8 MiB of its own.
+    other = "org.qsdtest.OtherPixmaps"
+    t.start_items(env, [{"register": "name", "name": other, "props": {"Id": "other", "IconPixmap": big}}])
+    assert wait_item(c, sub, key_of(other))["icon"] is not None
+    responsive(env)
+
+
 def test_long_texts_are_cut_at_a_character(env):
     # Any process on the session bus can be an item, and every subscriber of /tray is sent what
     # it shows: 100 KB titles, tooltips, statuses and menu labels are kept as their first 1 KiB

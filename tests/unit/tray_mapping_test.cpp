@@ -284,6 +284,74 @@ TEST(TrayItemMapping, AnItemsPropertiesAreKeptAndShownWithinBounds) {
 	EXPECT_FALSE(isShownItemProperty("WindowId"));
 }
 
+namespace {
+
+Pixmap pixmapOfBytes(size_t bytes) { return Pixmap{1, 1, std::vector<uint8_t>(bytes)}; }
+
+ItemPixmaps pixmapsOf(size_t icon, size_t attention, size_t overlay) {
+	ItemPixmaps p;
+	if (icon) p.icon.push_back(pixmapOfBytes(icon));
+	if (attention) p.attention.push_back(pixmapOfBytes(attention));
+	if (overlay) p.overlay.push_back(pixmapOfBytes(overlay));
+	return p;
+}
+
+} // namespace
+
+TEST(TrayPixmapBudget, AConnectionsItemsShareItsBytesInTheOrderIconAttentionOverlay) {
+	PixmapBudget budget({.maxBytes = 100, .maxOwnerBytes = 30});
+	auto a = pixmapsOf(10, 15, 10);
+	// 10 + 15 fit in 30; the overlay would make 35: emptied.
+	EXPECT_EQ(budget.keep("a", ":1.1", a), std::vector<std::string_view>{"OverlayIconPixmap"});
+	EXPECT_EQ(a.icon.size(), 1u);
+	EXPECT_EQ(a.attention.size(), 1u);
+	EXPECT_TRUE(a.overlay.empty());
+	EXPECT_EQ(budget.ownerBytes(":1.1"), 25u);
+	// Another item of the same connection gets what is left; one of another connection, its own.
+	auto b = pixmapsOf(10, 5, 0);
+	EXPECT_EQ(budget.keep("b", ":1.1", b), std::vector<std::string_view>{"IconPixmap"});
+	EXPECT_EQ(b.attention.size(), 1u);
+	auto c = pixmapsOf(30, 0, 0);
+	EXPECT_TRUE(budget.keep("c", ":1.2", c).empty());
+	EXPECT_EQ(budget.ownerBytes(":1.1"), 30u);
+	EXPECT_EQ(budget.bytes(), 60u);
+	// An item read again is charged for what it holds now, not in addition to what it held.
+	auto a2 = pixmapsOf(20, 0, 0);
+	EXPECT_TRUE(budget.keep("a", ":1.1", a2).empty());
+	EXPECT_EQ(budget.ownerBytes(":1.1"), 25u);
+	// Gone, its bytes are the connection's again.
+	budget.release("a");
+	budget.release("b");
+	EXPECT_EQ(budget.ownerBytes(":1.1"), 0u);
+	auto d = pixmapsOf(30, 0, 0);
+	EXPECT_TRUE(budget.keep("d", ":1.1", d).empty());
+	EXPECT_EQ(budget.bytes(), 60u);
+	budget.release("unknown");
+	EXPECT_EQ(budget.bytes(), 60u);
+}
+
+TEST(TrayPixmapBudget, EveryItemTogetherWithinTheSessionsBytes) {
+	// Many connections, each within its own bytes, fill the session's; then nobody's is kept
+	// until some go.
+	PixmapBudget budget({.maxBytes = 100, .maxOwnerBytes = 40});
+	for (int i = 0; i < 3; ++i) {
+		auto p = pixmapsOf(30, 0, 0);
+		EXPECT_TRUE(budget.keep("item" + std::to_string(i), ":1." + std::to_string(i), p).empty());
+	}
+	auto late = pixmapsOf(30, 5, 0);
+	EXPECT_EQ(budget.keep("late", ":1.9", late), std::vector<std::string_view>{"IconPixmap"});
+	EXPECT_EQ(late.attention.size(), 1u);
+	EXPECT_EQ(budget.bytes(), 95u);
+	budget.release("item0");
+	auto again = pixmapsOf(30, 5, 0);
+	EXPECT_TRUE(budget.keep("late", ":1.9", again).empty());
+	EXPECT_EQ(budget.bytes(), 95u);
+	// An item with no pixmaps holds nothing.
+	auto none = pixmapsOf(0, 0, 0);
+	EXPECT_TRUE(budget.keep("none", ":1.8", none).empty());
+	EXPECT_EQ(budget.ownerBytes(":1.8"), 0u);
+}
+
 TEST(TrayItemMapping, SignalsInvalidateTheirProperties) {
 	EXPECT_EQ(propertiesOfSignal("NewTitle"), (std::vector<std::string>{"Title"}));
 	EXPECT_EQ(propertiesOfSignal("NewIcon"), (std::vector<std::string>{"IconName", "IconPixmap", "IconThemePath"}));

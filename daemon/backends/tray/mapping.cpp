@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <tuple>
+#include <utility>
 
 namespace qsd::tray {
 
@@ -163,6 +164,51 @@ std::optional<std::vector<Pixmap>> pixmapsOf(const dbus::Value& v) {
 	out.reserve(raw->size());
 	for (auto& p: *raw) out.push_back(Pixmap{std::get<0>(p), std::get<1>(p), std::move(std::get<2>(p))});
 	return out;
+}
+
+std::vector<std::string_view> PixmapBudget::keep(const std::string& key, const std::string& owner, ItemPixmaps& pixmaps) {
+	release(key);
+	std::vector<std::string_view> dropped;
+	size_t& ownerTotal = owners_[owner];
+	size_t kept = 0;
+	for (auto [name, slot]: {std::pair<const char*, std::vector<Pixmap>*>{"IconPixmap", &pixmaps.icon},
+	                         {"AttentionIconPixmap", &pixmaps.attention},
+	                         {"OverlayIconPixmap", &pixmaps.overlay}}) {
+		size_t bytes = 0;
+		for (const auto& p: *slot) bytes += p.argb.size();
+		if (bytes == 0) continue;
+		if (ownerTotal + kept + bytes > limits_.maxOwnerBytes || total_ + kept + bytes > limits_.maxBytes) {
+			*slot = {};   // the entry's pixels are freed with it
+			dropped.push_back(name);
+			continue;
+		}
+		kept += bytes;
+	}
+	if (kept == 0) {
+		if (ownerTotal == 0) owners_.erase(owner);
+		return dropped;
+	}
+	ownerTotal += kept;
+	total_ += kept;
+	items_[key] = Charge{owner, kept};
+	return dropped;
+}
+
+void PixmapBudget::release(const std::string& key) {
+	auto it = items_.find(key);
+	if (it == items_.end()) return;
+	auto owner = owners_.find(it->second.owner);
+	if (owner != owners_.end()) {
+		owner->second -= it->second.bytes;
+		if (owner->second == 0) owners_.erase(owner);
+	}
+	total_ -= it->second.bytes;
+	items_.erase(it);
+}
+
+size_t PixmapBudget::ownerBytes(const std::string& owner) const {
+	auto it = owners_.find(owner);
+	return it == owners_.end() ? 0 : it->second;
 }
 
 MappedItem mapItem(const dbus::Properties& props, const ItemPixmaps* pixmaps) {

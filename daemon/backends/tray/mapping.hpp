@@ -116,6 +116,42 @@ struct ItemPixmaps {
 	std::vector<Pixmap> overlay;     // OverlayIconPixmap
 };
 
+// What the items' pixmap caches may hold. Each property keeps one entry (wire.hpp) of up to
+// kMaxPixmapSide a side, 4 MiB, and an item has three: any process on the session bus can be
+// 64 items (kMaxItemsPerConnection) of 12 MiB each, kept for as long as they live. Charged as
+// their icon files are (IconStore): to the connection that serves the item.
+struct PixmapBudgetLimits {
+	size_t maxBytes = 32u << 20;       // every item together
+	size_t maxOwnerBytes = 8u << 20;   // the items one connection serves: two 1024 px pixmaps
+};
+
+class PixmapBudget {
+public:
+	using Limits = PixmapBudgetLimits;
+	explicit PixmapBudget(Limits limits = {}): limits_(limits) {}
+
+	// Keeps what fits of item `key`'s `pixmaps`, served by `owner`, in the order icon, attention,
+	// overlay; a property that does not fit is emptied (its icon is then made of its name, if
+	// any). What the item held before is given back first. Returns the properties emptied.
+	std::vector<std::string_view> keep(const std::string& key, const std::string& owner, ItemPixmaps& pixmaps);
+	// Gives back what item `key` held.
+	void release(const std::string& key);
+
+	[[nodiscard]] size_t bytes() const { return total_; }
+	[[nodiscard]] size_t ownerBytes(const std::string& owner) const;
+	[[nodiscard]] const Limits& limits() const { return limits_; }
+
+private:
+	struct Charge {
+		std::string owner;
+		size_t bytes = 0;
+	};
+	Limits limits_;
+	std::unordered_map<std::string, Charge> items_;
+	std::unordered_map<std::string, size_t> owners_;
+	size_t total_ = 0;
+};
+
 struct MappedItem {
 	// id, title, status, category, iconName, attentionIconName, overlayIconName, iconThemePath,
 	// tooltipTitle, tooltipDescription, onlyMenu, hasMenu (not icon, overlayIcon, menu: the

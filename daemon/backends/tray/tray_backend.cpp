@@ -82,6 +82,7 @@ void TrayBackend::onBusStop() {
 	names_.reset();
 	items_.clear();
 	itemsPerConnection_.clear();
+	pixmaps_ = PixmapBudget();
 	hosts_ = HostRegistry();
 	order_.clear();
 	services_.clear();

@@ -160,6 +160,8 @@ private:
 	bool addItem(const ItemAddress& address, std::string owner, std::string registrar = {});
 	void removeItem(const std::string& key, const char* why);
 	void ownerKnown(Item& item);
+	// After a read of item.pixmaps: keeps what fits of them (PixmapBudget).
+	void keepPixmaps(Item& item);
 	void readItem(Item& item);
 	void readItemByProperty(const std::string& key, uint64_t serial);
 	void propertiesRead(Item& item, bool iconsChanged);
@@ -228,6 +230,7 @@ private:
 	// it answered for them, when another connection registered them) and those it registered
 	// for another connection's name.
 	std::map<std::string, size_t> itemsPerConnection_;
+	PixmapBudget pixmaps_;                       // what the items' pixmap caches hold, per connection
 	log::Limiter peerLog_{32, 10'000'000};         // host registrations, refusals: 32 lines per 10 s
 	bool itemsChanged_ = false;                  // RegisteredStatusNotifierItems changed this pass
 	bool hostRegistered_ = false;                // ... a host registered, or one left

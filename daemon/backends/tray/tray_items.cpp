@@ -129,6 +129,7 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	bool published = item.published;
 	if (published) context_.tree.remove(itemPath(key));
 	reader_.forget(key);
+	pixmaps_.release(key);
 	// What was indexed of the item's own icon trees goes with it ("": it had none, and forget("")
 	// would drop every item's).
 	if (const auto* p = dbus::find(item.props, "IconThemePath"); p && theme_)
@@ -147,6 +148,16 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 		emitWatcher("StatusNotifierItemUnregistered", &key);
 		watcherItemsChanged();
 	}
+}
+
+void TrayBackend::keepPixmaps(Item& item) {
+	auto dropped = pixmaps_.keep(item.key, iconPayer(item), item.pixmaps);
+	if (dropped.empty() || !item.warned.insert("pixmap budget").second) return;
+	uint64_t suppressed = 0;
+	if (peerLog(suppressed))
+		log::warning("tray", "{}: its pixmaps would take more than {} KiB of its connection's (or {} KiB of every item's); {} not kept{}",
+		             item.key, pixmaps_.limits().maxOwnerBytes >> 10, pixmaps_.limits().maxBytes >> 10,
+		             fmt::join(dropped, ", "), suppressed ? fmt::format(" ({} more lines not logged)", suppressed) : "");
 }
 
 void TrayBackend::ownerKnown(Item& item) {
@@ -194,6 +205,7 @@ void TrayBackend::readItem(Item& item) {
 				    if (!readSucceeded(*it)) return;
 				    it->props = std::move(props);
 				    it->pixmaps = std::move(pixmaps);
+				    keepPixmaps(*it);
 				    propertiesRead(*it, true);
 				    return;
 			    } catch (const sdbus::Error& x) {
@@ -323,6 +335,7 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 			    if (!readSucceeded(*it)) return;
 			    it->props = std::move(batch->props);
 			    it->pixmaps = std::move(batch->pixmaps);
+			    keepPixmaps(*it);
 			    propertiesRead(*it, true);
 		    },
 		    kCallTimeout);
@@ -444,6 +457,7 @@ void TrayBackend::refresh(Item& item) {
 			    } else if (!read) {
 				    log::info("tray", "{}: re-reading {} timed out; the old value stays", key, prop);
 			    }
+			    if (prop.ends_with("Pixmap")) keepPixmaps(*it);
 			    if (affectsIcon(prop)) it->iconsDirty = true;
 			    // Menu icons are looked up in it; rebuilding a large menu for an unchanged
 			    // path (NewIcon re-reads it every time) would be wasted.
@@ -466,7 +480,8 @@ void TrayBackend::publish(Item& item) {
 	// menu being read (a new Menu path) keeps the old one in the tree until it is.
 	bool menuReady = !item.menu || item.menu->settled;
 	if (!item.read || item.pendingGets > 0 || (!item.published && !menuReady)) return;
-	auto m = mapItem(item.props, &item.pixmaps);
+	// The pixmaps (up to 8 MiB) are copied only when the icons are made again.
+	auto m = mapItem(item.props, item.iconsDirty ? &item.pixmaps : nullptr);
 	for (const auto& name: m.badProperties) reader_.wrongType(item.key, name, item.props);
 	// IconTheme refuses such names before any lookup; the item hears of it once.
 	for (const auto* name: {&m.icons.name, &m.icons.attentionName, &m.icons.overlayName})
