@@ -5,6 +5,11 @@ target_compile_options(qsd_warnings INTERFACE -Wall -Wextra -Wpedantic -Wno-miss
 # GCC 12 reports false maybe-uninitialized positives inside nlohmann/json's iterators.
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   target_compile_options(qsd_warnings INTERFACE -Wno-maybe-uninitialized)
+  # In a unity build GCC takes the files a unity source includes for headers, and warns that a
+  # type of one file uses that file's anonymous namespace, as it would for a type in a header.
+  # Evaluated for the target that links qsd_warnings: only its unity builds lose the warning.
+  target_compile_options(qsd_warnings INTERFACE
+    $<$<BOOL:$<TARGET_PROPERTY:UNITY_BUILD>>:-Wno-subobject-linkage>)
 endif()
 if(WERROR)
   target_compile_options(qsd_warnings INTERFACE -Werror)
