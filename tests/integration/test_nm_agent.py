@@ -281,6 +281,47 @@ def test_vpn_request_from_hints(agent):
     assert [f["key"] for f in req["fields"]] == ["password"] and req["message"] is None
 
 
+def test_vpn_data_of_many_flagged_keys(agent):
+    """vpn.data is the user's to write, as many keys as NetworkManager's message to the agent
+    holds: a request asks for the first 64 agent-owned keys (in vpn.data's order) and says once
+    in the log how many it left out. Before the bound each key was a field (and de-duplicating
+    them was quadratic: 130 000 keys stalled the loop for minutes)."""
+    agent.claim()
+    agent.c.call("events.subscribe", {"topics": ["network.secretsRequested"]})
+    keys = [f"k{i:06d}" for i in range(5000)]
+    connection = vpn_connection()
+    data = {key + "-flags": "1" for key in keys}
+    data["remote"] = "vpn.example.com"
+    connection["vpn"]["data"] = dbus.Dictionary(data, signature="ss")
+    token = agent.ask(connection, "vpn")
+    rid, req = agent.only_request()
+    assert req["type"] == "vpn" and req["profileName"] == "Work VPN"
+    assert req["fields"] == [{"key": key, "label": "K" + key[1:], "secret": True} for key in keys[:64]]
+    agent.c.wait_for(lambda: any(n["method"] == "event" for n in agent.c.notifications), what="the event")
+    event, = [n["params"] for n in agent.c.notifications if n["method"] == "event"]
+    assert event["data"] == req
+    assert agent.env.qsd_log().count(f"secret request {rid} leaves out {5000 - 64} fields") == 1
+    # The fields kept are answered as any others; one left out is not one of the request's.
+    with pytest.raises(RpcError) as err:
+        agent.c.call("network.answerSecrets", {"request": rid, "secrets": {keys[64]: "x"}})
+    assert err.value.code == -32602 and err.value.data["param"] == f"secrets.{keys[64]}"
+    agent.c.call("network.answerSecrets", {"request": rid, "secrets": {keys[0]: "first", keys[63]: "last"}})
+    assert agent.reply(token) == ("ok", "", {"vpn": {"secrets": {keys[0]: "first", keys[63]: "last"}}})
+    agent.wait("/network/secretRequests", {})
+
+
+def test_long_texts_of_a_request_are_cut(agent):
+    """connection.id is the user's to write, a VPN plugin's message the plugin's: a request keeps
+    1 KiB of the one and 4 KiB of the other, cut where a character starts."""
+    agent.claim()
+    connection = vpn_connection()
+    connection["connection"]["id"] = "\u00e9" * 4000   # 2 bytes each
+    agent.ask(connection, "vpn", ["password", "x-vpn-message:" + "m" * 20000])
+    _, req = agent.only_request()
+    assert req["profileName"] == "\u00e9" * 512 and req["message"] == "m" * 4096
+    assert [f["key"] for f in req["fields"]] == ["password"]
+
+
 def test_requests_stay_while_any_client_claims(env, agent):
     other = env.client()
     agent.claim()

@@ -159,6 +159,11 @@ void NmBackend::onGetSecrets(sdbus::MethodCall call) {
 	}, "nm-secret-timeout");
 	auto value = nm::promptJson(r.prompt, id, r.createdAt);
 	log::info("nm", "NetworkManager asks for secrets of {} ({}): request {}", r.prompt.profileName, r.prompt.setting, id);
+	// Once per request: the fields left out are a profile's (or a plugin's) doing, and the shell
+	// answers the rest; NetworkManager asks again if it needed them.
+	if (r.prompt.droppedFields > 0)
+		log::warning("nm", "secret request {} leaves out {} fields: a request asks for at most {}, keys of at most {} bytes", id,
+		             r.prompt.droppedFields, nm::kMaxSecretFields, nm::kMaxSecretKeyBytes);
 	requests_.emplace(id, std::move(r));
 	// Before the domain is complete, maybeReady() writes it with the others.
 	if (ready_) context_.tree.set(pointer::join(kSecretRequests, id), value);

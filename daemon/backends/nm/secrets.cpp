@@ -4,10 +4,12 @@
 
 #include "../../dbus/raw.hpp"
 #include "../../dbus/variant.hpp"
+#include "../../text.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <set>
 
 namespace qsd::nm {
 
@@ -82,47 +84,72 @@ std::string label(const std::string& key) {
 	return out;
 }
 
-void add(std::vector<SecretField>& fields, const std::string& key, bool secret = true) {
-	if (key.empty()) return;
-	for (const auto& f: fields)
-		if (f.key == key) return;
-	fields.push_back({key, label(key), secret});
-}
+// A peer's text as a prompt keeps it: cut where a character starts.
+std::string bounded(std::string_view s, size_t max) { return std::string(cutAtCharacter(s, max)); }
+
+// A prompt's fields as they are found: each key once, at most kMaxSecretFields of them, none
+// longer than kMaxSecretKeyBytes; the keys left out are counted in droppedFields (a key repeated
+// past the bound each time). The keys kept are looked up in a set: scanning the list for each
+// key made a vpn.data of 130 000 flagged keys quadratic (8*10^9 comparisons, 139 s of the loop).
+class Fields {
+public:
+	explicit Fields(SecretPrompt& p): p_(p) {}
+	void add(const std::string& key, bool secret = true) {
+		if (key.empty()) return;
+		if (key.size() > kMaxSecretKeyBytes) {
+			++p_.droppedFields;
+			return;
+		}
+		if (kept_.contains(key)) return;
+		if (p_.fields.size() >= kMaxSecretFields) {
+			++p_.droppedFields;
+			return;
+		}
+		kept_.insert(key);
+		p_.fields.push_back({key, label(key), secret});
+	}
+	[[nodiscard]] size_t size() const { return p_.fields.size(); }
+	[[nodiscard]] bool empty() const { return p_.fields.empty(); }
+
+private:
+	SecretPrompt& p_;
+	std::set<std::string, std::less<>> kept_;
+};
 
 // Every "<key>-flags" of a setting whose secret an agent is asked for; `flag` reads a value.
 template <typename Map, typename Read>
-void flaggedKeys(std::vector<SecretField>& fields, const Map& keys, Read flag) {
+void flaggedKeys(Fields& fields, const Map& keys, Read flag) {
 	for (const auto& [key, v]: keys) {
 		if (!ends(key, "-flags")) continue;
-		if (auto f = flag(v); f && askable(*f)) add(fields, key.substr(0, key.size() - 6));
+		if (auto f = flag(v); f && askable(*f)) fields.add(key.substr(0, key.size() - 6));
 	}
 }
 
-void wifiSecurityFields(SecretPrompt& p, const Group* sec, const std::vector<std::string>& hints) {
+void wifiSecurityFields(SecretPrompt& p, Fields& fields, const Group* sec, const std::vector<std::string>& hints) {
 	const auto& km = p.keyMgmt;
 	if (km == "wpa-psk" || km == "sae") {
-		add(p.fields, "psk");
+		fields.add("psk");
 	} else if (km == "none") {
 		uint64_t idx = 0;
 		if (const auto* v = value(sec, "wep-tx-keyidx")) idx = dbus::asUint(*v).value_or(0);
-		add(p.fields, "wep-key" + std::to_string(idx <= 3 ? idx : 0));
+		fields.add("wep-key" + std::to_string(idx <= 3 ? idx : 0));
 	} else if (km == "ieee8021x" && text(sec, "auth-alg") == "leap") {
-		add(p.fields, "leap-password");
+		fields.add("leap-password");
 	} else {
-		for (const auto& h: hints) add(p.fields, h);
+		for (const auto& h: hints) fields.add(h);
 	}
 }
 
-void dot1xFields(SecretPrompt& p, const Group* dot1x, const std::vector<std::string>& hints) {
-	add(p.fields, "identity", false);
+void dot1xFields(Fields& fields, const Group* dot1x, const std::vector<std::string>& hints) {
+	fields.add("identity", false);
 	// The hints name the keys NetworkManager needs (its need_secrets: phase2-private-key-password,
 	// pin, ca-cert-password...): asked for exactly, or NetworkManager asks again and again.
 	// identity is no secret, and NetworkManager ignores it in an agent's reply. password-raw is
 	// the alternative NetworkManager names with password: one field does.
 	bool password = std::find(hints.begin(), hints.end(), "password") != hints.end();
 	for (const auto& h: hints)
-		if (h != "identity" && !starts(h, "x-") && !(h == "password-raw" && password)) add(p.fields, h);
-	if (p.fields.size() > 1) return;
+		if (h != "identity" && !starts(h, "x-") && !(h == "password-raw" && password)) fields.add(h);
+	if (fields.size() > 1) return;
 	// No hints: NetworkManager's own Ethernet and Wi-Fi devices give none for 802.1X. What its
 	// need_secrets asks for, by the first EAP method.
 	std::vector<std::string> eap;
@@ -130,41 +157,39 @@ void dot1xFields(SecretPrompt& p, const Group* dot1x, const std::vector<std::str
 	auto method = eap.empty() ? std::string() : eap.front();
 	auto inner = text(dot1x, "phase2-auth");
 	if (inner.empty()) inner = text(dot1x, "phase2-autheap");
-	if (method == "tls") add(p.fields, "private-key-password");
-	else if (method == "sim") add(p.fields, "pin");
-	else if ((method == "peap" || method == "ttls") && inner == "tls") add(p.fields, "phase2-private-key-password");
-	else add(p.fields, "password");
+	if (method == "tls") fields.add("private-key-password");
+	else if (method == "sim") fields.add("pin");
+	else if ((method == "peap" || method == "ttls") && inner == "tls") fields.add("phase2-private-key-password");
+	else fields.add("password");
 }
 
-void vpnFields(SecretPrompt& p, const Group* vpn, const std::vector<std::string>& hints) {
+void vpnFields(SecretPrompt& p, Fields& fields, const Group* vpn, const std::vector<std::string>& hints) {
 	for (const auto& h: hints) {
-		if (starts(h, "x-vpn-message:")) p.message = h.substr(14);
-		else if (!starts(h, "x-")) add(p.fields, h);
+		if (starts(h, "x-vpn-message:")) p.message = bounded(std::string_view(h).substr(14), kMaxSecretMessageBytes);
+		else if (!starts(h, "x-")) fields.add(h);
 	}
-	if (p.fields.empty())
+	if (fields.empty())
 		if (const auto* v = value(vpn, "data"))
 			if (auto data = dbus::as<std::map<std::string, std::string>>(*v))
-				flaggedKeys(p.fields, *data, [](const std::string& s) { return parseUint(s); });
-	if (p.fields.empty()) add(p.fields, "password");
+				flaggedKeys(fields, *data, [](const std::string& s) { return parseUint(s); });
+	if (fields.empty()) fields.add("password");
 }
 
-void wireguardFields(SecretPrompt& p, const std::vector<std::string>& hints) {
-	bool namesKey = hints.empty();
-	for (const auto& h: hints) {
-		if (h == "private-key") namesKey = true;
-		else if (starts(h, "peers.") && ends(h, ".preshared-key") && h.size() > 20) add(p.fields, h);
-	}
-	if (namesKey) p.fields.insert(p.fields.begin(), SecretField{"private-key", label("private-key"), true});
+void wireguardFields(Fields& fields, const std::vector<std::string>& hints) {
+	// The private key first, when the hints name it or there are none.
+	if (hints.empty() || std::find(hints.begin(), hints.end(), "private-key") != hints.end()) fields.add("private-key");
+	for (const auto& h: hints)
+		if (starts(h, "peers.") && ends(h, ".preshared-key") && h.size() > 20) fields.add(h);
 }
 
-void otherFields(SecretPrompt& p, const Group* g, const std::vector<std::string>& hints) {
-	for (const auto& h: hints) add(p.fields, h);
-	if (!p.fields.empty()) return;
-	if (g) flaggedKeys(p.fields, *g, [](const sdbus::Variant& v) { return dbus::asUint(v); });
-	if (!p.fields.empty()) return;
+void otherFields(SecretPrompt& p, Fields& fields, const Group* g, const std::vector<std::string>& hints) {
+	for (const auto& h: hints) fields.add(h);
+	if (!fields.empty()) return;
+	if (g) flaggedKeys(fields, *g, [](const sdbus::Variant& v) { return dbus::asUint(v); });
+	if (!fields.empty()) return;
 	const auto& s = p.setting;
-	if (s == "gsm" || s == "cdma" || s == "pppoe" || s == "adsl") add(p.fields, "password");
-	else if (s == "macsec") add(p.fields, "mka-cak");
+	if (s == "gsm" || s == "cdma" || s == "pppoe" || s == "adsl") fields.add("password");
+	else if (s == "macsec") fields.add("mka-cak");
 }
 
 } // namespace
@@ -172,34 +197,44 @@ void otherFields(SecretPrompt& p, const Group* g, const std::vector<std::string>
 SecretPrompt secretPrompt(const RawSettings& connection, const std::string& setting, const std::vector<std::string>& hints,
                           uint32_t flags) {
 	SecretPrompt p;
+	// The texts are kept in the tree and sent in an event while the prompt waits: connection.id
+	// is the user's to write, at any length NetworkManager's D-Bus message holds.
 	const auto* con = group(connection, "connection");
-	p.profile = text(con, "uuid");
-	p.profileName = text(con, "id");
-	p.setting = setting;
+	p.profile = bounded(text(con, "uuid"), kMaxSecretTextBytes);
+	p.profileName = bounded(text(con, "id"), kMaxSecretTextBytes);
 	p.reason = flags & kSecretsRequestNew ? "new" : "missing";
 	p.userRequested = flags & kSecretsUserRequested;
 	auto type = text(con, "type");
 	if (const auto* ssid = value(group(connection, "802-11-wireless"), "ssid"))
-		if (auto bytes = dbus::asBytes(*ssid)) p.ssid = ssidName(*bytes);
+		if (auto bytes = dbus::asBytes(*ssid)) p.ssid = bounded(ssidName(*bytes), kMaxSecretTextBytes);
 	const auto* vpn = group(connection, "vpn");
-	p.vpnService = vpnServiceName(type, text(vpn, "service-type"));
+	if (auto service = vpnServiceName(type, text(vpn, "service-type"))) p.vpnService = bounded(*service, kMaxSecretTextBytes);
+	if (setting.size() > kMaxSecretKeyBytes) {
+		// No setting of NetworkManager's has such a name: nothing to ask for (NoSecrets). Cut,
+		// since the refusal's log line names it.
+		p.setting = bounded(setting, kMaxSecretKeyBytes);
+		p.type = "other";
+		return p;
+	}
+	p.setting = setting;
+	Fields fields(p);
 	const auto* own = group(connection, setting);
 	if (setting == "802-11-wireless-security") {
 		p.type = "wifi";
 		p.keyMgmt = text(own, "key-mgmt");
-		wifiSecurityFields(p, own, hints);
+		wifiSecurityFields(p, fields, own, hints);
 	} else if (setting == "802-1x") {
 		p.type = "8021x";
-		dot1xFields(p, own, hints);
+		dot1xFields(fields, own, hints);
 	} else if (setting == "vpn") {
 		p.type = "vpn";
-		vpnFields(p, vpn, hints);
+		vpnFields(p, fields, vpn, hints);
 	} else if (setting == "wireguard") {
 		p.type = "wireguard";
-		wireguardFields(p, hints);
+		wireguardFields(fields, hints);
 	} else {
 		p.type = "other";
-		otherFields(p, own, hints);
+		otherFields(p, fields, own, hints);
 	}
 	return p;
 }

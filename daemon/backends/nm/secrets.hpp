@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -31,6 +32,19 @@ inline constexpr uint32_t kAgentCapabilityVpnHints = 0x1;
 inline constexpr uint32_t kSecretFlagAgentOwned = 0x1;
 inline constexpr uint32_t kSecretFlagNotSaved = 0x2;
 inline constexpr uint32_t kSecretFlagNotRequired = 0x4;
+
+// Bounds of one prompt. A prompt's fields come from what NetworkManager passes on: the hints (a VPN
+// plugin's, NetworkManager's own) and the "<key>-flags" of a VPN's vpn.data, which any user who
+// may change their own profiles writes, as many keys as the system bus's 32 MiB message holds
+// (130 000 agent-owned keys of 200 bytes were 8*10^9 comparisons to de-duplicate, 139 s of the
+// loop, and 57 MB in the tree and the event per prompt). Real prompts are far below each bound: a VPN plugin asks for 1 to 4
+// secrets (openvpn password, cert-pass, http-proxy-password; vpnc Xauth password and IPSec
+// secret; openconnect gateway, cookie, gwcert), 802.1X for up to 8, WireGuard for its key and
+// one pre-shared key per peer.
+inline constexpr size_t kMaxSecretFields = 64;     // the rest are left out (SecretPrompt::droppedFields)
+inline constexpr size_t kMaxSecretKeyBytes = 255;  // a longer key is no field (a peer's: 64 bytes)
+inline constexpr size_t kMaxSecretTextBytes = 1024;      // profile, profileName, ssid, vpnService
+inline constexpr size_t kMaxSecretMessageBytes = 4096;   // a VPN plugin's "x-vpn-message:" text
 
 struct SecretField {
 	std::string key;      // the setting's key ("psk", "password", "wep-key0", a VPN plugin's name)
@@ -52,6 +66,7 @@ struct SecretPrompt {
 	std::string reason;                   // "new" (REQUEST_NEW: the last secret was wrong) or "missing"
 	bool userRequested = false;           // USER_REQUESTED: someone asked for this activation
 	std::string keyMgmt;                  // 802-11-wireless-security.key-mgmt, for checking a psk
+	size_t droppedFields = 0;             // keys past kMaxSecretFields or over kMaxSecretKeyBytes
 };
 
 // What to ask for: from the setting NetworkManager names, the connection (without reading a
@@ -69,6 +84,11 @@ struct SecretPrompt {
 //    hints as they are.
 //  - any other setting: the hints, else every "<key>-flags" key that is agent-owned or not saved
 //    and not "not required", else password for gsm, cdma, pppoe and adsl, mka-cak for macsec.
+// Each key once, the first kMaxSecretFields in that order; a key longer than kMaxSecretKeyBytes is
+// no field. Both are counted in droppedFields. The texts are cut where a character starts, at
+// kMaxSecretTextBytes (the message at kMaxSecretMessageBytes); a setting name longer than
+// kMaxSecretKeyBytes (no setting of NetworkManager's is) gives no fields. Linear in the hints and
+// vpn.data, times log(kMaxSecretFields).
 [[nodiscard]] SecretPrompt secretPrompt(const RawSettings& connection, const std::string& setting,
                                         const std::vector<std::string>& hints, uint32_t flags);
 
