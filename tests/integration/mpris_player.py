@@ -13,6 +13,9 @@ session bus, configured by a JSON object given as the first argument (or "@file"
   noSeeked      Seek and SetPosition move the position without a Seeked signal
   previousRestarts  Previous goes back to the start of the same track and says nothing
   getAllFails   the first N GetAll calls answer an error (a player not ready yet)
+  rootFails     GetAll of org.mpris.MediaPlayer2 answers an error until RootWorks() (a player
+                that is never shown, while its .Player interface is read and its signals come)
+  metadataEntries  N: Metadata has N more entries x:0 … x:<N-1> (integers)
   silent        never answers any call (an unresponsive player)
   aliases       N: also owns <name>.a0 … <name>.a<N-1> (one process, many players)
   replaceable   owns its name so that another process may take it over (allow_replacement)
@@ -20,7 +23,11 @@ session bus, configured by a JSON object given as the first argument (or "@file"
 
 The player keeps a position that moves while it plays. Control interface org.qsdtest.Control
 at /org/mpris/MediaPlayer2: Calls() the method calls it got as JSON, Change(iface, prop, json)
-changes a property and emits PropertiesChanged, NewTrack(trackid, title) starts the next track
+changes a property and emits PropertiesChanged, Junk(iface, prefix, n, size) emits one
+PropertiesChanged of n properties <prefix>0 … that no interface has, each a string of `size`
+bytes, BigMetadata(n) emits a Metadata of n integer entries (x:0 …), RootWorks() lets
+GetAll of the root interface answer, Malformed() emits a PropertiesChanged of the Player
+interface with nothing after its interface, Release(name) gives up one of its names, NewTrack(trackid, title) starts the next track
 at 0 and says so only in its Metadata, SetStatus(s) changes PlaybackStatus as a
 player does (the position stops or starts moving), EmitSeeked(us) emits Seeked with that value
 without moving, Invalidate(iface, prop) emits it as invalidated, GoSilent() stops answering
@@ -34,6 +41,7 @@ import sys
 import time
 
 import dbus
+import dbus.lowlevel
 import dbus.mainloop.glib
 import dbus.service
 from gi.repository import GLib
@@ -88,6 +96,10 @@ def metadata(m):
     return dbus.Dictionary(out, signature="sv")
 
 
+def big_metadata(n):
+    return dbus.Dictionary({f"x:{i}": dbus.Int32(i) for i in range(n)}, signature="sv")
+
+
 class Player(dbus.service.Object):
     def __init__(self, bus, cfg):
         super().__init__(bus, PATH)
@@ -101,6 +113,7 @@ class Player(dbus.service.Object):
         self.pos_us = int(self.player.pop("Position", 0))   # where it starts
         self.pos_at = time.monotonic()
         self.get_all_fails = cfg.get("getAllFails", 0)
+        self.root_fails = cfg.get("rootFails", False)
         self.track = 1
         self.silent = cfg.get("silent", False)
 
@@ -136,6 +149,9 @@ class Player(dbus.service.Object):
     def props(self, iface):
         store = self.root if iface == ROOT else self.player
         out = {k: wire(k, v) for k, v in store.items() if k not in self.omit}
+        if iface == PLAYER and self.cfg.get("metadataEntries"):
+            out["Metadata"] = dbus.Dictionary(dict(out["Metadata"], **big_metadata(self.cfg["metadataEntries"])),
+                                              signature="sv")
         if iface == PLAYER and not self.cfg.get("positionFails") and "Position" not in self.omit:
             out["Position"] = dbus.Int64(self.position())
         return dbus.Dictionary(out, signature="sv")
@@ -163,6 +179,8 @@ class Player(dbus.service.Object):
         if self.get_all_fails > 0:
             self.get_all_fails -= 1
             return err(dbus.exceptions.DBusException("not yet", name="org.freedesktop.DBus.Error.UnknownObject"))
+        if iface == ROOT and self.root_fails:
+            return err(dbus.exceptions.DBusException("no root", name="org.freedesktop.DBus.Error.UnknownInterface"))
         ok(self.props(iface))
 
     @dbus.service.method(PROPS, in_signature="ssv", async_callbacks=("ok", "err"))
@@ -280,6 +298,30 @@ class Player(dbus.service.Object):
     @dbus.service.method(CTL, in_signature="sss")
     def Change(self, iface, prop, value):
         self.change(iface, {prop: json.loads(value)})
+
+    @dbus.service.method(CTL, in_signature="ssii")
+    def Junk(self, iface, prefix, n, size):
+        value = dbus.String("j" * size)
+        self.PropertiesChanged(iface, dbus.Dictionary({f"{prefix}{i}": value for i in range(n)}, signature="sv"), [])
+
+    @dbus.service.method(CTL, in_signature="i")
+    def BigMetadata(self, n):
+        self.PropertiesChanged(PLAYER, {"Metadata": big_metadata(n)}, [])
+
+    @dbus.service.method(CTL)
+    def Malformed(self):
+        # A PropertiesChanged of the Player interface with nothing after the interface.
+        msg = dbus.lowlevel.SignalMessage(PATH, PROPS, "PropertiesChanged")
+        msg.append(PLAYER, signature="s")
+        bus.send_message(msg)
+
+    @dbus.service.method(CTL, in_signature="s")
+    def Release(self, name):
+        bus.release_name(name)
+
+    @dbus.service.method(CTL)
+    def RootWorks(self):
+        self.root_fails = False
 
     @dbus.service.method(CTL, in_signature="x")
     def EmitSeeked(self, us):

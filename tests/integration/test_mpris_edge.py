@@ -364,16 +364,43 @@ def test_a_browser_and_the_integration_that_mirrors_it_are_one_playback(media):
     assert c.mirror(sub)["media"]["active"] == "chromium.instance1"
 
 
+def count(c, sub, prefix):
+    return sum(1 for k in players(c, sub) if k.split(".")[0] == prefix)
+
+
+def test_one_connection_takes_at_most_16_player_slots(media):
+    """One program owning 41 player names takes 16 of the 32 slots: the others stay for other
+    programs. Owning every slot, one connection kept every real player out (and qsd held 32
+    players' worth of its values)."""
+    env, c, sub = media
+    m.start_player(env, {"name": P + "many", "aliases": 40})
+    # Logged when its 17th name comes: its 16 are being read by then.
+    wait_until(lambda: "owns more than 16 media players" in env.qsd_log(), 30, what="the connection's cap logged")
+    c.wait_for(lambda: count(c, sub, "many") == 16, timeout=30, what="16 players of one connection")
+    start(env, c, sub, "real")
+    c.sync()
+    assert count(c, sub, "many") == 16 and len(players(c, sub)) == 17
+    # A name of that connection that leaves frees a slot for one of its names that waited.
+    gone = sorted(k for k in players(c, sub) if k.startswith("many"))[0]
+    m.control(env, P + "many").Release(P + gone)
+    c.wait_for(lambda: gone not in players(c, sub) and count(c, sub, "many") == 16, what="a waiting name of it admitted")
+    assert "owns more than 16 media players" in env.qsd_log()
+
+
 def test_the_number_of_players_is_bounded(media):
     env, c, sub = media
     first, _ = start(env, c, sub, "first")
-    m.start_player(env, {"name": P + "many", "aliases": 40})
-    c.wait_for(lambda: len(players(c, sub)) == 32, what="32 players")
-    assert "first" in players(c, sub)
+    # Three programs of 16, 16 and 21 names: 32 slots, one name of the second and six of the third wait.
+    m.start_player(env, {"name": P + "many", "aliases": 15})
+    c.wait_for(lambda: count(c, sub, "many") == 16, timeout=30, what="the first program's 16 players")
+    m.start_player(env, {"name": P + "more", "aliases": 20})
+    c.wait_for(lambda: len(players(c, sub)) == 32, timeout=30, what="32 players")
+    assert "first" in players(c, sub) and count(c, sub, "more") == 15
     assert "more than 32 media players" in env.qsd_log()
     # A slot that frees is taken by a name that waited.
     first.terminate()
     c.wait_for(lambda: "first" not in players(c, sub) and len(players(c, sub)) == 32, what="a waiting player admitted")
+    assert count(c, sub, "more") == 16
 
 
 def test_actions_answer_errors_as_documented(media):
@@ -541,9 +568,120 @@ def test_rates_and_positions_past_any_player_are_bounded(media):
 def test_a_name_taken_over_keeps_its_place_at_the_cap(media):
     env, c, sub = media
     start(env, c, sub, "kept", replaceable=True)
-    m.start_player(env, {"name": P + "many", "aliases": 31})
+    # Two programs of 16 names each (each the most one connection may have): 33 names for 32 slots.
+    m.start_player(env, {"name": P + "many", "aliases": 15})
+    c.wait_for(lambda: count(c, sub, "many") == 16, timeout=60, what="the first program's 16 players")
+    m.start_player(env, {"name": P + "more", "aliases": 15})
     c.wait_for(lambda: len(players(c, sub)) == 32, timeout=60, what="32 players")
-    assert "many.a30" not in players(c, sub)   # waiting for a slot
+    assert "more.a14" not in players(c, sub)   # waiting for a slot
     m.start_player(env, {"name": P + "kept", "replace": True, "root": {"Identity": "New Owner"}})
     wait_player(c, sub, "kept", lambda p: p["identity"] == "New Owner", what="the name under its new owner", timeout=60)
-    assert len(players(c, sub)) == 32 and "many.a30" not in players(c, sub)
+    assert len(players(c, sub)) == 32 and "more.a14" not in players(c, sub)
+
+
+def qsd_cpu(env):
+    """qsd's CPU time so far (user and system), in seconds."""
+    with open(f"/proc/{env.daemon.pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_player_never_shown_keeps_no_more_than_a_shown_one(media):
+    """A player whose root interface cannot be read is never shown, while its Player interface is
+    read and its signals come, for as long as it owns its names. What it is sent is bounded as a
+    shown player's is: properties qsd does not read are skipped unread, and Metadata is mapped
+    as it arrives (its oddities logged then). They were kept whole until the player was shown,
+    under any names, once per name its connection owns."""
+    env, c, sub = media
+    name = P + "hidden"
+    names = [name] + [f"{name}.a{i}" for i in range(3)]
+    m.start_player(env, {"name": name, "aliases": 3, "rootFails": True})
+    ctl = m.control(env, name)
+
+    def asked():
+        calls = m.calls(env, name)
+        return calls.count(["GetAll", PLAYER]) >= 4 and calls.count(["GetAll", ROOT]) >= 4
+
+    # The player answers a GetAll before the control call that asks what it got: every later
+    # signal reaches qsd after the answers (D-Bus keeps a sender's order).
+    wait_until(asked, 10, what="both interfaces of each name asked for")
+    c.sync()
+    before = env.rss_kib() / 1024
+    # 8 PropertiesChanged of 4096 new names with 512-byte values, 2 MB each: 84 MiB kept by the
+    # four names before. The sanitizer build sends two, for the path only.
+    for i in range(2 if env.sanitized() else 8):
+        ctl.Junk(PLAYER, f"junk{i}_", 4096, 512)
+    # A malformed signal after them, logged: the junk was read by then.
+    ctl.Malformed()
+    wait_until(lambda: "malformed PropertiesChanged from a player" in env.qsd_log(), 10, what="the malformed signal")
+    if not env.sanitized():
+        grew = env.rss_kib() / 1024 - before
+        print(f"qsd grew by {grew:.1f} MiB")
+        assert grew < 30, grew
+
+    # Mapped as it arrives, for each name: a Metadata past its bound is logged while no player is shown.
+    ctl.Change(PLAYER, "Metadata", json.dumps({f"x:{i}": i for i in range(200)}))
+    ctl.Change(PLAYER, "Metadata", json.dumps({"mpris:trackid": "/t/9", "xesam:title": "Sent while hidden",
+                                                "xesam:trackNumber": "nine"}))
+    wait_until(lambda: all(f"{n}: Metadata has more than 128 entries" in env.qsd_log() for n in names), 10,
+               what="the oversized Metadata logged for each name")
+    wait_until(lambda: all(f"{n[len(P):]}: property Metadata xesam:trackNumber" in env.qsd_log() for n in names), 10,
+               what="the mistyped entry logged for each name")
+    c.sync()
+    assert players(c, sub) == {}
+
+    # Readable at last: each name is shown with what it was sent meanwhile, and nothing else.
+    ctl.RootWorks()
+    ctl.Change(ROOT, "Identity", '"Shown"')
+    c.wait_for(lambda: len(players(c, sub)) == 4, what="the four names shown")
+    for key, p in players(c, sub).items():
+        assert p["identity"] == "Shown", key
+        assert p["metadata"]["title"] == "Sent while hidden" and p["metadata"]["trackId"] == "/t/9", key
+        assert p["metadata"]["trackNumber"] is None and p["metadata"]["other"] == {}, key
+        assert p["playbackStatus"] == "paused" and p["position"] == 0, key
+    from test_mpris import assert_schema
+    assert_schema(c.call("rpc.discover"), c.mirror(sub)["media"])
+    log = env.qsd_log()
+    assert log.count(f"{name}: Metadata has more than 128 entries") == 1
+
+
+def test_a_metadata_past_its_bound_in_a_signal_is_not_decoded(media):
+    """A PropertiesChanged with a Metadata of 100 000 entries, to a connection owning four player
+    names: dropped as too large after 129 entries, the rest skipped unread. Decoded first, each
+    entry was made an sdbus::Variant of about 1 KiB, once per name: a peak of over 100 MiB and
+    seconds of CPU for one signal."""
+    env, c, sub = media
+    n = 20_000 if env.sanitized() else 100_000
+    name = P + "huge"
+    keys = ["huge"] + [f"huge.a{i}" for i in range(3)]
+    m.start_player(env, {"name": name, "aliases": 3, "metadata": {"xesam:title": "small"}})
+    c.wait_for(lambda: all(k in players(c, sub) for k in keys), what="the four names shown")
+    c.sync()
+    peak, cpu = env.rss_kib("VmHWM") / 1024, qsd_cpu(env)
+    m.control(env, name).BigMetadata(n)
+    c.wait_for(lambda: all(players(c, sub)[k]["metadata"]["title"] is None for k in keys), timeout=60,
+               what="the metadata dropped")
+    print(f"one signal of {n} Metadata entries to 4 names: {qsd_cpu(env) - cpu:.2f} s of qsd's CPU, "
+          f"its peak RSS +{env.rss_kib('VmHWM') / 1024 - peak:.1f} MiB")
+    assert all(f"{P}{k}: Metadata has more than 128 entries" in env.qsd_log() for k in keys)
+    if not env.sanitized():
+        assert env.rss_kib("VmHWM") / 1024 - peak < 40
+    # The rest of the signal and later ones are read as before.
+    m.control(env, name).Change(PLAYER, "Metadata", json.dumps({"xesam:title": "after"}))
+    c.wait_for(lambda: all(players(c, sub)[k]["metadata"]["title"] == "after" for k in keys), what="the next metadata")
+
+
+def test_a_metadata_past_its_bound_in_an_answer_is_not_decoded(media):
+    """The same Metadata in a GetAll's answer: its entries past the bound are not decoded."""
+    env, c, sub = media
+    n = 20_000 if env.sanitized() else 100_000
+    c.sync()
+    peak, cpu = env.rss_kib("VmHWM") / 1024, qsd_cpu(env)
+    start(env, c, sub, "huge", metadataEntries=n, metadata={"xesam:title": "lost"})
+    print(f"a GetAll answer with {n} Metadata entries: {qsd_cpu(env) - cpu:.2f} s of qsd's CPU, "
+          f"its peak RSS +{env.rss_kib('VmHWM') / 1024 - peak:.1f} MiB")
+    p = players(c, sub)["huge"]
+    assert p["metadata"]["title"] is None and p["metadata"]["other"] == {}
+    assert f"{P}huge: Metadata has more than 128 entries" in env.qsd_log()
+    if not env.sanitized():
+        assert env.rss_kib("VmHWM") / 1024 - peak < 40

@@ -7,6 +7,7 @@
 #include "backends/mpris/icons.hpp"
 #include "helpers.hpp"
 #include "backends/mpris/mapping.hpp"
+#include "dbus/raw.hpp"
 #include "temp_dir.hpp"
 
 #include <qsd/protocol/api.hpp>
@@ -192,6 +193,80 @@ TEST(MprisMapping, MetadataIsBounded) {
 	auto large = map(big);
 	EXPECT_TRUE(large.tooLarge);
 	EXPECT_EQ(large.value["title"], nullptr);
+	EXPECT_EQ(large.value["other"], json::object());
+	// At the bound: read.
+	big.erase("x:0");
+	big.erase("x:1");
+	ASSERT_EQ(big.size(), kMaxMetadataEntries);
+	auto full = map(big);
+	EXPECT_FALSE(full.tooLarge);
+	EXPECT_EQ(full.value["title"], "lost");
+	EXPECT_EQ(full.value["other"].size(), kMaxMetadataEntries - 1);
+}
+
+// Metadata read straight from a message (a PropertiesChanged): the entries past the bound are
+// skipped, not decoded, and what follows Metadata in the message is read as usual.
+TEST(MprisMapping, MetadataReadFromAMessage) {
+	auto read = [](const sdbus::Variant& metadata) {
+		auto msg = dbus::plainMessage();
+		msg << metadata << std::string("after");
+		msg.seal();
+		msg.rewind(true);
+		auto meta = readMetadata(msg);
+		std::string after;
+		msg >> after;
+		EXPECT_EQ(after, "after");
+		return meta;
+	};
+	Entries small{{"xesam:title", sdbus::Variant(std::string("T"))},
+	              {"xesam:artist", sdbus::Variant(std::vector<std::string>{"A"})},
+	              {"x:nested", sdbus::Variant(Entries{{"a", sdbus::Variant(1)}})},
+	              {"x:bytes", sdbus::Variant(std::vector<uint8_t>(100'000, 1))},
+	              {"xesam:album", sdbus::Variant(std::vector<uint8_t>{1})}};
+	auto m = read(sdbus::Variant(small));
+	EXPECT_EQ(m.value, map(small).value);
+	EXPECT_EQ(m.value["title"], "T");
+	EXPECT_EQ(m.value["other"], json::object());
+	EXPECT_EQ(m.badEntries, std::vector<std::string>{"xesam:album"});
+
+	// Strings are read only as far as a field can show them: the same fields as from the whole
+	// value, a URL one byte too long (cut inside a character) still null.
+	std::string e2 = "\xc3\xa9";   // é
+	std::string longUrl = "https://x/";
+	while (longUrl.size() <= kMaxUrl) longUrl += e2;
+	std::string tooLong;
+	for (int i = 0; i < 50'000; ++i) tooLong += e2;
+	Entries longOnes{{"xesam:title", sdbus::Variant(tooLong)},
+	              {"xesam:url", sdbus::Variant(longUrl)},
+	              {"mpris:artUrl", sdbus::Variant(longUrl.substr(0, kMaxUrl))},
+	              {"xesam:artist", sdbus::Variant(std::vector<std::string>(20, tooLong))},
+	              {"xesam:comment", sdbus::Variant(std::vector<std::string>(1000, "c"))},
+	              {"mpris:trackid", sdbus::Variant(sdbus::ObjectPath("/" + std::string(kMaxUrl * 2, 'p')))}};
+	auto cut = read(sdbus::Variant(longOnes));
+	EXPECT_EQ(cut.value, map(longOnes).value);
+	EXPECT_EQ(cut.value["title"].get<std::string>().size(), kMaxText);
+	EXPECT_EQ(cut.value["url"], nullptr);
+	EXPECT_EQ(cut.value["artUrl"].get<std::string>().size(), kMaxUrl);
+	EXPECT_EQ(cut.value["artists"].size(), kMaxArtists);
+	EXPECT_EQ(cut.value["other"]["xesam:comment"].size(), kMaxArtists);
+	EXPECT_EQ(cut.value["trackId"], nullptr);
+	EXPECT_TRUE(cut.badEntries.empty());
+
+	Entries big;
+	for (size_t i = 0; i < 10'000; ++i) big["x:" + std::to_string(i)] = sdbus::Variant(int32_t(1));
+	big["xesam:title"] = sdbus::Variant(std::string("lost"));
+	auto large = read(sdbus::Variant(big));
+	EXPECT_TRUE(large.tooLarge);
+	EXPECT_EQ(large.value["title"], nullptr);
+	EXPECT_TRUE(map(big).tooLarge);
+
+	// Metadata of another type: reported with its type, and skipped.
+	auto text = read(sdbus::Variant(std::string("x")));
+	EXPECT_EQ(text.badEntries, std::vector<std::string>{"Metadata"});
+	EXPECT_EQ(text.signature, "s");
+	EXPECT_EQ(text.value["title"], nullptr);
+	dbus::Value notAMap{sdbus::Variant(std::vector<std::string>{"x"})};
+	EXPECT_EQ(mapMetadata(&notAMap).signature, "as");
 }
 
 TEST(MprisMapping, TrackKeysTellTracksApart) {

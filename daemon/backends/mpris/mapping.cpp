@@ -1,9 +1,11 @@
 #include "mapping.hpp"
 
+#include "../../dbus/raw.hpp"
 #include "../../text.hpp"
 
 #include <systemd/sd-bus.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <limits>
@@ -66,7 +68,66 @@ json urlField(const std::optional<std::string>& url) {
 
 namespace {
 
-using Entries = std::map<std::string, sdbus::Variant>;
+// Metadata's entries as read (mapEntries): the plain values a field can be made of decoded, any
+// other kept as its type only (dbus::Value::unread).
+using Entries = std::map<std::string, dbus::Value>;
+
+[[noreturn]] void malformedValue(const char* what) {
+	throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", std::string("malformed message: ") + what);
+}
+
+// Bytes of a Metadata string that are read: one more than any field keeps (a URL), so that a
+// longer one is still known to be too long (null), and a text field cut from it is the same.
+constexpr size_t kMaxEntryBytes = std::max({kMaxUrl, kMaxTrackId, kMaxText}) + 1;
+
+// Metadata's entries as read from its a{sv} (operator>> below).
+struct BoundedEntries {
+	Entries entries;
+	bool tooLarge = false;
+	bool bounded = false;   // anything left out (readBounded)
+};
+
+// Reads the a{sv} at `msg`'s read position into `e`: its entries up to kMaxMetadataEntries. One
+// more makes it tooLarge, and its entries are dropped: the rest is skipped, which sd-bus does
+// without decoding or copying anything (made an sdbus::Variant each, a million entries took 7 s
+// and 1.1 GiB before they were counted). sdbus-c++ calls it where it reads this type, so that
+// sdbus::Variant::get<BoundedEntries>() reads a cached Metadata in the variant's own message.
+sdbus::Message& operator>>(sdbus::Message& msg, BoundedEntries& e) {
+	sd_bus_message* m = dbus::rawMessage(msg);
+	dbus::checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}"), "Metadata");
+	size_t count = 0;
+	while (dbus::checkRead(sd_bus_message_at_end(m, false), "Metadata") == 0) {
+		if (count == kMaxMetadataEntries) {
+			e.tooLarge = e.bounded = true;
+			e.entries.clear();
+			while (dbus::checkRead(sd_bus_message_at_end(m, false), "Metadata") == 0)
+				dbus::checkRead(sd_bus_message_skip(m, "{sv}"), "Metadata entry");
+			break;
+		}
+		++count;
+		dbus::checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv"), "Metadata entry");
+		const char* key = nullptr;
+		dbus::checkRead(sd_bus_message_read_basic(m, 's', &key), "Metadata key");
+		std::string name(key ? key : "");
+		// Lists as the artists are: their first kMaxArtists items.
+		e.entries.insert_or_assign(std::move(name), readBounded(msg, kMaxEntryBytes, kMaxArtists, &e.bounded));
+		dbus::checkRead(sd_bus_message_exit_container(m), "Metadata entry");
+	}
+	dbus::checkRead(sd_bus_message_exit_container(m), "Metadata");
+	return msg;
+}
+
+} // namespace
+} // namespace qsd::mpris
+
+template <>
+struct sdbus::signature_of<qsd::mpris::BoundedEntries> {
+	static constexpr bool is_valid = true;
+	static const std::string str() { return "a{sv}"; }
+};
+
+namespace qsd::mpris {
+namespace {
 
 // A text entry: cut to kMaxText, null when absent or of another type.
 json text(const Entries& m, const char* key, std::vector<std::string>& bad) {
@@ -96,19 +157,8 @@ json names(const Entries& m, const char* key, std::vector<std::string>& bad) {
 	return out;
 }
 
-} // namespace
-
-Metadata mapMetadata(const dbus::Value* metadata) {
-	Metadata out;
-	Entries m;
-	if (metadata) {
-		if (auto map = dbus::as<Entries>(*metadata)) {
-			if (map->size() > kMaxMetadataEntries) out.tooLarge = true;
-			else m = std::move(*map);
-		} else {
-			out.badEntries.emplace_back("Metadata");
-		}
-	}
+// The tree's metadata from the entries read (`out` holds what reading them found).
+Metadata mapEntries(const Entries& m, Metadata out) {
 	auto& bad = out.badEntries;
 
 	json trackId = nullptr;
@@ -191,6 +241,102 @@ Metadata mapMetadata(const dbus::Value* metadata) {
 	               (title.is_string() ? title.get<std::string>() : std::string()) + "\n" +
 	               (url.is_string() ? url.get<std::string>() : std::string());
 	return out;
+}
+
+} // namespace
+
+Metadata mapMetadata(const dbus::Value* metadata) {
+	Metadata out;
+	BoundedEntries read;
+	const sdbus::Variant* compound = metadata ? metadata->variant() : nullptr;
+	bool map = compound && metadata->signature() == "a{sv}";
+	if (map) {
+		try {
+			read = compound->get<BoundedEntries>();
+			out.tooLarge = read.tooLarge;
+		} catch (const sdbus::Error&) {
+			read = {};
+			map = false;
+		}
+	}
+	if (metadata && !map) {
+		out.badEntries.emplace_back("Metadata");
+		out.signature = metadata->signature();
+	}
+	return mapEntries(read.entries, std::move(out));
+}
+
+dbus::Value readBounded(sdbus::Message& msg, size_t maxBytes, size_t maxItems, bool* bounded) {
+	sd_bus_message* m = dbus::rawMessage(msg);
+	char type = 0;
+	const char* contents = nullptr;
+	if (dbus::checkRead(sd_bus_message_peek_type(m, &type, &contents), "value") == 0 || type != SD_BUS_TYPE_VARIANT ||
+	    !contents)
+		malformedValue("a value is no variant");
+	std::string_view t(contents);
+	auto leftOut = [&] {
+		if (bounded) *bounded = true;
+	};
+	auto text = [&](char c) {
+		const char* s = nullptr;
+		dbus::checkRead(sd_bus_message_read_basic(m, c, &s), "value");
+		std::string_view whole(s ? s : "");
+		if (whole.size() > maxBytes) leftOut();
+		return std::string(whole.substr(0, maxBytes));
+	};
+	if (t == "s" || t == "o" || t == "g") {
+		dbus::checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents), "value");
+		auto value = dbus::Value::text(text(t[0]), t[0]);
+		dbus::checkRead(sd_bus_message_exit_container(m), "value");
+		return value;
+	}
+	if (t == "as" || t == "ao") {
+		std::vector<std::string> list;
+		dbus::checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents), "value");
+		dbus::checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, contents + 1), "list");
+		while (dbus::checkRead(sd_bus_message_at_end(m, false), "list") == 0) {
+			if (list.size() < maxItems) {
+				list.push_back(text(t[1]));
+			} else {
+				leftOut();
+				dbus::checkRead(sd_bus_message_skip(m, contents + 1), "list item");
+			}
+		}
+		dbus::checkRead(sd_bus_message_exit_container(m), "list");
+		dbus::checkRead(sd_bus_message_exit_container(m), "value");
+		return dbus::Value::texts(std::move(list), t[1]);
+	}
+	// The other basic types but h are small; anything else (containers, byte arrays) feeds no
+	// field and may be as large as the message: kept as its type only.
+	if (t.size() == 1 && std::string_view("ybnqiuxtd").find(t[0]) != std::string_view::npos) return dbus::Value::read(msg);
+	leftOut();
+	auto unread = dbus::Value::unread(contents);
+	dbus::checkRead(sd_bus_message_skip(m, "v"), "value");
+	return unread;
+}
+
+Metadata readMetadata(sdbus::Message& msg, bool* bounded) {
+	sd_bus_message* m = dbus::rawMessage(msg);
+	Metadata out;
+	BoundedEntries read;
+	char type = 0;
+	const char* contents = nullptr;
+	if (dbus::checkRead(sd_bus_message_peek_type(m, &type, &contents), "Metadata") == 0 || type != SD_BUS_TYPE_VARIANT ||
+	    !contents)
+		malformedValue("Metadata is no variant");
+	if (std::string_view(contents) == "a{sv}") {
+		dbus::checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, contents), "Metadata");
+		msg >> read;
+		dbus::checkRead(sd_bus_message_exit_container(m), "Metadata");
+		out.tooLarge = read.tooLarge;
+		if (bounded && read.bounded) *bounded = true;
+	} else {
+		out.badEntries.emplace_back("Metadata");
+		out.signature = contents;
+		if (bounded) *bounded = true;
+		dbus::checkRead(sd_bus_message_skip(m, "v"), "Metadata");
+	}
+	return mapEntries(read.entries, std::move(out));
 }
 
 std::vector<std::string> supportedNames(std::vector<std::string> names) {

@@ -23,12 +23,16 @@ constexpr const char* kPlayerIface = "org.mpris.MediaPlayer2.Player";
 
 // What a player can make qsd hold (any process may own an org.mpris.MediaPlayer2.* name).
 constexpr size_t kMaxPlayers = 32;            // players in the tree (and being read) at once
+// Players of one D-Bus connection: real programs own one or two names (mpv-mpris: mpv and
+// mpv.instance<pid>), KDE Connect one per player of its paired devices; more wait, as beyond
+// kMaxPlayers, so that one program cannot take every slot.
+constexpr size_t kMaxPlayersPerConnection = 16;
 constexpr size_t kMaxWaiting = 256;           // names beyond the cap remembered for a free slot
 constexpr size_t kMaxText = 1024;             // bytes of a text field (title, artist, identity…)
 constexpr size_t kMaxUrl = 8192;              // bytes of a URL (url, artUrl); longer: null
 constexpr size_t kMaxTrackId = 4096;          // bytes of a track id (an object path); longer: null
 constexpr size_t kMaxArtists = 16;            // entries of artists and albumArtists
-constexpr size_t kMaxMetadataEntries = 128;   // keys of Metadata; more: the metadata is ignored
+constexpr size_t kMaxMetadataEntries = 128;   // entries of Metadata; more: the metadata is ignored
 constexpr size_t kMaxDesktopEntry = 255;      // bytes of DesktopEntry that qsd looks a file up for
 constexpr size_t kMaxDesktopFile = 64 * 1024; // bytes of a .desktop file that are read
 constexpr size_t kMaxSupported = 256;         // entries of supportedUriSchemes and supportedMimeTypes
@@ -65,7 +69,8 @@ struct Metadata {
 	// ignored.
 	std::optional<uint32_t> browserPid;
 	std::vector<std::string> badEntries;     // keys of an unexpected type (logged once by the caller)
-	bool tooLarge = false;                   // more than kMaxMetadataEntries keys: ignored
+	std::string signature;                   // Metadata's own D-Bus type, when it is not a{sv} (badEntries "Metadata")
+	bool tooLarge = false;                   // more than kMaxMetadataEntries entries: ignored
 };
 // `metadata` is the Metadata property (nullptr when absent). Missing or wrongly typed entries
 // give null (or [] for the artist lists); xesam:artist and xesam:albumArtist may be `as` or `s`.
@@ -73,7 +78,23 @@ struct Metadata {
 // xesam:userRating...), as Quickshell's raw metadata map has them: strings and object paths cut
 // as the texts are, booleans, finite numbers, and string lists as the artists; entries of other
 // types (nested containers, byte arrays) and keys over kMaxMetadataKey bytes are left out.
+// At most kMaxMetadataEntries entries are decoded, and of their strings only what a field can
+// show (readBounded): one more entry makes the metadata tooLarge without the rest being decoded
+// (each made an sdbus::Variant before they were counted, a million entries cost 7 s of CPU and
+// 1.1 GiB).
 [[nodiscard]] Metadata mapMetadata(const dbus::Value* metadata);
+// The same, read straight from a message: the variant at `msg`'s read position, which moves
+// past it (the entries past the bound are skipped, not decoded). Throws sdbus::Error when the
+// message holds no variant there or is malformed. `bounded` is set when a bound left anything out.
+[[nodiscard]] Metadata readMetadata(sdbus::Message& msg, bool* bounded = nullptr);
+
+// The variant at `msg`'s read position (which moves past it), read as far as a field can show
+// it: a string (s, o, g) keeps its first `maxBytes` bytes, a list of them (as, ao) its first
+// `maxItems` items so cut, the other basic types but h are read whole, and any other type is
+// skipped unread (dbus::Value::unread, its type kept for the warning). A 25 MB title was copied
+// whole three times before it was cut. `bounded` is set when anything was left out. Throws
+// sdbus::Error when there is no variant there.
+[[nodiscard]] dbus::Value readBounded(sdbus::Message& msg, size_t maxBytes, size_t maxItems, bool* bounded = nullptr);
 
 // A URL field: kept when it fits kMaxUrl, null otherwise (a cut URL would name something else).
 [[nodiscard]] nlohmann::json urlField(const std::optional<std::string>& url);

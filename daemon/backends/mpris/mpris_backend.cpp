@@ -1,5 +1,6 @@
 #include "mpris_backend.hpp"
 
+#include "../../dbus/raw.hpp"
 #include "../../log.hpp"
 
 #include <qsd/protocol/mirror.hpp>
@@ -27,6 +28,13 @@ const std::set<std::string, std::less<>> kRootProps = {
 const std::set<std::string, std::less<>> kPlayerProps = {
     "PlaybackStatus", "LoopStatus", "Rate", "Shuffle", "Volume", "MinimumRate", "MaximumRate",
     "CanControl", "CanPlay", "CanPause", "CanGoNext", "CanGoPrevious", "CanSeek"};
+// What the player interface's values hold between arrival and digest: Position too, which digest
+// reads (and drops); Metadata is mapped as it arrives (Player::metaIn).
+const std::set<std::string, std::less<>> kPlayerKept = [] {
+	auto kept = kPlayerProps;
+	kept.insert("Position");
+	return kept;
+}();
 
 // Keeps the properties in `keep`, with their strings cut to kMaxText and their string lists to
 // supportedNames' bounds (a value of another type is kept as its signature, for the warning).
@@ -55,6 +63,60 @@ void trim(dbus::Properties& props, const std::set<std::string, std::less<>>& kee
 	}
 	for (const auto& name: *names)
 		if (auto it = props.find(name); it != props.end()) one(it);
+}
+
+[[noreturn]] void malformedChange(const char* what) {
+	throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", std::string("malformed message: ") + what);
+}
+
+// The a{sv} of properties at `msg`'s read position (a GetAll's answer, a PropertiesChanged's
+// changed values), read with sd-bus: only the properties in `keep` are decoded, the others
+// skipped unread, and with `meta` Metadata is mapped straight from the message (readMetadata:
+// 128 entries at most decoded). Decoded whole, every name a player sent was kept by a player not
+// published yet, and a million Metadata entries were each made a variant, or copied twice.
+// Returns whether a bound left out part of a kept value (readBounded): the message was large.
+bool readValues(sdbus::Message& msg, const std::set<std::string, std::less<>>& keep, dbus::Properties& out,
+                std::optional<Metadata>* meta) {
+	bool bounded = false;
+	sd_bus_message* m = dbus::rawMessage(msg);
+	if (dbus::checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}"), "properties") == 0)
+		malformedChange("properties are missing");
+	for (;;) {
+		if (dbus::checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv"), "property") == 0) break;
+		const char* key = nullptr;
+		dbus::checkRead(sd_bus_message_read_basic(m, 's', &key), "property name");
+		std::string name(key ? key : "");
+		if (meta && name == "Metadata") {
+			*meta = readMetadata(msg, &bounded);
+		} else if (!keep.count(name)) {
+			dbus::checkRead(sd_bus_message_skip(m, "v"), "property value");
+		} else {
+			// Strings to a byte past what trim keeps (a longer one is still cut the same), every item
+			// of a list (supportedNames keeps the first 256 that fit, wherever they are).
+			out.insert_or_assign(std::move(name), readBounded(msg, kMaxText + 1, SIZE_MAX, &bounded));
+		}
+		dbus::checkRead(sd_bus_message_exit_container(m), "property");
+	}
+	dbus::checkRead(sd_bus_message_exit_container(m), "properties");
+	return bounded;
+}
+
+// A PropertiesChanged after its interface: its changed values (readValues) and whether any
+// property was invalidated.
+bool readChange(sdbus::Message& msg, const std::set<std::string, std::less<>>& keep, dbus::PropertiesChanged& change,
+                std::optional<Metadata>* meta) {
+	bool bounded = readValues(msg, keep, change.changed, meta);
+	sd_bus_message* m = dbus::rawMessage(msg);
+	if (dbus::checkRead(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "s"), "invalidated") == 0)
+		malformedChange("the invalidated list is missing");
+	// Only whether any was invalidated matters (the interface is read again): the first is kept.
+	for (;;) {
+		const char* name = nullptr;
+		if (dbus::checkRead(sd_bus_message_read_basic(m, 's', &name), "invalidated name") == 0) break;
+		if (change.invalidated.empty()) change.invalidated.emplace_back(name ? name : "");
+	}
+	dbus::checkRead(sd_bus_message_exit_container(m), "invalidated");
+	return bounded;
 }
 
 // The fields of a published player. A PropertiesChanged maps and compares only the fields of the
@@ -199,7 +261,12 @@ void MprisBackend::onNameOwnerChanged(const std::string& name, const std::string
 		if (auto* p = find(*key); p && p->owner == oldOwner)
 			removePlayer(*key, newOwner.empty() ? "left the bus" : "changed owner", newOwner.empty());
 	}
-	if (!newOwner.empty()) addPlayer(name, newOwner);
+	if (!newOwner.empty()) {
+		addPlayer(name, newOwner);
+		// Taken over by a connection that has its share of players: the name waits, and the slot it
+		// kept goes to a name that waited.
+		if (!oldOwner.empty()) admitWaiting();
+	}
 }
 
 void MprisBackend::addPlayer(const std::string& name, const std::string& owner) {
@@ -209,10 +276,17 @@ void MprisBackend::addPlayer(const std::string& name, const std::string& owner) 
 		if (p->owner == owner) return;
 		removePlayer(*key, "changed owner", false);
 	}
-	if (players_.size() >= kMaxPlayers) {
-		if (!warnedCap_)
+	bool full = players_.size() >= kMaxPlayers;
+	// One program's names (one connection) take at most kMaxPlayersPerConnection slots: real ones
+	// have one or two, and one that owned them all would keep every other player out.
+	bool connectionFull = !full && playersOf(owner) >= kMaxPlayersPerConnection;
+	if (full || connectionFull) {
+		if (full && !warnedCap_)
 			log::warning("mpris", "more than {} media players on the bus: {} and further ones wait for a free slot", kMaxPlayers, name);
-		warnedCap_ = true;
+		if (connectionFull && !warnedConnectionCap_)
+			log::warning("mpris", "{} owns more than {} media players: {} and its further ones wait for a free slot", owner,
+			             kMaxPlayersPerConnection, name);
+		(full ? warnedCap_ : warnedConnectionCap_) = true;
 		if (waiting_.size() < kMaxWaiting) waiting_[name] = owner;
 		return;
 	}
@@ -266,11 +340,20 @@ void MprisBackend::removePlayer(const std::string& key, const char* why, bool ad
 }
 
 void MprisBackend::admitWaiting() {
-	while (players_.size() < kMaxPlayers && !waiting_.empty()) {
-		auto [name, owner] = *waiting_.begin();
-		waiting_.erase(waiting_.begin());
-		addPlayer(name, owner);
+	for (auto it = waiting_.begin(); it != waiting_.end() && players_.size() < kMaxPlayers;) {
+		// A name of a connection that has its share waits on, for one of that connection's players.
+		if (playersOf(it->second) >= kMaxPlayersPerConnection) {
+			++it;
+			continue;
+		}
+		auto [name, owner] = *it;
+		it = waiting_.erase(it);
+		addPlayer(name, owner);   // inserts into waiting_ nothing: there is room for it
 	}
+}
+
+size_t MprisBackend::playersOf(const std::string& owner) const {
+	return size_t(std::count_if(players_.begin(), players_.end(), [&](const auto& kv) { return kv.second->owner == owner; }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -280,21 +363,52 @@ void MprisBackend::load(Player& p) {
 	if (p.loading) return;
 	p.failed = false;
 	p.retry.cancel();
-	auto done = [this, key = p.key, serial = p.serial](bool root) {
-		return [this, key, serial, root](const sdbus::Error* e) {
-			if (auto* q = find(key, serial)) loaded(*q, root, e);
-		};
-	};
 	if (!p.root.loaded() || p.reloadRoot) {
 		p.reloadRoot = false;
-		++p.loading;
-		p.root.load(calls_, group(p.key), *p.proxy, done(true), kCallTimeout);
+		readInterface(p, true);
 	}
 	if (!p.player.loaded() || p.reloadPlayer) {
 		p.reloadPlayer = false;
-		++p.loading;
-		p.player.load(calls_, group(p.key), *p.proxy, done(false), kCallTimeout);
+		readInterface(p, false);
 	}
+}
+
+// A raw call, its answer read as a PropertiesChanged is (readValues): dbus::PropertySet::load
+// decoded every property of it through sdbus-c++, and a Metadata of a million entries was copied
+// whole twice before it was counted. A player not published yet keeps what one interface answered
+// until the other is read: so only what a published player keeps.
+void MprisBackend::readInterface(Player& p, bool root) {
+	++p.loading;
+	auto call = p.proxy->createMethodCall(dbus::kPropertiesIface, "GetAll");
+	call << std::string(root ? kRootIface : kPlayerIface);
+	calls_.start(
+	    group(p.key), *p.proxy, call,
+	    [this, key = p.key, serial = p.serial, root](sdbus::MethodReply* reply, const sdbus::Error* e) {
+		    auto* q = find(key, serial);
+		    if (!q) return;
+		    std::optional<sdbus::Error> malformed;
+		    if (reply) {
+			    const auto& keep = root ? kRootProps : kPlayerKept;
+			    dbus::Properties props;
+			    std::optional<Metadata> meta;
+			    try {
+				    if (readValues(*reply, keep, props, root ? nullptr : &meta)) context_.server.heapFreed();
+			    } catch (const sdbus::Error& x) {
+				    malformed = x;
+			    }
+			    if (!malformed) {
+				    trim(props, keep, nullptr);
+				    (root ? q->root : q->player).assign(std::move(props));
+				    if (!root) {
+					    // The answer replaced every value: a Metadata mapped from an earlier one is gone too.
+					    q->metaIn.reset();
+					    if (meta) takeMetadata(*q, std::move(*meta));
+				    }
+			    }
+		    }
+		    loaded(*q, root, malformed ? &*malformed : e);
+	    },
+	    kCallTimeout);
 }
 
 void MprisBackend::loaded(Player& p, bool root, const sdbus::Error* e) {
@@ -324,20 +438,43 @@ void MprisBackend::loaded(Player& p, bool root, const sdbus::Error* e) {
 	if (stale && p.published) readPosition(p);
 }
 
+void MprisBackend::takeMetadata(Player& p, Metadata meta) {
+	for (const auto& bad: meta.badEntries) {
+		auto type = dbus::Value::unread(meta.signature);
+		reader_.wrongType(p.key, "Metadata " + bad, bad == "Metadata" ? &type : nullptr);
+	}
+	if (meta.tooLarge && p.warned.insert("Metadata size").second)
+		log::warning("mpris", "{}: Metadata has more than {} entries; ignored", p.name, kMaxMetadataEntries);
+	p.metaIn = std::move(meta);
+}
+
 void MprisBackend::onPropertiesChanged(sdbus::Message& msg) {
 	const std::string sender = msg.getSender();
-	auto change = dbus::PropertiesChanged::read(msg);
+	// Not read at all from a sender that owns no player (a name of it that waits for a slot is
+	// read whole when it gets one).
+	if (std::none_of(players_.begin(), players_.end(), [&](const auto& kv) { return kv.second->owner == sender; })) return;
+	dbus::PropertiesChanged change;
+	change.interface = dbus::PropertiesChanged::readInterface(msg);
 	bool isRoot = change.interface == kRootIface;
 	if (!isRoot && change.interface != kPlayerIface) return;
+	// Read and bounded once, however many player names the sender owns: only the properties qsd
+	// reads, cut as trim cuts them, and Metadata mapped. A player that is not published yet keeps
+	// what it is sent for as long as its other interface cannot be read.
+	const auto& keep = isRoot ? kRootProps : kPlayerKept;
+	std::optional<Metadata> meta;
+	// A message large enough to be cut leaves glibc's free heap where it was read: given back
+	// (as the tray does after large pixmaps).
+	if (readChange(msg, keep, change, isRoot ? nullptr : &meta)) context_.server.heapFreed();
+	trim(change.changed, keep, nullptr);
+	// Invalidated properties keep their values until the GetAll that reads them answers: dropped
+	// now, a playing player would be published stopped (and playing again, as if it had just
+	// started) for a round trip.
+	bool invalidated = !change.invalidated.empty();
+	change.invalidated.clear();
 	for (auto& [key, ptr]: players_) {
 		auto& p = *ptr;
 		if (p.owner != sender) continue;
 		auto copy = change;   // a process may own several player names
-		// Invalidated properties keep their values until the GetAll that reads them answers:
-		// dropped now, a playing player would be published stopped (and playing again, as if it
-		// had just started) for a round trip.
-		bool invalidated = !copy.invalidated.empty();
-		copy.invalidated.clear();
 		auto& set = isRoot ? p.root : p.player;
 		auto c = set.apply(copy);
 		if (!c) continue;
@@ -346,6 +483,10 @@ void MprisBackend::onPropertiesChanged(sdbus::Message& msg) {
 			// is alive after all, and is read now.
 			if (!p.loading) load(p);
 			continue;
+		}
+		if (meta) {
+			c->names.emplace_back("Metadata");
+			takeMetadata(p, *meta);
 		}
 		if (invalidated) {
 			(isRoot ? p.reloadRoot : p.reloadPlayer) = true;
@@ -392,14 +533,12 @@ void MprisBackend::digest(Player& p, const std::vector<std::string>* names) {
 		position = dbus::asInt(*x);
 		if (!position) reader_.wrongType(key, "Position", x);
 	}
+	// Metadata was mapped (and what is wrong with it logged) when it arrived.
 	bool trackChanged = false;
-	if (auto* m = dbus::find(v, "Metadata")) {
-		auto meta = mapMetadata(m);
-		for (const auto& bad: meta.badEntries) reader_.wrongType(key, "Metadata " + bad, bad == "Metadata" ? m : nullptr);
-		if (meta.tooLarge && p.warned.insert("Metadata size").second)
-			log::warning("mpris", "{}: Metadata has more than {} entries; ignored", p.name, kMaxMetadataEntries);
-		trackChanged = p.published && meta.trackKey != p.meta.trackKey;
-		p.meta = std::move(meta);
+	if (p.metaIn) {
+		trackChanged = p.published && p.metaIn->trackKey != p.meta.trackKey;
+		p.meta = std::move(*p.metaIn);
+		p.metaIn.reset();
 	}
 
 	std::string status = p.status;

@@ -6,8 +6,8 @@
 // only when something tells qsd it jumped (Seeked, a status, rate or track change).
 //
 // Any process may own an org.mpris.MediaPlayer2.* name, so everything a player sends is
-// bounded (mapping.hpp) and each player has its own calls, in flight one per kind, with a
-// timeout: a player that never answers holds up only itself.
+// bounded (mapping.hpp) as it arrives, published or not, and each player has its own calls, in
+// flight one per kind, with a timeout: a player that never answers holds up only itself.
 //
 // mpris_backend.cpp: names, reading, signals, position, the active player; actions.cpp: the
 // media.* methods; mapping.cpp: the pure value tables; icons.cpp: iconUrl.
@@ -88,6 +88,9 @@ private:
 
 		// Mapped values (the wire values are dropped once mapped: a player's memory is bounded).
 		Metadata meta;
+		// Metadata mapped as it arrived and not digested yet: a player not published yet (its other
+		// interface not read) keeps this rather than the raw value, which could be 128 MiB.
+		std::optional<Metadata> metaIn;
 		std::string status = "stopped";
 		double rate = 1;
 		std::string desktopEntry;             // the one iconUrl was found for
@@ -118,11 +121,18 @@ private:
 	// `admit`: give the freed slot to a name waiting for one (not when the same name comes back
 	// under a new owner, which takes its own slot again).
 	void removePlayer(const std::string& key, const char* why, bool admit = true);
+	// Lets in the waiting names there is room for (kMaxPlayers, kMaxPlayersPerConnection).
 	void admitWaiting();
+	[[nodiscard]] size_t playersOf(const std::string& owner) const;
 
 	// --- reading
 	void load(Player& p);
 	void loaded(Player& p, bool root, const sdbus::Error* e);
+	// One GetAll of the root or the player interface, bounded as it arrives: only the properties
+	// qsd reads, cut, Metadata mapped (Player::metaIn).
+	void readInterface(Player& p, bool root);
+	// Keeps Metadata mapped as it arrived for the next digest, and logs what is wrong with it.
+	void takeMetadata(Player& p, Metadata meta);
 	void onPropertiesChanged(sdbus::Message& msg);
 	void onSeeked(sdbus::Message& msg);
 	// Maps what was read (keeps only what is used), following status, rate and track changes:
@@ -185,8 +195,9 @@ private:
 	bool listed_ = false;
 	Retry relist_{kRelist};
 	std::map<std::string, std::unique_ptr<Player>> players_;   // by key
-	std::map<std::string, std::string> waiting_;               // names over the cap -> owner
+	std::map<std::string, std::string> waiting_;               // names over a cap -> owner
 	bool warnedCap_ = false;
+	bool warnedConnectionCap_ = false;
 	uint64_t nextSerial_ = 1;
 	uint64_t seq_ = 0;
 	std::optional<std::string> pinned_;
