@@ -7,6 +7,10 @@
  *       ROUTES EnumRoute entries and ROUTES active Route entries (one per card device), each
  *       name and description LENGTH bytes: "p<index>-" or "r<index>-", then "é" (2 bytes) to
  *       the length. Prints "ready <global id>" once exported; SIGTERM ends it.
+ *   pw_test_peer devices COUNT PROFILES ROUTES LENGTH
+ *       the same, COUNT devices exported one after the other, named qsd_hostile_card_<i>.
+ *       Prints "ready <global id> <global id>..." once PipeWire has all of them, in the order
+ *       they were exported; SIGTERM ends it, and they go with it.
  *   pw_test_peer metadata KEY LENGTH COUNT NAME
  *       writes COUNT keys of the "default" metadata (subject 0): KEY itself when COUNT is 1,
  *       else KEY.0, KEY.1..., each {"name":"NAME","pad":"xxx..."} of LENGTH bytes (type
@@ -33,6 +37,22 @@
 #include <spa/param/route.h>
 #include <spa/pod/builder.h>
 
+struct data;
+
+/* One exported device. */
+struct device {
+	struct data *d;
+	struct spa_device device;
+	struct spa_hook_list hooks;
+	struct spa_device_info info;
+	struct spa_param_info params[4];
+	char name[64];
+	struct spa_dict_item items[4];
+	struct pw_proxy *proxy;
+	struct spa_hook proxy_listener;
+	uint32_t global;
+};
+
 struct data {
 	struct pw_main_loop *loop;
 	struct pw_context *context;
@@ -41,13 +61,10 @@ struct data {
 	int sync_seq;
 	void (*on_synced)(struct data *d);
 
-	/* device */
-	struct spa_device device;
-	struct spa_hook_list hooks;
-	struct spa_device_info info;
-	struct spa_param_info params[4];
-	struct pw_proxy *proxy;
-	struct spa_hook proxy_listener;
+	/* device, devices */
+	struct device *devices;
+	long n_devices, n_bound;
+	bool numbered;
 	long profiles, routes, length;
 
 	/* metadata */
@@ -102,46 +119,40 @@ static void fill_name(char *out, long length, char prefix, uint32_t index)
 
 /* --- device */
 
-static const struct spa_dict_item device_items[] = {
-	{PW_KEY_MEDIA_CLASS, "Audio/Device"},
-	{PW_KEY_DEVICE_API, "qsd-hostile"},
-	{PW_KEY_DEVICE_NAME, "qsd_hostile_card"},
-	{PW_KEY_DEVICE_DESCRIPTION, "qsd hostile card"},
-};
-
-static void emit_info(struct data *d)
+static void emit_info(struct device *dev)
 {
-	d->info.change_mask = SPA_DEVICE_CHANGE_MASK_PARAMS | SPA_DEVICE_CHANGE_MASK_PROPS;
-	d->info.props = &SPA_DICT_INIT_ARRAY(device_items);
-	d->info.params = d->params;
-	d->info.n_params = 4;
-	spa_device_emit_info(&d->hooks, &d->info);
-	d->info.change_mask = 0;
+	dev->info.change_mask = SPA_DEVICE_CHANGE_MASK_PARAMS | SPA_DEVICE_CHANGE_MASK_PROPS;
+	dev->info.props = &SPA_DICT_INIT_ARRAY(dev->items);
+	dev->info.params = dev->params;
+	dev->info.n_params = 4;
+	spa_device_emit_info(&dev->hooks, &dev->info);
+	dev->info.change_mask = 0;
 }
 
 static int device_add_listener(void *object, struct spa_hook *listener, const struct spa_device_events *events,
 			       void *data)
 {
-	struct data *d = object;
+	struct device *dev = object;
 	struct spa_hook_list save;
-	spa_hook_list_isolate(&d->hooks, &save, listener, events, data);
+	spa_hook_list_isolate(&dev->hooks, &save, listener, events, data);
 	if (events->info)
-		emit_info(d);
-	spa_hook_list_join(&d->hooks, &save);
+		emit_info(dev);
+	spa_hook_list_join(&dev->hooks, &save);
 	return 0;
 }
 
 static int device_sync(void *object, int seq)
 {
-	struct data *d = object;
-	spa_device_emit_result(&d->hooks, seq, 0, 0, NULL);
+	struct device *dev = object;
+	spa_device_emit_result(&dev->hooks, seq, 0, 0, NULL);
 	return 0;
 }
 
 static int device_enum_params(void *object, int seq, uint32_t id, uint32_t start, uint32_t num,
 			      const struct spa_pod *filter)
 {
-	struct data *d = object;
+	struct device *dev = object;
+	struct data *d = dev->d;
 	(void)filter;
 	long n = id == SPA_PARAM_EnumProfile ? d->profiles
 		: id == SPA_PARAM_Profile ? 1
@@ -174,7 +185,7 @@ static int device_enum_params(void *object, int seq, uint32_t id, uint32_t start
 				spa_pod_builder_add(&b, SPA_PARAM_ROUTE_device, SPA_POD_Int(result.index), 0);
 		}
 		result.param = spa_pod_builder_pop(&b, &f);
-		spa_device_emit_result(&d->hooks, seq, 0, SPA_RESULT_TYPE_DEVICE_PARAMS, &result);
+		spa_device_emit_result(&dev->hooks, seq, 0, SPA_RESULT_TYPE_DEVICE_PARAMS, &result);
 	}
 	free(name);
 	free(buffer);
@@ -195,10 +206,21 @@ static const struct spa_device_methods device_methods = {
 	.set_param = device_set_param,
 };
 
+/* "ready" and the global ids once every device is bound: the server handles a client's exports
+ * in order, so the ids are in the order the devices were exported. */
 static void on_bound(void *data, uint32_t global_id)
 {
-	(void)data;
-	printf("ready %u\n", global_id);
+	struct device *dev = data;
+	struct data *d = dev->d;
+	if (dev->global != SPA_ID_INVALID)
+		return;
+	dev->global = global_id;
+	if (++d->n_bound < d->n_devices)
+		return;
+	printf("ready");
+	for (long i = 0; i < d->n_devices; i++)
+		printf(" %u", d->devices[i].global);
+	printf("\n");
 	fflush(stdout);
 }
 
@@ -209,19 +231,38 @@ static const struct pw_proxy_events proxy_events = {
 
 static int run_device(struct data *d)
 {
-	spa_hook_list_init(&d->hooks);
-	d->device.iface = SPA_INTERFACE_INIT(SPA_TYPE_INTERFACE_Device, SPA_VERSION_DEVICE, &device_methods, d);
-	d->info = SPA_DEVICE_INFO_INIT();
-	d->params[0] = SPA_PARAM_INFO(SPA_PARAM_EnumProfile, SPA_PARAM_INFO_READ);
-	d->params[1] = SPA_PARAM_INFO(SPA_PARAM_Profile, SPA_PARAM_INFO_READWRITE);
-	d->params[2] = SPA_PARAM_INFO(SPA_PARAM_EnumRoute, SPA_PARAM_INFO_READ);
-	d->params[3] = SPA_PARAM_INFO(SPA_PARAM_Route, SPA_PARAM_INFO_READWRITE);
-	d->proxy = pw_core_export(d->core, SPA_TYPE_INTERFACE_Device, &SPA_DICT_INIT_ARRAY(device_items), &d->device, 0);
-	if (!d->proxy) {
-		perror("pw_core_export");
+	d->devices = calloc((size_t)d->n_devices, sizeof *d->devices);
+	if (!d->devices)
 		return 1;
+	for (long i = 0; i < d->n_devices; i++) {
+		struct device *dev = &d->devices[i];
+		dev->d = d;
+		dev->global = SPA_ID_INVALID;
+		if (d->numbered)
+			snprintf(dev->name, sizeof dev->name, "qsd_hostile_card_%ld", i);
+		else
+			snprintf(dev->name, sizeof dev->name, "qsd_hostile_card");
+		dev->items[0] = SPA_DICT_ITEM_INIT(PW_KEY_MEDIA_CLASS, "Audio/Device");
+		dev->items[1] = SPA_DICT_ITEM_INIT(PW_KEY_DEVICE_API, "qsd-hostile");
+		dev->items[2] = SPA_DICT_ITEM_INIT(PW_KEY_DEVICE_NAME, dev->name);
+		dev->items[3] = SPA_DICT_ITEM_INIT(PW_KEY_DEVICE_DESCRIPTION, "qsd hostile card");
+		spa_hook_list_init(&dev->hooks);
+		dev->device.iface = SPA_INTERFACE_INIT(SPA_TYPE_INTERFACE_Device, SPA_VERSION_DEVICE, &device_methods, dev);
+		dev->info = SPA_DEVICE_INFO_INIT();
+		dev->params[0] = SPA_PARAM_INFO(SPA_PARAM_EnumProfile, SPA_PARAM_INFO_READ);
+		dev->params[1] = SPA_PARAM_INFO(SPA_PARAM_Profile, SPA_PARAM_INFO_READWRITE);
+		dev->params[2] = SPA_PARAM_INFO(SPA_PARAM_EnumRoute, SPA_PARAM_INFO_READ);
+		dev->params[3] = SPA_PARAM_INFO(SPA_PARAM_Route, SPA_PARAM_INFO_READWRITE);
+		dev->proxy = pw_core_export(d->core, SPA_TYPE_INTERFACE_Device, &SPA_DICT_INIT_ARRAY(dev->items),
+					    &dev->device, 0);
+		if (!dev->proxy) {
+			perror("pw_core_export");
+			return 1;
+		}
+		pw_proxy_add_listener(dev->proxy, &dev->proxy_listener, &proxy_events, dev);
+		/* Let the messages go out as they are made: the connection's buffer holds a few. */
+		pw_loop_iterate(pw_main_loop_get_loop(d->loop), 0);
 	}
-	pw_proxy_add_listener(d->proxy, &d->proxy_listener, &proxy_events, d);
 	pw_main_loop_run(d->loop);
 	return 0;
 }
@@ -315,8 +356,8 @@ static int run_nodes(struct data *d)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: pw_test_peer device PROFILES ROUTES LENGTH | metadata KEY LENGTH COUNT NAME | "
-			"nodes COUNT\n");
+	fprintf(stderr, "usage: pw_test_peer device PROFILES ROUTES LENGTH | devices COUNT PROFILES ROUTES LENGTH | "
+			"metadata KEY LENGTH COUNT NAME | nodes COUNT\n");
 	return 2;
 }
 
@@ -327,9 +368,16 @@ int main(int argc, char **argv)
 		return usage();
 	const char *mode = argv[1];
 	if (strcmp(mode, "device") == 0 && argc == 5) {
+		d.n_devices = 1;
 		d.profiles = atol(argv[2]);
 		d.routes = atol(argv[3]);
 		d.length = atol(argv[4]);
+	} else if (strcmp(mode, "devices") == 0 && argc == 6) {
+		d.n_devices = atol(argv[2]);
+		d.numbered = true;
+		d.profiles = atol(argv[3]);
+		d.routes = atol(argv[4]);
+		d.length = atol(argv[5]);
 	} else if (strcmp(mode, "metadata") == 0 && argc == 6) {
 		d.key = argv[2];
 		d.length = atol(argv[3]);
@@ -340,7 +388,8 @@ int main(int argc, char **argv)
 	} else {
 		return usage();
 	}
-	if (d.length < 0 || d.length > (64l << 20) || d.count < 0 || d.profiles < 0 || d.routes < 0)
+	if (d.length < 0 || d.length > (64l << 20) || d.count < 0 || d.profiles < 0 || d.routes < 0 ||
+	    (d.numbered && (d.n_devices < 1 || d.n_devices > 100000)))
 		return usage();
 
 	pw_init(NULL, NULL);
@@ -356,10 +405,11 @@ int main(int argc, char **argv)
 	}
 	pw_core_add_listener(d.core, &d.core_listener, &core_events, &d);
 
-	int res = strcmp(mode, "device") == 0 ? run_device(&d) : strcmp(mode, "metadata") == 0 ? run_metadata(&d)
-										   : run_nodes(&d);
-	if (d.proxy)
-		pw_proxy_destroy(d.proxy);
+	int res = d.n_devices > 0 ? run_device(&d) : strcmp(mode, "metadata") == 0 ? run_metadata(&d) : run_nodes(&d);
+	for (long i = 0; d.devices && i < d.n_devices; i++)
+		if (d.devices[i].proxy)
+			pw_proxy_destroy(d.devices[i].proxy);
+	free(d.devices);
 	if (d.metadata)
 		pw_proxy_destroy((struct pw_proxy *)d.metadata);
 	if (d.registry)

@@ -354,6 +354,15 @@ def audio_nodes(c, sub):
     return c.mirror(sub).get("audio", {}).get("nodes", {})
 
 
+def audio_devices(c, sub):
+    return c.mirror(sub).get("audio", {}).get("devices", {})
+
+
+def device_names(c, sub):
+    """The `name` (device.name) of every device in the mirror of /audio."""
+    return [d["name"] for d in audio_devices(c, sub).values()]
+
+
 def node_key(c, sub, name, timeout=20):
     """The key of the node named `name` once it is in the mirror."""
     def find():

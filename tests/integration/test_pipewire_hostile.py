@@ -1,13 +1,19 @@
 """What any client of the session's PipeWire can send qsd, bounded (docs/backends/pipewire.md,
-"Bounds"): a device it exports with hundreds of profiles and routes of 4 KB names, `default`
-metadata values of any size and keys qsd does not use, and audio nodes without volume controls
-made by the dozen. The hostile client is tests/integration/pw_test_peer.c."""
+"Bounds"): a device it exports with hundreds of profiles and routes of 4 KB names, more devices
+than qsd shows, `default` metadata values of any size and keys qsd does not use, and audio nodes
+without volume controls made by the dozen. The hostile client is
+tests/integration/pw_test_peer.c."""
 
 import json
+import time
 
 import pytest
 
-from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key
+from pwtest import PipeWire, audio_devices, audio_nodes, device_names, exits_cleanly, node_key
+
+# qsd's bounds (daemon/backends/pipewire/mapping.hpp): kMaxDevices, kMaxParamTextBytes.
+MAX_DEVICES = 128
+MAX_PARAM_TEXT = 256
 
 
 @pytest.fixture(autouse=True)
@@ -43,8 +49,9 @@ def cut(text, limit=1024):
 
 def test_a_devices_profiles_and_routes_are_bounded(env):
     """A device with 200 profiles and 200 routes, each name and description 4 KB: qsd keeps the
-    first 128 of each list, every text cut at a character after 1 KiB. Uncut, this one device was
-    3.2 MB of /audio, sent to every subscriber (2000 such profiles were 18 MB)."""
+    first 128 of each list, every text cut at a character after 256 bytes. Uncut, this one device
+    was 3.2 MB of /audio, sent to every subscriber (2000 such profiles were 18 MB); with texts cut
+    at 1 KiB it was 0.55 MB."""
     pw, c, sub, _ = start(env)
     pw.peer("device", 200, 200, 4096)
 
@@ -55,18 +62,87 @@ def test_a_devices_profiles_and_routes_are_bounded(env):
     assert [p["index"] for p in d["profiles"]] == list(range(128))
     assert [p["index"] for p in d["ports"]] == list(range(128))
     for p in d["profiles"]:
-        assert p["name"] == p["description"] == cut(sent_name("p", p["index"], 4096))
+        assert p["name"] == p["description"] == cut(sent_name("p", p["index"], 4096), MAX_PARAM_TEXT)
     for r in d["ports"]:
-        assert r["name"] == r["description"] == cut(sent_name("r", r["index"], 4096))
-    # 1024 bytes fall inside an "é": the last whole one is kept.
-    assert len(d["profiles"][0]["name"].encode()) == 1023
+        assert r["name"] == r["description"] == cut(sent_name("r", r["index"], 4096), MAX_PARAM_TEXT)
+    # 256 bytes fall inside an "é" of "p0-ééé...": the last whole one is kept.
+    assert len(d["profiles"][0]["name"].encode()) == MAX_PARAM_TEXT - 1
     # The active route of the lowest card device (of 128 kept).
     assert d["routes"]["output"]["index"] == 0
-    assert d["routes"]["output"]["name"] == cut(sent_name("r", 0, 4096))
+    assert d["routes"]["output"]["name"] == cut(sent_name("r", 0, 4096), MAX_PARAM_TEXT)
     size = len(json.dumps(d, ensure_ascii=False).encode())
     print(f"the device is {size} bytes of /audio")
-    assert size < 600 * 1024
+    assert size < 160 * 1024
     assert len(log_lines(env, "lists more than 128 entries")) == 1
+
+
+def hostile_indexes(names):
+    return sorted(int(n.rsplit("_", 1)[1]) for n in names if n.startswith("qsd_hostile_card_"))
+
+
+def test_the_number_of_devices_is_bounded(env):
+    """A client exporting 140 devices after the machine's own (the test card, and WirePlumber's
+    if it has any): qsd shows 128 devices in all, the first ones to come, and reads nothing of the
+    others; when a shown device goes, the one waiting longest takes its place; a real device that
+    came after the flood waits too, and is shown once the hostile client's devices go. Before,
+    qsd bound and showed every device: 100 devices at every bound took 151 MiB of its heap and
+    55 MB of /audio, in every resync of it."""
+    pw = PipeWire(env)
+    card = pw.card()
+    real = [o["info"]["props"].get("device.name") for o in pw.dump() if o.get("type") == "PipeWire:Interface:Device"]
+    assert "qsd_test_card" in real
+    peer = pw.peer("devices", 140, 2, 2, 32)
+    # qsd starts after PipeWire has them all: /audio becomes available once every object of the
+    # registry's first listing is complete, so it is settled from the first state on, and the
+    # registry lists globals in the order they were made.
+    env.start_qsd(backends=["pipewire"])
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    names = device_names(c, sub)
+    assert len(names) == MAX_DEVICES, f"{len(names)} devices shown"
+    assert set(real) <= set(names)
+    # The hostile devices shown are the first ones it exported (WirePlumber could add one of
+    # its own meanwhile on a machine with sound hardware: counted from what is shown).
+    first = MAX_DEVICES - len([n for n in names if not n.startswith("qsd_hostile_card_")])
+    assert hostile_indexes(names) == list(range(first))
+    # The hostile devices shown were read (2 profiles each); the others were not bound at all.
+    assert all(len(d["profiles"]) == 2 for d in audio_devices(c, sub).values() if d["name"].startswith("qsd_hostile"))
+    waiting = log_lines(env, "devices are shown, the most there may be")
+    assert 1 <= len(waiting) <= 8, waiting
+    print(f"{len(names)} devices shown, /audio/devices is "
+          f"{len(json.dumps(audio_devices(c, sub), ensure_ascii=False).encode())} bytes")
+
+    # qsd answers a new client, the devices shown whole, at once.
+    start = time.monotonic()
+    other = env.client()
+    assert other.call("tree.get", {"path": "/audio/available"}, timeout=5)["value"] is True
+    assert len(other.call("tree.get", {"path": "/audio/devices"}, timeout=5)["value"]) == MAX_DEVICES
+    print(f"a new client read /audio/devices in {time.monotonic() - start:.3f} s")
+
+    # A real device that comes now waits behind the hostile ones; the test card's place goes to
+    # the hostile device that waited longest.
+    pw.card(name="qsd_late_card")
+    card.terminate()
+    card.wait(10)
+    next_one = f"qsd_hostile_card_{first}"
+    c.wait_for(lambda: "qsd_test_card" not in device_names(c, sub) and next_one in device_names(c, sub),
+               timeout=20, what=f"{next_one} in the test card's place")
+    names = device_names(c, sub)
+    assert len(names) == MAX_DEVICES
+    assert "qsd_late_card" not in names
+    assert hostile_indexes(names) == list(range(first + 1))
+
+    # The hostile client goes, and nothing real was lost for good.
+    peer.terminate()
+    peer.wait(10)
+    expected = set(real) - {"qsd_test_card"} | {"qsd_late_card"}
+
+    def settled():
+        names = device_names(c, sub)
+        return not hostile_indexes(names) and expected <= set(names)
+    c.wait_for(settled, timeout=20, what="the real devices alone, the late card among them")
+    late = next(d for d in audio_devices(c, sub).values() if d["name"] == "qsd_late_card")
+    assert late["profiles"], "the late card's params were read"
 
 
 def test_default_metadata_keeps_only_its_keys_and_bounded_values(env):

@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 using namespace qsd::pipewire;
@@ -169,6 +170,35 @@ TEST(PipewirePod, ParsesProfilesAndRoutesAsAcpBuildsThem) {
 	auto stepped = parseProps(static_cast<const spa_pod*>(spa_pod_builder_pop(&sb.b, &f[0])));
 	ASSERT_TRUE(stepped);
 	EXPECT_EQ(stepped->step, 1.0f / 65537.0f);
+}
+
+TEST(PipewirePod, CutsProfileAndRouteTextsAtTheirBound) {
+	// Names and descriptions are cut at a character after kMaxParamTextBytes (256), not at
+	// kMaxPropBytes: whoever exports a device chooses them, and real ones are under 64 bytes.
+	std::string longName = "p";
+	for (int i = 0; i < 300; ++i) longName += "\xc3\xa9";   // é: byte 256 is the middle of one
+	std::string exact(kMaxParamTextBytes, 'x');
+	Buffer buf;
+	spa_pod_frame f{};
+	spa_pod_builder_push_object(&buf.b, &f, SPA_TYPE_OBJECT_ParamProfile, SPA_PARAM_EnumProfile);
+	spa_pod_builder_add(&buf.b, SPA_PARAM_PROFILE_index, SPA_POD_Int(0), SPA_PARAM_PROFILE_name,
+	                    SPA_POD_String(longName.c_str()), SPA_PARAM_PROFILE_description, SPA_POD_String(exact.c_str()),
+	                    0);
+	auto p = parseProfile(static_cast<const spa_pod*>(spa_pod_builder_pop(&buf.b, &f)));
+	ASSERT_TRUE(p);
+	EXPECT_EQ(p->name, longName.substr(0, kMaxParamTextBytes - 1));
+	EXPECT_EQ(p->description, exact);
+
+	Buffer rb;
+	spa_pod_builder_push_object(&rb.b, &f, SPA_TYPE_OBJECT_ParamRoute, SPA_PARAM_EnumRoute);
+	spa_pod_builder_add(&rb.b, SPA_PARAM_ROUTE_index, SPA_POD_Int(0), SPA_PARAM_ROUTE_name,
+	                    SPA_POD_String(longName.c_str()), SPA_PARAM_ROUTE_description,
+	                    SPA_POD_String((exact + "y").c_str()), 0);
+	auto r = parseRoute(static_cast<const spa_pod*>(spa_pod_builder_pop(&rb.b, &f)));
+	ASSERT_TRUE(r);
+	EXPECT_EQ(r->name, longName.substr(0, kMaxParamTextBytes - 1));
+	EXPECT_EQ(r->description, exact);
+	static_assert(kMaxParamTextBytes < kMaxPropBytes);
 }
 
 TEST(PipewirePod, WritesPropsAndRoutesAsWpctlDoes) {

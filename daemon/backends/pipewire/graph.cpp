@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 namespace qsd::pipewire {
@@ -67,6 +68,13 @@ const char* paramName(uint32_t id) {
 	case SPA_PARAM_Route: return "Route";
 	default: return "a param";
 	}
+}
+
+// For log::Limiter: any clock that only goes forward.
+uint64_t monotonicUs() {
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1'000'000 + uint64_t(ts.tv_nsec) / 1000;
 }
 
 // Catches what a handler throws: nothing may unwind into libpipewire.
@@ -377,13 +385,10 @@ void Graph::global(uint32_t id, const char* type, uint32_t version, const spa_di
 			pw_node_subscribe_params(reinterpret_cast<pw_node*>(n->proxy), ids, 1);
 		}
 	} else if (std::strcmp(type, PW_TYPE_INTERFACE_Device) == 0) {
-		static const pw_device_events events = {
-		    .version = PW_VERSION_DEVICE_EVENTS,
-		    .info = &Graph::onDeviceInfo,
-		    .param = &Graph::onDeviceParam,
-		};
-		// Params are enumerated when the first info lists them, and again on each change.
-		bind(devices_, id, type, std::min<uint32_t>(version, PW_VERSION_DEVICE), props, &events);
+		if (devices_.count(id) || waitingDevices_.count(id)) return;   // a global announced twice
+		uint32_t v = std::min<uint32_t>(version, PW_VERSION_DEVICE);
+		if (devices_.size() >= kMaxDevices) deviceWaits(id, v, props);
+		else bindDevice(id, v, props);
 	} else if (std::strcmp(type, PW_TYPE_INTERFACE_Link) == 0) {
 		static const pw_link_events events = {
 		    .version = PW_VERSION_LINK_EVENTS,
@@ -401,6 +406,63 @@ void Graph::global(uint32_t id, const char* type, uint32_t version, const spa_di
 		if (!name || std::strcmp(name, "default") != 0 || metadata_) return;
 		metadata_ = bindMetadata(id, std::min<uint32_t>(version, PW_VERSION_METADATA), toProps(props, kOtherKeys));
 	}
+}
+
+void Graph::bindDevice(uint32_t id, uint32_t version, const spa_dict* props) {
+	static const pw_device_events events = {
+	    .version = PW_VERSION_DEVICE_EVENTS,
+	    .info = &Graph::onDeviceInfo,
+	    .param = &Graph::onDeviceParam,
+	};
+	// Params are enumerated when the first info lists them, and again on each change.
+	bind(devices_, id, PW_TYPE_INTERFACE_Device, version, props, &events);
+}
+
+// Past kMaxDevices a device is not bound: nothing of it is read, PipeWire sends it no event, and
+// what is kept is what binding it later takes (its serial makes its key, as the registry's props
+// would have; the rest comes with its first info).
+void Graph::deviceWaits(uint32_t id, uint32_t version, const spa_dict* props) {
+	WaitingDevice w;
+	w.order = nextWaitingOrder_++;
+	w.version = version;
+	Props p = toProps(props, kDeviceKeys);
+	if (auto serial = propInt(p, "object.serial")) {
+		w.serial = *serial;
+		w.hasSerial = true;
+	}
+	waitingDevices_.emplace(id, w);
+	waitingOrder_.emplace(w.order, id);
+	uint64_t held = 0;
+	if (!waitingLog_.allow(monotonicUs(), held)) return;
+	auto name = p.find("device.name");
+	log::info(kLog, "{} devices are shown, the most there may be: device {} ({}) is not, until one of them goes ({} "
+	                "waiting){}",
+	          kMaxDevices, w.hasSerial ? std::to_string(w.serial) : "id" + std::to_string(id),
+	          name != p.end() ? name->second : std::string("?"), waitingDevices_.size(),
+	          held ? fmt::format(" (and {} more lines like it before, not logged)", held) : std::string());
+}
+
+// A shown device went: the one waiting longest takes its place.
+void Graph::bindWaitingDevice() {
+	if (devices_.size() >= kMaxDevices || waitingOrder_.empty()) return;
+	auto first = waitingOrder_.begin();
+	uint32_t id = first->second;
+	waitingOrder_.erase(first);
+	auto it = waitingDevices_.find(id);
+	if (it == waitingDevices_.end()) return;
+	WaitingDevice w = it->second;
+	waitingDevices_.erase(it);
+	std::string serial = std::to_string(w.serial);
+	spa_dict_item item{"object.serial", serial.c_str()};
+	spa_dict dict{0, 1, &item};
+	uint64_t held = 0;
+	if (waitingLog_.allow(monotonicUs(), held))
+		log::info(kLog, "device {} is shown now, in the place of one that went ({} still waiting){}",
+		          w.hasSerial ? serial : "id" + std::to_string(id), waitingDevices_.size(),
+		          held ? fmt::format(" (and {} more lines like it before, not logged)", held) : std::string());
+	// A device that went while it waited is not here any more (globalRemove): this one's global
+	// is there, unless its removal is already on the way, which retire() handles as for any bind.
+	bindDevice(id, w.version, w.hasSerial ? &dict : nullptr);
 }
 
 std::unique_ptr<Metadata> Graph::bindMetadata(uint32_t id, uint32_t version, Props props) {
@@ -441,7 +503,15 @@ void Graph::globalRemove(uint32_t id) {
 		return true;
 	};
 	if (drop(nodes_, &changes_.removedNodes, &changes_.nodes)) return;
-	if (drop(devices_, &changes_.removedDevices, &changes_.devices)) return;
+	if (drop(devices_, &changes_.removedDevices, &changes_.devices)) {
+		bindWaitingDevice();
+		return;
+	}
+	if (auto w = waitingDevices_.find(id); w != waitingDevices_.end()) {
+		waitingOrder_.erase(w->second.order);
+		waitingDevices_.erase(w);
+		return;
+	}
 	if (drop(links_, &changes_.removedLinks, &changes_.links)) return;
 	if (clients_.count(id)) {
 		drop(clients_, nullptr, nullptr);

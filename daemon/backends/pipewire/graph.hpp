@@ -1,7 +1,8 @@
 #pragma once
-// One connection to PipeWire and a cache of the objects /audio is made of: every node, device,
-// link and client is bound (so every node has its volume from the start), plus the "default"
-// metadata. The cache records what changed; the backend publishes it after each loop iteration.
+// One connection to PipeWire and a cache of the objects /audio is made of: every node, link and
+// client is bound (so every node has its volume from the start), the first kMaxDevices devices
+// (the others wait, by id, for one of them to go), plus the "default" metadata. The cache records
+// what changed; the backend publishes it after each loop iteration.
 //
 // Completeness follows pw-dump: an object is complete at the `done` of the first core sync sent
 // after its bind, and a device's param lists after a change at the `done` of the sync sent after
@@ -12,6 +13,7 @@
 // device are lost in PipeWire 0.3 (impl-device.c drops asynchronous results). Node Props, the hot
 // path of every volume change, come through a subscription and are applied as they arrive.
 
+#include "../../log.hpp"
 #include "mapping.hpp"
 
 #include <pipewire/pipewire.h>
@@ -164,6 +166,8 @@ public:
 	[[nodiscard]] const Node* node(uint32_t id) const;
 	[[nodiscard]] const Device* device(uint32_t id) const;
 	[[nodiscard]] const Client* client(uint32_t id) const;
+	// The devices announced past kMaxDevices, not bound, waiting for a shown one to go.
+	[[nodiscard]] size_t waitingDevices() const { return waitingDevices_.size(); }
 	// The "default" metadata's subject-0 default.* entries; nullptr without a session manager.
 	[[nodiscard]] const Metadata* defaults() const { return metadata_.get(); }
 
@@ -248,6 +252,9 @@ private:
 	void enumerate(Device& d, uint32_t paramId);
 	void commitDevice(Device& d);
 	void lose(std::string reason);
+	void bindDevice(uint32_t id, uint32_t version, const spa_dict* props);
+	void deviceWaits(uint32_t id, uint32_t version, const spa_dict* props);
+	void bindWaitingDevice();
 	Object* byProxyId(uint32_t proxyId);
 	std::unique_ptr<Metadata> bindMetadata(uint32_t id, uint32_t version, Props props);
 
@@ -259,6 +266,21 @@ private:
 
 	std::map<uint32_t, std::unique_ptr<Node>> nodes_;
 	std::map<uint32_t, std::unique_ptr<Device>> devices_;
+	// The devices announced while kMaxDevices were bound: what binding one later takes, and
+	// nothing more (its props come with its first info). By global id, and in the order they
+	// came (a counter: global ids are reused), so the one waiting longest is bound first.
+	struct WaitingDevice {
+		uint64_t order = 0;
+		int64_t serial = 0;
+		bool hasSerial = false;   // PipeWire before 0.3.44 has none
+		uint32_t version = 0;
+	};
+	std::map<uint32_t, WaitingDevice> waitingDevices_;
+	std::map<uint64_t, uint32_t> waitingOrder_;   // order -> global id
+	uint64_t nextWaitingOrder_ = 0;
+	// The devices left waiting are logged one line each, at most 8 per 10 s: any client can
+	// export them by the thousand.
+	log::Limiter waitingLog_{8, 10'000'000};
 	std::map<uint32_t, std::unique_ptr<Link>> links_;
 	std::map<uint32_t, std::unique_ptr<Client>> clients_;
 	std::unique_ptr<Metadata> metadata_;

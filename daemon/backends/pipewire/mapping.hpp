@@ -30,9 +30,19 @@ constexpr size_t kMaxPropBytes = 1024;
 // of each card device); the rest of an answer is dropped unread. Any client may export a device
 // (module-client-device is loaded by default), and every subscriber of /audio is sent its lists:
 // one device with 2000 profiles of 4 KB names made /audio 18 MB. An ACP card lists tens of
-// profiles and a route per port, so 128 is far above real hardware. With names and descriptions
-// cut at kMaxPropBytes, a device is then at most about 128 x 2 x 2 x 1 KiB (0.5 MiB) of text.
+// profiles and a route per port, so 128 is far above real hardware.
 constexpr size_t kMaxDeviceParams = 128;
+// The bytes kept of a profile's or a route's name and description, cut at a character. Real ones
+// are under 64 bytes ("output:analog-stereo+input:analog-stereo", "High Fidelity Playback (A2DP
+// Sink, codec SBC-XQ)"); at kMaxPropBytes a device at every bound was 547 KB of /audio and
+// 1.5 MiB of qsd's heap, at 256 it is 152 KB and 0.6 MiB.
+constexpr size_t kMaxParamTextBytes = 256;
+// The devices bound and shown, in all: the first ones to appear; a device past it is remembered
+// by its global id (with what binding it takes: nothing of it is read) and bound when a shown
+// one goes. Not per client: WirePlumber exports every device of the machine (ALSA cards,
+// Bluetooth, cameras: tens) from one client, while one hostile client's 100 devices at every
+// bound above took 151 MiB of qsd's heap and put 55 MB in every resync of /audio.
+constexpr size_t kMaxDevices = 128;
 
 // ---- volumes
 

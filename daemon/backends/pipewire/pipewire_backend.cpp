@@ -557,7 +557,8 @@ void PipewireBackend::publishAll() {
 	publishViews();
 	checkDefaults();
 	setState(BackendState::Running);
-	log::info(kLog, "/audio is complete: {} nodes, {} devices, {} links{}", nodeKeys_.size(), deviceKeys_.size(),
+	log::info(kLog, "/audio is complete: {} nodes, {} devices{}, {} links{}", nodeKeys_.size(), deviceKeys_.size(),
+	          graph_->waitingDevices() ? fmt::format(" ({} more waiting, past the bound)", graph_->waitingDevices()) : "",
 	          linkKeys_.size(), graph_->defaults() ? "" : " (no session manager: defaults are null)");
 }
 

@@ -36,12 +36,12 @@ bool readInt(const spa_pod* pod, int32_t& out) { return spa_pod_get_int(pod, &ou
 bool readId(const spa_pod* pod, uint32_t& out) { return spa_pod_get_id(pod, &out) == 0; }
 
 // The strings of a device's params (profile and route names and descriptions): cut at a
-// character after kMaxPropBytes, as property values are. Whoever exports the device chooses them,
-// and 4 KB names were kept whole.
+// character after kMaxParamTextBytes. Whoever exports the device chooses them, and 4 KB names
+// were kept whole.
 bool readString(const spa_pod* pod, std::string& out) {
 	const char* s = nullptr;
 	if (spa_pod_get_string(pod, &s) < 0 || !s) return false;
-	out = cutAtCharacter(std::string_view(s, strnlen(s, SPA_POD_BODY_SIZE(pod))), kMaxPropBytes);
+	out = cutAtCharacter(std::string_view(s, strnlen(s, SPA_POD_BODY_SIZE(pod))), kMaxParamTextBytes);
 	return true;
 }
 
