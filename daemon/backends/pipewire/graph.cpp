@@ -1,5 +1,6 @@
 #include "graph.hpp"
 
+#include "../../event_loop.hpp"
 #include "../../log.hpp"
 #include "../../text.hpp"
 #include "pod.hpp"
@@ -14,7 +15,6 @@
 #include <type_traits>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <new>
 
 namespace qsd::pipewire {
@@ -68,13 +68,6 @@ const char* paramName(uint32_t id) {
 	case SPA_PARAM_Route: return "Route";
 	default: return "a param";
 	}
-}
-
-// For log::Limiter: any clock that only goes forward.
-uint64_t monotonicUs() {
-	timespec ts{};
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1'000'000 + uint64_t(ts.tv_nsec) / 1000;
 }
 
 // Catches what a handler throws: nothing may unwind into libpipewire.
@@ -433,7 +426,7 @@ void Graph::deviceWaits(uint32_t id, uint32_t version, const spa_dict* props) {
 	waitingDevices_.emplace(id, w);
 	waitingOrder_.emplace(w.order, id);
 	uint64_t held = 0;
-	if (!waitingLog_.allow(monotonicUs(), held)) return;
+	if (!waitingLog_.allow(EventLoop::clock(), held)) return;
 	auto name = p.find("device.name");
 	log::info(kLog, "{} devices are shown, the most there may be: device {} ({}) is not, until one of them goes ({} "
 	                "waiting){}",
@@ -456,7 +449,7 @@ void Graph::bindWaitingDevice() {
 	spa_dict_item item{"object.serial", serial.c_str()};
 	spa_dict dict{0, 1, &item};
 	uint64_t held = 0;
-	if (waitingLog_.allow(monotonicUs(), held))
+	if (waitingLog_.allow(EventLoop::clock(), held))
 		log::info(kLog, "device {} is shown now, in the place of one that went ({} still waiting){}",
 		          w.hasSerial ? serial : "id" + std::to_string(id), waitingDevices_.size(),
 		          held ? fmt::format(" (and {} more lines like it before, not logged)", held) : std::string());
