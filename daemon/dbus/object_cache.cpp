@@ -79,6 +79,7 @@ void ObjectCache::filter(const std::string& interface, Properties& props) const 
 }
 
 void ObjectCache::retire(const std::string& path) {
+	for (auto r = rereads_.lower_bound({path, {}}); r != rereads_.end() && r->first.first == path;) r = rereads_.erase(r);
 	auto it = proxies_.find(path);
 	if (it == proxies_.end()) return;
 	retired_.push_back(std::move(it->second));
@@ -186,6 +187,7 @@ void ObjectCache::vanished() {
 	owner_.clear();
 	ready_ = false;
 	retry_.reset();
+	rereads_.clear();
 	if (had && hooks_.lost) hooks_.lost();
 }
 
@@ -255,14 +257,14 @@ void ObjectCache::onProperties(sdbus::Message& msg) {
 			names.push_back(k);
 			jt->second.insert_or_assign(k, std::move(v));
 		}
-		bool invalidated = false;
-		for (const auto& k: change.invalidated) {
+		std::vector<std::string> invalidated;
+		for (auto& k: change.invalidated) {
 			if (kept && !kept->count(k)) continue;
 			jt->second.erase(k);
-			invalidated = true;
+			invalidated.push_back(std::move(k));
 		}
 		if (hooks_.changed && !names.empty()) hooks_.changed(path, change.interface, names);
-		if (invalidated) reread(path, change.interface);
+		if (!invalidated.empty()) reread(path, change.interface, std::move(invalidated));
 	} catch (const sdbus::Error& e) {
 		malformed("PropertiesChanged", e.getMessage());
 	}
@@ -271,17 +273,38 @@ void ObjectCache::onProperties(sdbus::Message& msg) {
 // Invalidated properties are gone from the cache until this answer; one GetAll of the
 // interface brings back those that still have a value (BlueZ invalidates a device's RSSI when
 // it is no longer seen: the Get would fail, and the property stays absent).
-void ObjectCache::reread(const std::string& path, const std::string& interface) {
+//
+// A read that fails (the service busy, or answering with an error) is made again: until then the
+// invalidated values are unknown, and the backend is told so at the first failure, since it still
+// shows what it was last told (a hook runs with the names of changed values only). Before, a
+// failed read left those values shown as they were until the property changed again.
+void ObjectCache::reread(const std::string& path, const std::string& interface, std::vector<std::string> invalidated) {
 	auto& px = proxy(path);
 	calls_.start(group_, px.callMethodAsync("GetAll").onInterface(kPropertiesIface).withArguments(interface),
-	             [this, path, interface](const sdbus::Error* e, Properties props) {
+	             [this, path, interface, invalidated = std::move(invalidated)](const sdbus::Error* e, Properties props) {
 		             auto* p = mutableProperties(path, interface);
 		             if (!p) return;
 		             std::vector<std::string> names;
 		             if (e) {
-			             log::debug(options_.log, "re-reading {} of {} failed: {}", interface, path, e->getName());
+			             auto& retry = rereads_[{path, interface}];
+			             if (!retry) retry = std::make_unique<Retry>(kReread);
+			             auto delay = retry->schedule(
+			                 bus_.loop(),
+			                 [this, path, interface] {
+				                 if (mutableProperties(path, interface)) reread(path, interface, {});
+			                 },
+			                 "object-cache-reread");
+			             if (delay)
+				             log::at(retry->level(log::Level::Info), options_.log, "re-reading {} of {} failed: {}; asking again in {} ms",
+				                     interface, path, e->getName(),
+				                     std::chrono::duration_cast<std::chrono::milliseconds>(*delay).count());
+			             else
+				             log::warning(options_.log, "re-reading {} of {} failed: {}; its invalidated properties stay unknown until they change",
+				                          interface, path, e->getName());
+			             if (hooks_.changed && !invalidated.empty()) hooks_.changed(path, interface, invalidated);
 			             return;
 		             }
+		             rereads_.erase({path, interface});
 		             filter(interface, props);
 		             for (const auto& [k, _]: *p) names.push_back(k);
 		             for (const auto& [k, _]: props)

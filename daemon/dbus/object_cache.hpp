@@ -97,7 +97,9 @@ private:
 	void vanished();
 	void onManager(sdbus::Message& msg);
 	void onProperties(sdbus::Message& msg);
-	void reread(const std::string& path, const std::string& interface);
+	// One GetAll of `interface` for the properties `invalidated` named (gone from the cache
+	// meanwhile); asked again (kReread) when it fails.
+	void reread(const std::string& path, const std::string& interface, std::vector<std::string> invalidated);
 	void retire(const std::string& path);
 	// Whether an interface is mirrored; drops the properties of it that are not kept.
 	[[nodiscard]] bool keeps(const std::string& interface) const;
@@ -117,6 +119,10 @@ private:
 	bool ready_ = false;
 	bool warned_ = false;
 	Retry retry_{kAskAgain};   // GetManagedObjects timed out
+	// Re-reads of invalidated properties that failed, by path and interface: each is asked again
+	// until it answers, the object goes or the policy gives up.
+	static constexpr Backoff::Policy kReread{std::chrono::milliseconds(250), std::chrono::seconds(8), 6};
+	std::map<std::pair<std::string, std::string>, std::unique_ptr<Retry>> rereads_;
 	Objects objects_;
 	std::map<std::string, std::unique_ptr<sdbus::IProxy>> proxies_;
 	std::deque<std::unique_ptr<sdbus::IProxy>> retired_;   // of removed objects, oldest first

@@ -35,13 +35,23 @@ struct Thing {
 	std::unique_ptr<sdbus::IObject> object;
 	uint32_t level = 1;
 	std::string name = "first";
+	int failReads = 0;   // reads of Name (and so GetAll) that fail from now on
 
 	Thing(sdbus::IConnection& conn, const std::string& path) {
 		object = sdbus::createObject(conn, path);
 		object->registerProperty(kIface, "Level", "u", [this](sdbus::PropertyGetReply& r) { r << level; });
 		sdbus::Flags invalidates;
 		invalidates.set(sdbus::Flags::EMITS_INVALIDATION_SIGNAL);
-		object->registerProperty(kIface, "Name", "s", [this](sdbus::PropertyGetReply& r) { r << name; }, invalidates);
+		object->registerProperty(
+		    kIface, "Name", "s",
+		    [this](sdbus::PropertyGetReply& r) {
+			    if (failReads > 0) {
+				    --failReads;
+				    throw sdbus::Error("org.qsd.Test.Error.Busy", "busy");
+			    }
+			    r << name;
+		    },
+		    invalidates);
 		object->finishRegistration();
 	}
 };
@@ -289,6 +299,40 @@ TEST_F(DbusKit, ObjectCacheMirrorsTheObjectsThroughRestarts) {
 	a->object->emitPropertiesChangedSignal(kIface, {"Level"});
 	ASSERT_TRUE(spin(loop, [&] { return dbus::asUint(*cache.property("/org/qsd/Cache/a", kIface, "Level")) == 10u; }));
 	EXPECT_EQ(std::count(levels.begin(), levels.end(), 666u), 0);
+}
+
+// An invalidated value whose GetAll fails (the service busy): the backend hears that it is
+// unknown, and it is read again until the read answers. Before, the failed read left the old
+// value shown until the property changed again.
+TEST_F(DbusKit, ObjectCacheReadsAnInvalidatedValueAgainAfterAFailedRead) {
+	const std::string svc = "org.qsd.Cache";
+	auto& conn = service->connection();
+	auto root = sdbus::createObject(conn, "/org/qsd/Cache");
+	root->addObjectManager();
+	auto a = std::make_unique<Thing>(conn, "/org/qsd/Cache/a");
+	conn.requestName(svc);
+
+	dbus::CallSet calls("test");
+	int ready = 0;
+	std::vector<std::string> seen;   // Name as the cache held it at each hook that named it
+	dbus::ObjectCache* mirror = nullptr;
+	dbus::ObjectCache::Hooks hooks;
+	hooks.ready = [&] { ++ready; };
+	hooks.changed = [&](const std::string& path, const std::string&, const std::vector<std::string>& names) {
+		if (!std::count(names.begin(), names.end(), "Name")) return;
+		const auto* v = mirror->property(path, kIface, "Name");
+		seen.push_back(v ? dbus::asString(*v).value_or("?") : "(unknown)");
+	};
+	dbus::ObjectCache cache(*client, calls, {svc, "/org/qsd/Cache", "/org/qsd/Cache", {}, "test"}, hooks);
+	mirror = &cache;
+	ASSERT_TRUE(spin(loop, [&] { return ready == 1; }));
+
+	a->name = "renamed";
+	a->failReads = 2;
+	a->object->emitPropertiesChangedSignal(kIface, {"Name"});
+	ASSERT_TRUE(spin(loop, [&] { return !seen.empty() && seen.back() == "renamed"; }));
+	EXPECT_EQ(seen, (std::vector<std::string>{"(unknown)", "renamed"}));
+	EXPECT_EQ(a->failReads, 0);
 }
 
 // A service that never answers its first GetManagedObjects, as one busy while the system starts
