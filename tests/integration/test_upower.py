@@ -578,3 +578,51 @@ def test_a_device_that_answered_too_late_is_read_again(env):
     c.wait_value(sub, "/power/devices/BAT0/percentage", 0.735, timeout=60)
     assert re.search(r"reading /org/freedesktop/UPower/devices/BAT0 failed: " + TIMED_OUT.pattern, env.qsd_log())
     assert env.daemon.poll() is None
+
+
+def fails(calls, body):
+    """python-dbusmock method code (for AddMethod on one object) whose calls numbered in `calls`
+    (from 1) fail with an error, as a service's reads can while it is busy; the others run
+    `body`. One such method per object: the count is the object's."""
+    return (f"self._calls = getattr(self, '_calls', 0) + 1\n"
+            f"if self._calls in {tuple(calls)!r}:\n"
+            f"    raise dbus.exceptions.DBusException('busy', name='org.freedesktop.DBus.Error.Failed')\n") + body
+
+
+def test_a_device_whose_reads_fail_twice_is_read_until_it_answers(env):
+    """A battery read before is invalidated, and the read of it fails twice in a row: it leaves
+    the tree and is read again until it answers. The second failure made it look never read,
+    and it was forgotten while it was still there."""
+    start_upower(env)
+    add_battery(env)
+    battery = env.dbus().get_object(UP, UP_PATH + "/devices/BAT0")
+    dbus_mod().Interface(battery, MOCK).AddMethod("org.freedesktop.DBus.Properties", "GetAll", "s", "a{sv}",
+                                                  fails((2, 3), "ret = self.props[args[0]]"))
+    env.start_qsd(backends=["upower"])
+    c, sub = env.watch("/power")
+    c.wait_value(sub, "/power/devices/BAT0/percentage", 0.735, timeout=30)
+    invalidate(battery, "Percentage")
+    wait_until(lambda: len(method_calls(battery, "GetAll")) >= 4, 30, what="a fourth read of the battery")
+    c.wait_value(sub, "/power/devices/BAT0/percentage", 0.735, timeout=30)
+    assert env.daemon.poll() is None
+
+
+def test_start_up_reads_answered_with_an_error_are_asked_again(env):
+    """UPower's EnumerateDevices and power-profiles-daemon's GetAll fail once (an error, not a
+    timeout): both are asked again. Before, the batteries and the profiles stayed out until the
+    services restarted or happened to signal a change."""
+    start_upower(env)
+    start_hadess(env)
+    add_battery(env)
+    up_mock(env).AddMethod(UP, "EnumerateDevices", "", "ao",
+                           fails((1,), 'ret = [k for k in objects if "/devices/" in k and not k.endswith("/DisplayDevice")]'))
+    dbus_mod().Interface(ppd_obj(env), MOCK).AddMethod("org.freedesktop.DBus.Properties", "GetAll", "s", "a{sv}",
+                                                      fails((1,), "ret = self.props[args[0]]"))
+    env.start_qsd(backends=["upower"])
+    c, sub = env.watch("/power")
+    c.wait_value(sub, "/power/devices/BAT0/percentage", 0.735, timeout=30)
+    c.wait_value(sub, "/power/profiles/profile", "balanced", timeout=30)
+    log = env.qsd_log()
+    assert "reading EnumerateDevices of UPower failed: org.freedesktop.DBus.Error.Failed" in log, log
+    assert "properties failed: org.freedesktop.DBus.Error.Failed" in log, log
+    assert env.daemon.poll() is None

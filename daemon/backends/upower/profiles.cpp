@@ -66,23 +66,29 @@ void UpowerBackend::ppdNamesChanged() {
 	ppdLoad(ownerChanged);
 }
 
-// Reads the daemon's properties. One that does not answer in time is shown as known so far
-// (nothing) and asked again with backoff (dbus::kAskAgain): it has no other way into the tree.
+// Reads the daemon's properties. One that does not answer in time, or answers with an error
+// (a daemon still starting), is shown as known so far (nothing) and asked again with backoff
+// (dbus::kAskAgain): it has no other way into the tree. An error was only logged before, and the
+// profiles stayed "unknown" until the daemon happened to signal a change.
 void UpowerBackend::ppdLoad(bool ownerChanged) {
 	ppdProps_.load(
 	    calls_, "ppd", *ppdProxy_,
 	    [this, ownerChanged](const sdbus::Error* e) {
-		    if (e && dbus::timedOut(*e)) {
+		    if (e) {
 			    auto delay = ppdRetry_.schedule(
 			        context_.loop,
 			        [this] {
 				        if (ppdProxy_) ppdLoad(false);
 			        },
 			        "upower-ppd-late");
-			    log::at(ppdRetry_.level(), "upower", "{} did not answer in time; asking again in {} s", ppd().name,
-			            wholeSeconds(*delay));
-		    } else if (e) {
-			    log::warning("upower", "reading {}'s properties failed: {}: {}", ppd().name, e->getName(), e->getMessage());
+			    if (dbus::timedOut(*e))
+				    log::at(ppdRetry_.level(), "upower", "{} did not answer in time; asking again in {} s", ppd().name,
+				            wholeSeconds(*delay));
+			    else
+				    log::at(ppdRetry_.level(), "upower", "reading {}'s properties failed: {}: {}; asking again in {} s",
+				            ppd().name, e->getName(), e->getMessage(), wholeSeconds(*delay));
+		    } else {
+			    ppdRetry_.reset();
 		    }
 		    if (e && !ppdProps_.loaded()) ppdProps_.assign({});
 		    publishProfiles();

@@ -87,15 +87,17 @@ void UpowerBackend::upAppeared(const std::string& owner) {
 }
 
 // The start-up reads: UPower's properties, its critical action, its display device and its
-// devices. The domain is published once all of them answered. One that did not answer in time
-// counts as answered for that (the domain does not wait for it) and is asked again (upLate).
+// devices. The domain is published once all of them answered. One that failed counts as
+// answered for that (the domain does not wait for it) and is asked again (upLate): one that
+// did not answer in time, and one answered with an error, which nothing else would ever make
+// good (a failed EnumerateDevices left every battery out until UPower restarted). A method an
+// old UPower does not have is not asked again.
 void UpowerBackend::upRead(unsigned what) {
 	if (what & kReadProps)
 		upProps_.load(
 		    calls_, "up", *upProxy_,
 		    [this](const sdbus::Error* e) {
-			    if (e && dbus::timedOut(*e)) upLate(kReadProps);
-			    else if (e) log::warning("upower", "reading UPower's properties failed: {}: {}", e->getName(), e->getMessage());
+			    if (e) upLate(kReadProps, *e);
 			    if (e && !upProps_.loaded()) upProps_.assign({});   // the domain does not wait for what it cannot read
 			    if (upReady_ && !e) publishDaemon();
 			    maybeUpReady();
@@ -104,8 +106,7 @@ void UpowerBackend::upRead(unsigned what) {
 	if (what & kReadCritical)
 		calls_.start("up", upProxy_->callMethodAsync("GetCriticalAction").onInterface(kUpIface).withTimeout(dbus::kBusyTimeout),
 		             [this](const sdbus::Error* e, std::string action) {
-			             if (e && dbus::timedOut(*e)) upLate(kReadCritical);
-			             else if (e) log::info("upower", "GetCriticalAction failed: {}: {}", e->getName(), e->getMessage());
+			             if (e) upLate(kReadCritical, *e);
 			             else criticalAction_ = upower::criticalActionName(action);
 			             criticalDone_ = true;
 			             if (upReady_ && !e) publishDaemon();
@@ -115,8 +116,7 @@ void UpowerBackend::upRead(unsigned what) {
 		calls_.start("up", upProxy_->callMethodAsync("GetDisplayDevice").onInterface(kUpIface).withTimeout(dbus::kBusyTimeout),
 		             [this](const sdbus::Error* e, sdbus::ObjectPath path) {
 			             if (e) {
-				             if (dbus::timedOut(*e)) upLate(kReadDisplay);
-				             else log::info("upower", "GetDisplayDevice failed: {}: {}", e->getName(), e->getMessage());
+				             upLate(kReadDisplay, *e);
 				             displayDone_ = true;
 				             maybeUpReady();
 				             return;
@@ -134,8 +134,7 @@ void UpowerBackend::upRead(unsigned what) {
 	if (what & kReadDevices)
 		calls_.start("up", upProxy_->callMethodAsync("EnumerateDevices").onInterface(kUpIface).withTimeout(dbus::kBusyTimeout),
 		             [this](const sdbus::Error* e, std::vector<sdbus::ObjectPath> paths) {
-			             if (e && dbus::timedOut(*e)) upLate(kReadDevices);
-			             else if (e) log::warning("upower", "EnumerateDevices failed: {}: {}", e->getName(), e->getMessage());
+			             if (e) upLate(kReadDevices, *e);
 			             else
 				             for (const auto& p: paths) addDevice(p);
 			             enumDone_ = true;
@@ -143,7 +142,13 @@ void UpowerBackend::upRead(unsigned what) {
 		             });
 }
 
-void UpowerBackend::upLate(unsigned what) {
+void UpowerBackend::upLate(unsigned what, const sdbus::Error& e) {
+	const char* read = what == kReadProps ? "its properties" : what == kReadCritical ? "GetCriticalAction"
+	                 : what == kReadDisplay ? "GetDisplayDevice" : "EnumerateDevices";
+	if (e.getName() == "org.freedesktop.DBus.Error.UnknownMethod") {
+		log::info("upower", "UPower has no {}: {}", read, e.getMessage());
+		return;
+	}
 	upLate_ |= what;
 	if (upRetry_.pending()) return;   // asked again with the others
 	auto delay = upRetry_.schedule(
@@ -153,7 +158,11 @@ void UpowerBackend::upLate(unsigned what) {
 		    if (upProxy_ && late) upRead(late);
 	    },
 	    "upower-late");
-	log::at(upRetry_.level(), "upower", "UPower did not answer in time; asking again in {} s", wholeSeconds(*delay));
+	if (dbus::timedOut(e))
+		log::at(upRetry_.level(), "upower", "UPower did not answer in time; asking again in {} s", wholeSeconds(*delay));
+	else
+		log::at(upRetry_.level(), "upower", "reading {} of UPower failed: {}: {}; asking again in {} s", read, e.getName(),
+		        e.getMessage(), wholeSeconds(*delay));
 }
 
 void UpowerBackend::upVanished() {
@@ -231,14 +240,17 @@ void UpowerBackend::fetchDevice(Device& d, bool display) {
 	    dbus::kBusyTimeout);
 }
 
-// A GetAll that failed. A device that was never read and answered with an error most often left
-// between DeviceAdded and the call: it is forgotten (DeviceRemoved follows). The display device,
+// A GetAll that failed. A device that was never read and answered its first read with an error
+// most often left between DeviceAdded and the call: it is forgotten (DeviceRemoved follows). The display device,
 // a device read before (its properties were invalidated) and a device that did not answer in
 // time (UPower busy) are still there: their stale values leave the tree and they are read again
 // with backoff (kReread), without holding the rest of the domain back. A device is given up
 // when the backoff is exhausted; the display device never is.
 void UpowerBackend::readFailed(Device& d, bool display, const sdbus::Error& e) {
-	if (!display && !d.props.loaded() && !d.published && !dbus::timedOut(e)) {
+	// Only at the first failure in a row: a device read before is unpublished and cleared at its
+	// first failure, and when the read asked again failed too it looked never read, and was
+	// forgotten for good while it was still there.
+	if (!display && !d.props.loaded() && !d.published && d.retry.failures() == 0 && !dbus::timedOut(e)) {
 		log::info("upower", "reading device {} failed: {}: {}", d.path, e.getName(), e.getMessage());
 		removeDevice(d.path);
 		return;

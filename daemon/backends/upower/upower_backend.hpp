@@ -132,7 +132,7 @@ private:
 	void upAppeared(const std::string& owner);
 	void upVanished();
 	void upRead(unsigned what);
-	void upLate(unsigned what);
+	void upLate(unsigned what, const sdbus::Error& e);
 	void upSignal(sdbus::Message& msg);
 	void upPropertiesChanged(sdbus::Message& msg);
 	void addDevice(const std::string& path);
@@ -174,7 +174,7 @@ private:
 	bool displayDone_ = false;
 	bool enumDone_ = false;
 	bool upReady_ = false;
-	unsigned upLate_ = 0;                         // UpRead bits that timed out, asked again by upRetry_
+	unsigned upLate_ = 0;                         // UpRead bits that failed, asked again by upRetry_
 	Retry upRetry_{dbus::kAskAgain};
 	std::map<std::string, Device> devices_;       // by object path
 	std::unique_ptr<Device> display_;
@@ -186,7 +186,7 @@ private:
 	std::string ppdOwner_;
 	std::unique_ptr<sdbus::IProxy> ppdProxy_;
 	dbus::PropertySet ppdProps_;
-	Retry ppdRetry_{dbus::kAskAgain};                      // its GetAll timed out
+	Retry ppdRetry_{dbus::kAskAgain};                      // its GetAll failed
 	std::set<std::string> ppdUnknown_;          // unknown enum values already logged
 	std::map<uint64_t, ClientHold> holds_;
 	uint64_t nextHold_ = 1;
