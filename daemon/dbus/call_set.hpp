@@ -30,6 +30,12 @@ namespace qsd::dbus {
 	return e.getName() == "org.freedesktop.DBus.Error.NoReply" || e.getName() == "org.freedesktop.DBus.Error.Timeout";
 }
 
+// The bus refused to pass the call on (dbus-daemon allows a connection 128 calls waiting for an
+// answer): the peer never saw it, so its answer is still to come, as after a timeout.
+[[nodiscard]] inline bool notPassedOn(const sdbus::Error& e) {
+	return e.getName() == "org.freedesktop.DBus.Error.LimitsExceeded";
+}
+
 // A system service (UPower, power-profiles-daemon, NetworkManager, BlueZ) answers a read in
 // milliseconds. One that has not answered in 5 s is busy, most often because the system is
 // still starting: the read is made again (kAskAgain) rather than waited for the 25 s of sd-bus's

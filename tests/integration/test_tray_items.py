@@ -227,6 +227,18 @@ def test_change_signals_update_fields_and_leaving_removes_files(tray):
     wait_until(lambda: os.listdir(icons_dir(env)) == [], 30, what="icon files removed")
 
 
+def test_a_property_read_again_that_answers_too_late_is_asked_again(tray):
+    # The app is busy when it sends NewTitle: the Get misses qsd's 5 s. The old title stays and
+    # is read again a second later. Before, it stayed until the app signalled its title again.
+    env, c, sub = tray
+    t.start_items(env, [{"register": "name", "name": "org.qsdtest.Busy", "props": {"Id": "busy", "Title": "old"}}])
+    wait_item(c, sub, "org.qsdtest.Busy", lambda i: i["title"] == "old")
+    t.control(env, "org.qsdtest.Busy").SlowGet("Title")
+    t.set_prop(env, "org.qsdtest.Busy", "Title", "new", "NewTitle")
+    wait_item(c, sub, "org.qsdtest.Busy", lambda i: i["title"] == "new", "the title read again")
+    assert "re-reading Title did not answer; the old value stays, asking again in 1 s" in env.qsd_log()
+
+
 def test_a_second_qsd_leaves_the_first_ones_icon_files_alone(tray):
     env, c, sub = tray
     first_socket = env.socket

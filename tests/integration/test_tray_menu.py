@@ -122,6 +122,17 @@ def test_layout_updated_changes_the_menu_in_the_tree(menu):
     assert [ch["id"] for ch in root(c, sub)["children"]][:5] == [1, 2, 3, 7, 8]
 
 
+def test_a_layout_read_again_that_answers_too_late_is_asked_again(menu):
+    # The app is busy when it sends LayoutUpdated: the read misses qsd's 5 s. The menu shown stays
+    # and is read again a second later. Before, the old entries stayed until the next LayoutUpdated.
+    env, c, sub = menu
+    ctl = t.control(env, NAME)
+    ctl.SlowLayouts(1)
+    ctl.AddMenuEntry("Added later")
+    c.wait_for(lambda: root(c, sub)["children"][-1]["label"] == "Added later", timeout=30, what="the entry read again")
+    assert "reading submenu 0 again did not answer (org.freedesktop.DBus.Error.NoReply); asking again in 1 s" in env.qsd_log()
+
+
 def test_a_new_menu_path_is_read_again(menu):
     env, c, sub = menu
     # A path with no menu behind it: the menu cannot be read and is null (hasMenu stays true).

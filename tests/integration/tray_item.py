@@ -44,7 +44,8 @@ LayoutUpdated(parent); UpdatedParents(n, label) sets entry 1's label, emits Layo
 then n LayoutUpdated naming distinct entries the menu does not have, all before it answers
 anything, and returns once the watcher answered a call made after them (so qsd handled them all);
 Register(destination, arg) calls RegisterStatusNotifierItem(arg) on `destination` (the watcher
-name when "") and returns "ok" or the error's name. Prints "ready" once every item's
+name when "") and returns "ok" or the error's name. A busy moment: SlowGet(prop) answers the next
+Get of `prop` after 6 s, past the host's 5 s; SlowLayouts(n) the next n GetLayout calls. Prints "ready" once every item's
 registration was answered (either way)."""
 
 import json
@@ -331,6 +332,7 @@ class Item(dbus.service.Object):
         self.slow_reads = cfg.get("slowReads", 0)
         self.getalls = 0   # GetAll calls so far
         self.held_activations = []   # Activate calls not answered yet (holdActivate)
+        self.slow_gets = set()   # SlowGet
 
     # --- org.kde.StatusNotifierItem
     def record(self, *call):
@@ -408,6 +410,12 @@ class Item(dbus.service.Object):
     def Get(self, iface, prop, ok, fail):
         if prop == "IconName" and self.long_names:
             GLib.idle_add(self.next_long_name)
+        if prop in self.slow_gets:
+            self.slow_gets.discard(prop)
+            if iface == ITEM and prop in self.props:
+                value = self.props[prop]
+                GLib.timeout_add(6000, lambda: ok(value) and False)
+                return
         if self.held and prop == "Menu":
             self.held.append(lambda: self.Get(iface, prop, ok, fail))
             return
@@ -448,6 +456,14 @@ class Item(dbus.service.Object):
             self.NewStatus(str(v))
         elif signal:
             getattr(self, signal)()
+
+    @dbus.service.method(CTL, in_signature="s", out_signature="")
+    def SlowGet(self, prop):
+        self.slow_gets.add(str(prop))
+
+    @dbus.service.method(CTL, in_signature="u", out_signature="")
+    def SlowLayouts(self, n):
+        self.menu.slow_layouts = int(n)
 
     @dbus.service.method(CTL, in_signature="s", out_signature="")
     def AddMenuEntry(self, label):

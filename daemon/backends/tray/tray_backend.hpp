@@ -53,6 +53,7 @@ constexpr Backoff::Policy kReadRetry{std::chrono::seconds(1), std::chrono::secon
 // connection can register any path of another's, and such an entry would otherwise be kept (and
 // counted against whoever registered it) for as long as that connection lives.
 constexpr Backoff::Policy kAbsentRetry{std::chrono::seconds(1), std::chrono::seconds(4), 3};
+using dbus::notPassedOn;
 using dbus::timedOut;
 
 class TrayBackend final: public BusBackend {
@@ -112,6 +113,7 @@ private:
 		bool published = false;
 		int pendingGets = 0;                // targeted re-reads out
 		std::set<std::string> dirty;        // properties to re-read
+		Retry refreshRetry{kReadRetry};     // re-reads of them that did not answer
 		bool iconsDirty = true;
 		ResolvedIcon icon;
 		std::unique_ptr<Menu> menu;
@@ -188,7 +190,9 @@ private:
 	void refreshMenu(Item& item);
 	void queueMenu(Item& item);   // its pending LayoutUpdated read on the next loop pass
 	void retryMenu(Item& item);
+	void rereadMenuLater(Item& item, int32_t parent, const sdbus::Error& e);
 	void retryRead(Item& item);
+	void refreshLater(Item& item, const std::string& prop);
 	void readAbsent(Item& item);
 	// The item's properties were read. False when it was removed (its owner has too many items).
 	[[nodiscard]] bool readSucceeded(Item& item);

@@ -26,10 +26,6 @@ bool nothingThere(const sdbus::Error& e) {
 	       name == "org.freedesktop.DBus.Error.UnknownInterface" || name == "org.freedesktop.DBus.Error.ServiceUnknown";
 }
 
-// The bus refused to pass qsd's call on (dbus-daemon allows a connection 128 calls waiting for
-// an answer): the item never saw it, so its answer is still to come, as for a timeout.
-bool notPassedOn(const sdbus::Error& e) { return e.getName() == "org.freedesktop.DBus.Error.LimitsExceeded"; }
-
 // Pixmap data in one answer beyond which qsd asks for the heap to be trimmed: of all it held,
 // only the entry the icon is made of is kept (wire.cpp), and glibc would keep the rest of the
 // message's memory (an item's 28 MiB answers left qsd 28 MiB larger).
@@ -283,6 +279,32 @@ void TrayBackend::retryRead(Item& item) {
 	        item.key, wholeSeconds(*delay));
 }
 
+// A re-read that did not answer in time (the application busy for a moment) or that the bus
+// did not pass on: the old value stays shown, and the property is read again with backoff. It
+// was only logged before, and the old title or icon stayed until the item signalled that
+// property again.
+void TrayBackend::refreshLater(Item& item, const std::string& prop) {
+	item.dirty.insert(prop);
+	if (item.refreshRetry.pending()) return;   // read again with the others
+	auto delay = item.refreshRetry.schedule(
+	    context_.loop,
+	    [this, key = item.key, serial = item.serial] {
+		    Item* it = findItem(key, serial);
+		    if (!it || it->dirty.empty()) return;
+		    refreshQueue_.insert(key);
+		    deferred_.setEnabled(SD_EVENT_ONESHOT);
+	    },
+	    "tray-refresh-retry");
+	if (!delay) {
+		log::warning("tray", "{}: re-reading {} did not answer {} times; the old value stays until the item signals it again",
+		             item.key, prop, item.refreshRetry.failures());
+		item.refreshRetry.reset();
+		return;
+	}
+	log::at(item.refreshRetry.level(log::Level::Info), "tray", "{}: re-reading {} did not answer; the old value stays, asking again in {} s",
+	        item.key, prop, wholeSeconds(*delay));
+}
+
 void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 	Item* item = findItem(key, serial);
 	if (!item) return;
@@ -451,11 +473,13 @@ void TrayBackend::refresh(Item& item) {
 					    log::info("tray", "{}: {} could not be read: {}", key, prop, x.getMessage());
 				    }
 			    }
-			    if (!read && !(e && timedOut(*e))) {
+			    if (!read && !(e && (timedOut(*e) || notPassedOn(*e)))) {
 				    // The item no longer has it (or sent garbage): the field takes its default.
 				    forgetProperty(prop, it->props, it->pixmaps);
 			    } else if (!read) {
-				    log::info("tray", "{}: re-reading {} timed out; the old value stays", key, prop);
+				    refreshLater(*it, prop);
+			    } else if (!it->refreshRetry.pending()) {
+				    it->refreshRetry.reset();
 			    }
 			    if (prop.ends_with("Pixmap")) keepPixmaps(*it);
 			    if (affectsIcon(prop)) it->iconsDirty = true;

@@ -89,6 +89,12 @@ void TrayBackend::fetchLayout(Item& item, int32_t parent, LayoutDone done) {
 		    menu.settled = true;
 		    if (e) {
 			    if (!menu.pendingParents.empty()) queueMenu(*it);
+			    if (menu.root && (timedOut(*e) || notPassedOn(*e))) {
+				    rereadMenuLater(*it, parent, *e);
+				    queuePublish(*it);
+				    if (done) done(it, e);
+				    return;
+			    }
 			    // A menu that cannot be read is null; the item is shown without it.
 			    if (first) log::warning("tray", "{}: reading its menu {} failed: {}: {}", key, menu.path, e->getName(), e->getMessage());
 			    else log::info("tray", "{}: reading submenu {} failed: {}: {}", key, parent, e->getName(), e->getMessage());
@@ -146,6 +152,36 @@ void TrayBackend::retryMenu(Item& item) {
 	}
 	log::at(menu.retry.level(log::Level::Info), "tray", "{}: asking for its menu again in {} s", item.key,
 	        wholeSeconds(*delay));
+}
+
+// A re-read of a menu shown already (after LayoutUpdated) that did not answer in time, or that
+// the bus did not pass on: the menu shown stays, and the entries are read again with backoff
+// (kReadRetry), with any LayoutUpdated that comes meanwhile. It was only logged before, and the
+// old entries stayed until the item's next LayoutUpdated.
+void TrayBackend::rereadMenuLater(Item& item, int32_t parent, const sdbus::Error& e) {
+	auto& menu = *item.menu;
+	auto& pending = menu.pendingParents;
+	if (!pending.count(0)) {
+		pending.insert(parent);
+		if (parent == 0 || pending.size() > kMaxPartialFetches) pending = {0};
+	}
+	if (menu.retry.pending()) return;   // read again with the others
+	auto delay = menu.retry.schedule(
+	    context_.loop,
+	    [this, key = item.key, serial = item.serial, menuSerial = menu.serial] {
+		    Item* it = findItem(key, serial);
+		    if (it && it->menu && it->menu->serial == menuSerial && !it->menu->pendingParents.empty()) queueMenu(*it);
+	    },
+	    "tray-menu-reread");
+	if (!delay) {
+		log::warning("tray", "{}: reading its menu again did not answer {} times ({}); the entries shown stay until the next "
+		                     "LayoutUpdated or until it is opened",
+		             item.key, menu.retry.failures(), e.getName());
+		menu.retry.reset();
+		return;
+	}
+	log::at(menu.retry.level(log::Level::Info), "tray", "{}: reading submenu {} again did not answer ({}); asking again in {} s",
+	        item.key, parent, e.getName(), wholeSeconds(*delay));
 }
 
 void TrayBackend::refreshMenu(Item& item) {
