@@ -112,22 +112,30 @@ void ObjectCache::enumerate() {
 	auto& px = proxy(options_.managerPath);
 	calls_.start(group_, px, px.createMethodCall(kManagerIface, "GetManagedObjects"),
 	             [this](sdbus::MethodReply* reply, const sdbus::Error* e) {
-		             if (e && timedOut(*e)) {
-			             // A service busy while the system starts: asked again for as long as it
-			             // keeps its name, since nothing else would ever fill the mirror.
+		             const bool noManager = e && (e->getName() == "org.freedesktop.DBus.Error.UnknownMethod" ||
+		                                          e->getName() == "org.freedesktop.DBus.Error.UnknownInterface" ||
+		                                          e->getName() == "org.freedesktop.DBus.Error.UnknownObject");
+		             if (e && !noManager) {
+			             // A service busy while the system starts (no answer in time, or an error
+			             // while it is not ready): asked again for as long as it keeps its name,
+			             // since nothing else would ever fill the mirror. An owner that is gone
+			             // already is not (its vanish follows and cancels this).
 			             auto delay = retry_.schedule(
 			                 bus_.loop(),
 			                 [this] {
 				                 if (!owner_.empty() && !ready_) enumerate();
 			                 },
 			                 "object-cache-retry");
-			             log::at(retry_.level(), options_.log, "GetManagedObjects on {} did not answer in time; asking again in {} s",
-			                     options_.service, wholeSeconds(*delay));
+			             if (timedOut(*e))
+				             log::at(retry_.level(), options_.log, "GetManagedObjects on {} did not answer in time; asking again in {} s",
+				                     options_.service, wholeSeconds(*delay));
+			             else
+				             log::at(retry_.level(), options_.log, "GetManagedObjects on {} failed: {}: {}; asking again in {} s",
+				                     options_.service, e->getName(), e->getMessage(), wholeSeconds(*delay));
 			             return;
 		             }
 		             if (e) {
-			             // The owner may be gone already (its vanish follows), or the service does
-			             // not implement ObjectManager: either way nothing can be mirrored.
+			             // The service does not implement ObjectManager: nothing can be mirrored.
 			             log::warning(options_.log, "GetManagedObjects on {} failed: {}: {}", options_.service, e->getName(),
 			                          e->getMessage());
 			             return;

@@ -42,9 +42,10 @@ public:
 		// them). Empty: every interface and property. What is not kept costs no memory and
 		// runs no hook: BlueZ's GATT objects and advertising data, which qsd never reads.
 		std::map<std::string, std::set<std::string>> interfaces = {};
-		// How long GetManagedObjects may take (0: sd-bus's 25 s). One that times out (a service
-		// busy while the system starts) is asked again 1, 2, 4... up to 30 s later, for as long
-		// as the service keeps its name; the mirror is empty and not ready meanwhile.
+		// How long GetManagedObjects may take (0: sd-bus's 25 s). One that times out or fails (a
+		// service busy or not ready while the system starts) is asked again 1, 2, 4... up to
+		// 30 s later, for as long as the service keeps its name; the mirror is empty and not
+		// ready meanwhile.
 		std::chrono::microseconds timeout{0};
 	};
 	// Every hook is optional. Paths and interfaces are the object's; the cache already holds the

@@ -336,10 +336,11 @@ TEST_F(DbusKit, ObjectCacheReadsAnInvalidatedValueAgainAfterAFailedRead) {
 }
 
 // A service that never answers its first GetManagedObjects, as one busy while the system starts
-// would not in time, and answers the next with one object; org.qsd.Test.Control.Asked counts
-// the calls. A process of its own: sd-bus serves ObjectManager itself and refuses a vtable of it.
+// would not in time (with the argument "fail": answers it with an error), and answers the next
+// with one object; org.qsd.Test.Control.Asked counts the calls. A process of its own: sd-bus
+// serves ObjectManager itself and refuses a vtable of it.
 constexpr const char* kSlowService = R"(
-import dbus, dbus.service, dbus.mainloop.glib
+import sys, dbus, dbus.service, dbus.mainloop.glib
 from gi.repository import GLib
 dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
 bus = dbus.SystemBus()
@@ -350,6 +351,9 @@ class Root(dbus.service.Object):
                          async_callbacks=("ok", "fail"))
     def GetManagedObjects(self, ok, fail):
         Root.asked += 1
+        if Root.asked == 1 and sys.argv[1:] == ["fail"]:
+            fail(dbus.exceptions.DBusException("not ready", name="org.freedesktop.DBus.Error.Failed"))
+            return
         if Root.asked == 1:
             Root.held.append(ok)
             return
@@ -387,6 +391,28 @@ TEST_F(DbusKit, ObjectCacheAsksAgainWhenGetManagedObjectsTimesOut) {
 	auto asked = run("gdbus call --system -d org.qsd.Slow -o /org/qsd/Slow -m org.qsd.Test.Control.Asked");
 	EXPECT_NE(asked, "(uint32 1,)\n") << "asked once: the answer did not come from asking again";
 	EXPECT_EQ(asked.rfind("(uint32 ", 0), 0u) << asked;
+	stopChild(slow);
+}
+
+// The same when the first answer is an error (a service not ready yet): before, it was only
+// logged, and the mirror stayed empty until the service restarted.
+TEST_F(DbusKit, ObjectCacheAsksAgainWhenGetManagedObjectsFails) {
+	pid_t slow = spawnChild({"/usr/bin/python3", "-c", kSlowService, "fail"});
+	ASSERT_EQ(std::system("gdbus wait --system --timeout 15 org.qsd.Slow"), 0);
+
+	dbus::CallSet calls("test");
+	int ready = 0;
+	dbus::ObjectCache::Hooks hooks;
+	hooks.ready = [&] { ++ready; };
+	{
+		dbus::ObjectCache cache(*client, calls, {"org.qsd.Slow", "/org/qsd/Slow", "/org/qsd/Slow", {}, "test"}, hooks);
+		EXPECT_TRUE(spin(loop, [&] { return ready == 1; }));
+		const auto* level = cache.property("/org/qsd/Slow/a", kIface, "Level");
+		ASSERT_NE(level, nullptr);
+		EXPECT_EQ(dbus::asUint(*level), 7u);
+	}
+	auto asked = run("gdbus call --system -d org.qsd.Slow -o /org/qsd/Slow -m org.qsd.Test.Control.Asked");
+	EXPECT_EQ(asked, "(uint32 2,)\n");
 	stopChild(slow);
 }
 
