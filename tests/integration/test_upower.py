@@ -10,9 +10,12 @@ import signal
 
 import pytest
 
-from qsdtest import RpcError, answers_late_once, wait_until
+from qsdtest import PY, RpcError, answers_late_once, wait_until
 from upmock import (DEV_IFACE, DISPLAY, HADESS, MOCK, NEW_PPD, UP, UP_PATH, add_battery, add_mouse, dbus_mod,  # noqa: F401
                     method_calls, ppd_obj, setup_display, start_hadess, start_new_ppd, start_upower, up_mock)
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def power(c, sub):
@@ -626,3 +629,28 @@ def test_start_up_reads_answered_with_an_error_are_asked_again(env):
     assert "reading EnumerateDevices of UPower failed: org.freedesktop.DBus.Error.Failed" in log, log
     assert "properties failed: org.freedesktop.DBus.Error.Failed" in log, log
     assert env.daemon.poll() is None
+
+
+def test_a_hold_is_made_again_when_the_daemon_comes_back_under_both_names(env):
+    """power-profiles-daemon 0.20 restarts: one connection takes the old name, then the new one.
+    The client's hold is made again on the new instance. Before, the second name's arrival
+    cancelled the HoldProfile the first had caused, and the hold stayed "pending" for good."""
+    start_upower(env)
+    first = os.path.join(env.dir, "ppd-first.log")
+    p = env.spawn([PY, os.path.join(HERE, "ppd_two_names.py"), first], "ppd-first")
+    env.wait_bus_name("org.freedesktop.UPower.PowerProfiles")
+    env.start_qsd(backends=["upower"])
+    c, sub = env.watch("/power")
+    c.wait_value(sub, "/power/profiles/busName", "org.freedesktop.UPower.PowerProfiles", timeout=30)
+    c.call("power.holdProfile", {"profile": "performance", "reason": "game", "applicationId": "game"})
+    c.wait_value(sub, "/power/profiles/holds/game:performance/state", "active")
+    p.terminate()
+    p.wait(10)
+    c.wait_value(sub, "/power/profiles/available", False, timeout=30)
+    again = os.path.join(env.dir, "ppd-again.log")
+    env.spawn([PY, os.path.join(HERE, "ppd_two_names.py"), again], "ppd-again")
+    c.wait_value(sub, "/power/profiles/busName", "org.freedesktop.UPower.PowerProfiles", timeout=30)
+    c.wait_value(sub, "/power/profiles/holds/game:performance/state", "active", timeout=30)
+    # Made once, not once per name (the two names share their holds).
+    made = [line.split() for line in open(again).read().splitlines()]
+    assert [(m[0], m[3]) for m in made] == [("HoldProfile", "game")], made

@@ -63,17 +63,22 @@ void UpowerBackend::ppdNamesChanged() {
 	ppdProxy_ = sdbus::createProxy(conn(), ppd().name, ppd().path);
 	ppdProps_ = dbus::PropertySet(ppd().iface);
 	updateState();
-	ppdLoad(ownerChanged);
+	// The holds are made again after any change, not only a new owner's: power-profiles-daemon
+	// 0.20 owns its two names from one connection, the old one first, so its start is two changes
+	// with one owner, and the second cancelled the HoldProfile calls the first had asked for in
+	// its load's answer (a client's hold then stayed "pending" for good). Holds that still have a
+	// cookie keep it: only those with none and no call out are made again.
+	ppdLoad(true);
 }
 
 // Reads the daemon's properties. One that does not answer in time, or answers with an error
 // (a daemon still starting), is shown as known so far (nothing) and asked again with backoff
 // (dbus::kAskAgain): it has no other way into the tree. An error was only logged before, and the
 // profiles stayed "unknown" until the daemon happened to signal a change.
-void UpowerBackend::ppdLoad(bool ownerChanged) {
+void UpowerBackend::ppdLoad(bool rehold) {
 	ppdProps_.load(
 	    calls_, "ppd", *ppdProxy_,
-	    [this, ownerChanged](const sdbus::Error* e) {
+	    [this, rehold](const sdbus::Error* e) {
 		    if (e) {
 			    auto delay = ppdRetry_.schedule(
 			        context_.loop,
@@ -92,7 +97,7 @@ void UpowerBackend::ppdLoad(bool ownerChanged) {
 		    }
 		    if (e && !ppdProps_.loaded()) ppdProps_.assign({});
 		    publishProfiles();
-		    if (ownerChanged)
+		    if (rehold)
 			    for (auto& [_, h]: holds_)
 				    if (!h.cookie && !h.pending) hold(h, nullptr);
 		    updateState();

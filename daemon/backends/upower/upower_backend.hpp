@@ -147,7 +147,7 @@ private:
 
 	// --- power-profiles-daemon
 	void ppdNamesChanged();
-	void ppdLoad(bool ownerChanged);
+	void ppdLoad(bool rehold);   // rehold: once it answers, make the holds with no cookie and no call out again
 	void ppdPropertiesChanged(size_t service, sdbus::Message& msg);
 	void publishProfiles();
 	void refreshHolds();
