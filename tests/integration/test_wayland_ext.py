@@ -337,3 +337,19 @@ def test_a_killed_compositor_is_given_up_until_its_socket_is_back(env, peer_exe)
     c.wait_value(sub, "/wayland/available", True, timeout=20)
     wait_tops(c, sub, lambda v: [x["appId"] for x in v.values()] == ["b.app"])
     c.close()
+
+
+def test_an_output_that_goes_before_qsds_sync_returns(env, peer_exe):
+    """Monitors that come and go in one burst (a flicker on hotplug, a dock replugged): qsd binds
+    each and asks for a sync before publishing it; the output is gone when the sync returns.
+    Before, the sync's callback wrote into the freed output (the sanitizer build aborts on it), and
+    an output allocated in its place was published before its own sync returned."""
+    peer = Peer(env, peer_exe)
+    c, sub = start_qsd(env, peer)
+    c.wait_for(lambda: pointer_get(c.mirror(sub), "/wayland/outputs/PEER-1", None) is not None, 20, what="PEER-1")
+    peer.send(*[f"output-flicker FLICKER-{i}" for i in range(8)], "output LATER-1")
+    c.wait_for(lambda: pointer_get(c.mirror(sub), "/wayland/outputs/LATER-1", None) is not None, 20, what="LATER-1")
+    later = pointer_get(c.mirror(sub), "/wayland/outputs/LATER-1")
+    assert later["mode"]["width"] == 1920 and later["mode"]["height"] == 1080, later
+    assert not [k for k in pointer_get(c.mirror(sub), "/wayland/outputs") if k.startswith("FLICKER")]
+    assert env.daemon.poll() is None

@@ -10,6 +10,9 @@
  *   ext-late                 toplevels added next get their ext handle only with "ext-now"
  *   ext-now                  send the ext handles held back
  *   kick                     a protocol error to every client (on its wl_output)
+ *   output NAME              one more wl_output (1920x1080), named NAME
+ *   output-flicker NAME      one more wl_output, removed again at once: a monitor that comes and
+ *                            goes before the client's sync after binding it returns
  *
  *   -> "ready" once listening; "request ID activate|close|maximize|..." for each request;
  *      "kicked N" for each client turned away by --kick-binds.
@@ -280,12 +283,32 @@ static void bind_ext(struct wl_client *client, void *data, uint32_t version, uin
 
 /* ---- wl_output, wl_seat */
 
+
 static void output_release(struct wl_client *c, struct wl_resource *r) {
 	(void)c;
 	wl_resource_destroy(r);
 }
 
 static const struct wl_output_interface output_impl = {.release = output_release};
+
+/* The outputs "output" and "output-flicker" add: a name each, never freed (a test's few). */
+static void bind_extra_output(struct wl_client *client, void *data, uint32_t version, uint32_t id) {
+	struct wl_resource *r = wl_resource_create(client, &wl_output_interface, version, id);
+	if (!r) return;
+	wl_resource_set_implementation(r, &output_impl, NULL, NULL);
+	wl_output_send_geometry(r, 0, 0, 500, 280, WL_OUTPUT_SUBPIXEL_UNKNOWN, "Peer", "Extra", WL_OUTPUT_TRANSFORM_NORMAL);
+	wl_output_send_mode(r, WL_OUTPUT_MODE_CURRENT | WL_OUTPUT_MODE_PREFERRED, 1920, 1080, 60000);
+	if (version >= WL_OUTPUT_SCALE_SINCE_VERSION) wl_output_send_scale(r, 1);
+	if (version >= WL_OUTPUT_NAME_SINCE_VERSION) {
+		wl_output_send_name(r, data);
+		wl_output_send_description(r, data);
+	}
+	if (version >= WL_OUTPUT_DONE_SINCE_VERSION) wl_output_send_done(r);
+}
+
+static struct wl_global *extra_output(const char *name) {
+	return wl_global_create(display, &wl_output_interface, 4, strdup(name), bind_extra_output);
+}
 
 static void output_gone(struct wl_resource *r) { remove_slot(outputs, r); }
 
@@ -377,6 +400,14 @@ static void command(char *line) {
 	}
 	char *arg = strtok(NULL, " \n");
 	if (!arg) return;
+	if (!strcmp(cmd, "output")) {
+		extra_output(arg);
+		return;
+	}
+	if (!strcmp(cmd, "output-flicker")) {
+		wl_global_remove(extra_output(arg));
+		return;
+	}
 	int id = atoi(arg);
 	char *rest = strtok(NULL, "\n");
 	if (!strcmp(cmd, "add")) {

@@ -27,6 +27,7 @@ struct Outputs::Output {
 	bool sawMode = false;
 	bool done = false;      // a wl_output.done (or, for v1, any event) was seen
 	bool settled = false;   // the sync after binding returned: xdg-output has answered too
+	uint64_t serial = 0;    // tells the sync of a removed output from one of a new output
 };
 
 struct Outputs::ModeObject {
@@ -172,11 +173,17 @@ void Outputs::addOutput(wl_registry* registry, uint32_t global, uint32_t version
 	}
 	// Version 1 has no done event: what the bind brings is all there is.
 	if (o->version < WL_OUTPUT_DONE_SINCE_VERSION) o->done = true;
-	auto* raw = o.get();
+	o->serial = ++outputSerial_;
+	uint64_t serial = o->serial;
 	outputs_.push_back(std::move(o));
+	// The output may go before the sync returns (a monitor that flickers on hotplug, a dock
+	// replugged: global and global_remove in one burst). The sync outlives it, so it finds the
+	// output by serial: it held the bare pointer, wrote into freed memory, and a new output
+	// allocated there was marked settled before its own sync returned, published half-read.
 	if (ready_) {
-		display_.sync([this, raw] {
-			raw->settled = true;
+		display_.sync([this, serial] {
+			for (auto& out: outputs_)
+				if (out->serial == serial) out->settled = true;
 			refresh();
 		});
 	}

@@ -84,6 +84,7 @@ private:
 	uint32_t xdgVersion_ = 0;
 	zwlr_output_manager_v1* manager_ = nullptr;
 	uint32_t serial_ = 0;
+	uint64_t outputSerial_ = 0;   // the last Output's serial
 	bool managerDone_ = false;
 	bool settlingHeads_ = false;   // a sync for new heads is in flight
 	std::vector<std::unique_ptr<Output>> outputs_;
