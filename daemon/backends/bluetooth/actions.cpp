@@ -347,21 +347,25 @@ void BluetoothBackend::pair(Call& c) {
 	auto& d = device(c.params());
 	auto key = c.params().string("device");
 	auto path = d.path;
+	auto instance = d.instance;
 	++d.pairing;
 	publishDevice(key);
 	auto answer = c.answer();
 	callMethod(
 	    path, kDeviceIface, "Pair", {},
-	    [this, key, path, answer](const sdbus::Error* e) {
+	    [this, key, path, instance, answer](const sdbus::Error* e) {
+		    // Only the device the call was for: one removed and found again meanwhile (the answer
+		    // can take kPairTimeout) has pairings and a passkey shown of its own.
 		    auto it = devices_.find(key);
-		    if (it != devices_.end()) {
+		    bool same = it != devices_.end() && it->second.instance == instance;
+		    if (same) {
 			    if (it->second.pairing > 0) --it->second.pairing;
 			    publishDevice(key);
 		    }
 		    // The pairing failed: BlueZ sends no Cancel for the passkey or PIN code it had qsd show
 		    // (those calls wait for no answer), which would stay on screen until the timeout.
 		    // InProgress is no failure of the pairing that goes on (another one's).
-		    if (e && e->getName() != "org.bluez.Error.InProgress") endDisplayOf(key, "the pairing failed");
+		    if (same && e && e->getName() != "org.bluez.Error.InProgress") endDisplayOf(key, "the pairing failed");
 		    if (e) return answer->failed(*e);
 		    // Trusted, or the device will not reconnect on its own (what bluetoothctl users do by hand).
 		    setProperty(path, kDeviceIface, "Trusted", sdbus::Variant(true), [answer, key](const sdbus::Error* e) {

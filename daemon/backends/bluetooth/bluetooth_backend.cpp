@@ -273,7 +273,9 @@ void BluetoothBackend::removeAdapter(const std::string& key) {
 void BluetoothBackend::addDevice(const std::string& path, const DeviceId& id) {
 	// A device is shown with its adapter; one that comes first waits for it (addAdapter).
 	if (!adapters_.count(id.adapter) || !cache_->properties(path, kDeviceIface)) return;
-	auto& d = devices_[id.key];
+	auto [it, added] = devices_.try_emplace(id.key);
+	auto& d = it->second;
+	if (added) d.instance = nextSerial_++;
 	d.path = path;
 	d.adapter = id.adapter;
 	d.address = id.address;

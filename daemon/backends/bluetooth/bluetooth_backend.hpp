@@ -104,6 +104,7 @@ private:
 		Intent pending = Intent::None;   // connect/disconnect of qsd's in flight
 		uint64_t serial = 0;
 		int pairing = 0;                 // pair calls of qsd's in flight
+		uint64_t instance = 0;           // tells this device from one at the same path before it
 		bool published = false;          // in the tree (not when over kMaxDevices)
 		std::string icon;                // the name iconUrl was resolved for
 		uint64_t iconVersion = 0;        // ... with the themes as they were then (icons::SharedTheme::generation)
