@@ -331,6 +331,15 @@ class Player(dbus.service.Object):
     def GoSilent(self):
         self.silent = True
 
+    @dbus.service.method(CTL, in_signature="sss")
+    def Quiet(self, iface, prop, value):
+        # A change the player does not announce (read by the next GetAll).
+        (self.root if iface == ROOT else self.player)[prop] = json.loads(value)
+
+    @dbus.service.method(CTL, in_signature="i")
+    def FailGetAll(self, n):
+        self.get_all_fails = n
+
     @dbus.service.method(CTL, in_signature="ss")
     def Invalidate(self, iface, prop):
         self.PropertiesChanged(iface, {}, [prop])

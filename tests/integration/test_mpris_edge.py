@@ -685,3 +685,18 @@ def test_a_metadata_past_its_bound_in_an_answer_is_not_decoded(media):
     assert f"{P}huge: Metadata has more than 128 entries" in env.qsd_log()
     if not env.sanitized():
         assert env.rss_kib("VmHWM") / 1024 - peak < 40
+
+
+def test_a_failed_read_of_an_invalidated_property_is_made_again(media):
+    """A property invalidated, and the GetAll that reads it fails: the read is tried again, and
+    the property does not stay at the value it had before."""
+    env, c, sub = media
+    name = P + "reread"
+    start(env, c, sub, "reread")
+    ctl = m.control(env, name)
+    reads = len([x for x in m.calls(env, name) if x[0] == "GetAll"])
+    ctl.Quiet(PLAYER, "Volume", "0.25")   # not announced: only a GetAll reads it
+    ctl.FailGetAll(2)
+    ctl.Invalidate(PLAYER, "Volume")
+    wait_player(c, sub, "reread", lambda p: p["volume"] == 0.25, what="the volume read after two failed reads")
+    assert len([x for x in m.calls(env, name) if x[0] == "GetAll"]) - reads == 3

@@ -418,6 +418,9 @@ void MprisBackend::loaded(Player& p, bool root, const sdbus::Error* e) {
 			log::info("mpris", "cannot read {} of {}: {} ({}); trying again", root ? kRootIface : kPlayerIface, p.name,
 			          e->getMessage(), e->getName());
 		p.failed = true;
+		// Still owed: load() reads an interface that is not loaded or is flagged, and a failed
+		// re-read (of an invalidated property) leaves its interface loaded, with the old values.
+		(root ? p.reloadRoot : p.reloadPlayer) = true;
 	}
 	if (p.loading > 0) return;
 	if (p.failed) {
@@ -488,10 +491,9 @@ void MprisBackend::onPropertiesChanged(sdbus::Message& msg) {
 			c->names.emplace_back("Metadata");
 			takeMetadata(p, *meta);
 		}
-		if (invalidated) {
-			(isRoot ? p.reloadRoot : p.reloadPlayer) = true;
-			load(p);
-		}
+		if (invalidated) (isRoot ? p.reloadRoot : p.reloadPlayer) = true;
+		// An invalidation, or a re-read that failed and was given up ("on its next signal").
+		if (p.reloadRoot || p.reloadPlayer) load(p);
 		// Not published yet (the other interface is still being read): its first publication
 		// digests everything; a Position digested now would be stamped again then, stale.
 		if (!p.published) continue;
