@@ -145,6 +145,49 @@ def test_the_number_of_devices_is_bounded(env):
     assert late["profiles"], "the late card's params were read"
 
 
+def test_device_enumerations_leave_qsd_memory_bounded(env):
+    """A client exporting 60 devices at every bound (200 profiles and 200 routes of 4 KB names,
+    about 5 MB of answers each): qsd reads them a few devices at a time, so libpipewire's receive
+    buffer, which keeps the size of the longest burst it read without a pause, holds one round's
+    answers. Once the client is gone, qsd's RSS is back within 40 MiB of where it was (5-20 MiB
+    over: that buffer). Before, every device was enumerated at once, and the buffer grew with
+    them: RSS stayed 84 MiB over with these 60, 166-190 MiB with 300, for the connection's life.
+    A real card that comes during the flood is read and shown as ever."""
+    pw, c, sub, _ = start(env)
+    if env.sanitized():
+        pytest.skip("ASan's allocator and quarantine, not glibc's heap: RSS says nothing about qsd's bound")
+    rss = env.rss_kib()
+    count = 60
+    peer = pw.peer("devices", count, 200, 200, 4096)
+    pw.card()
+
+    def hostile():
+        return [d for d in audio_devices(c, sub).values() if d["name"].startswith("qsd_hostile_card_")]
+    started = time.monotonic()
+    c.wait_for(lambda: len(hostile()) == count, timeout=180, what=f"the {count} hostile devices read")
+    print(f"{count} hostile devices read in {time.monotonic() - started:.1f} s, qsd's RSS grew by "
+          f"{(env.rss_kib() - rss) / 1024:.1f} MiB")
+    # Each list cut at 128 entries (kMaxDeviceParams).
+    assert all(len(d["profiles"]) == len(d["ports"]) == 128 for d in hostile())
+    # The real card was read whole, whether its turn came before or after the hostile devices'.
+    c.wait_for(lambda: "qsd_test_card" in device_names(c, sub), timeout=20, what="the test card shown")
+    card = next(d for d in audio_devices(c, sub).values() if d["name"] == "qsd_test_card")
+    assert len(card["profiles"]) == 3 and card["ports"], card
+
+    peer.terminate()
+    peer.wait(10)
+    c.wait_for(lambda: not hostile(), timeout=30, what="the hostile devices gone")
+    assert "qsd_test_card" in device_names(c, sub)
+    # The devices' lists are freed, and qsd gives the heap back a second after its busy moment
+    # (malloc_trim); what stays is libpipewire's receive buffer, as large as one round's answers.
+    try:
+        c.wait_for(lambda: env.rss_kib() - rss <= 40 * 1024, timeout=10, what="qsd's RSS back within 40 MiB")
+    except TimeoutError:
+        pytest.fail(f"qsd's RSS stays {(env.rss_kib() - rss) / 1024:.1f} MiB over where it was after the hostile "
+                    f"client left (the bound: 40 MiB)")
+    print(f"qsd's RSS once the hostile client left: {(env.rss_kib() - rss) / 1024:.1f} MiB over where it was")
+
+
 def test_default_metadata_keeps_only_its_keys_and_bounded_values(env):
     """Any client writes the `default` metadata, any key, values of any size, which stay after it
     exits. qsd keeps only the four keys it shows, and ignores a value over 4 KiB (one log line):

@@ -10,6 +10,7 @@
 #include <spa/utils/result.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <string_view>
 #include <type_traits>
@@ -54,6 +55,9 @@ const std::set<std::string_view>& keysOf() {
 }
 
 constexpr uint64_t kFnvOffset = 14695981039346656037ull;
+
+// The waitGen of a device whose enumerations wait for a round: no sync completes it.
+constexpr uint64_t kQueuedGen = UINT64_MAX;
 
 void fnv1a(uint64_t& hash, const void* data, size_t size) {
 	const auto* p = static_cast<const unsigned char*>(data);
@@ -265,6 +269,21 @@ void Graph::completed(uint64_t gen) {
 		set.insert(o.id);
 	};
 	for (auto& [_, n]: nodes_) finish(*n, changes_.nodes);
+	// The devices of the round whose enumerations are all answered leave it. One that announced
+	// more changes than the round lets it start (kMaxEnumerationPasses) waits for a later round,
+	// incomplete (its waitGen is kQueuedGen), behind the devices already waiting.
+	for (auto it = enumerating_.begin(); it != enumerating_.end();) {
+		auto d = devices_.find(*it);
+		if (d != devices_.end() && d->second->enumGen > completedGen_) {
+			++it;
+			continue;
+		}
+		if (d != devices_.end()) {
+			d->second->enumGen = 0;
+			if (!d->second->queuedParams.empty()) enumerationQueue_.push_back(*it);
+		}
+		it = enumerating_.erase(it);
+	}
 	for (auto& [_, d]: devices_) {
 		if (d->waitGen == 0 || d->waitGen > completedGen_) continue;
 		commitDevice(*d);
@@ -272,6 +291,9 @@ void Graph::completed(uint64_t gen) {
 	}
 	for (auto& [_, l]: links_) finish(*l, changes_.links);
 	for (auto& [_, c]: clients_) finish(*c, changes_.clients);
+	// Every enumeration sent was answered before this done: the next round starts (its sync
+	// goes out after this iteration).
+	startRound();
 	if (metadata_ && metadata_->waitGen && metadata_->waitGen <= completedGen_) {
 		metadata_->waitGen = 0;
 		metadata_->complete = true;
@@ -497,6 +519,7 @@ void Graph::globalRemove(uint32_t id) {
 	};
 	if (drop(nodes_, &changes_.removedNodes, &changes_.nodes)) return;
 	if (drop(devices_, &changes_.removedDevices, &changes_.devices)) {
+		leaveRound(id);
 		bindWaitingDevice();
 		return;
 	}
@@ -630,8 +653,69 @@ void Graph::deviceInfo(Device& d, const pw_device_info* info) {
 			d.rereads.erase(p.id);
 		}
 		d.paramFlags[p.id] = p.flags;
-		enumerate(d, p.id);
+		requestEnumeration(d, p.id);
 	}
+}
+
+// Enumerates a param of a device now if the device is in the round, or if the round has room
+// for it and nobody waits; else the device waits for a later round (kMaxEnumeratingDevices).
+// Before, every device bound was enumerated at once: a hostile client's 300 devices of 200
+// profiles and routes of 4 KB names sent qsd their answers in one burst, and libpipewire's
+// receive buffer, which grows to hold what arrives without a pause and never shrinks, kept
+// 123-208 MiB for the connection's life. A round's devices are few, and the next round is sent
+// only once every answer of this one has come, so the buffer is read to its end between rounds
+// and starts again from its beginning: it is as large as one round's answers at most. Waiting
+// changes nothing of what completes a device: its waitGen stays kQueuedGen until its
+// enumerations are sent, and then is the sync sent after them, as before.
+void Graph::requestEnumeration(Device& d, uint32_t paramId) {
+	if (enumerating_.empty()) roundDevices_ = 0;
+	bool inRound = enumerating_.count(d.id) > 0;
+	// A device already in the round starts again at once (as before), unless it did so too often
+	// in this round: the round would not end while it keeps announcing changes.
+	bool newPass = !inRound || d.enumGen != nextGen_;
+	bool now = d.queuedParams.empty() &&
+	           (inRound ? !newPass || d.passes < kMaxEnumerationPasses
+	                    : roundDevices_ < kMaxEnumeratingDevices && enumerationQueue_.empty());
+	if (!now) {
+		// A device in the round joins the queue when it leaves the round (completed()).
+		if (d.queuedParams.empty() && !inRound) enumerationQueue_.push_back(d.id);
+		d.queuedParams.insert(paramId);
+		d.waitGen = kQueuedGen;
+		return;
+	}
+	if (!inRound) {
+		enumerating_.insert(d.id);
+		++roundDevices_;
+		d.passes = 0;
+	}
+	if (newPass) ++d.passes;
+	enumerate(d, paramId);
+}
+
+// Once the round has no enumeration left unanswered: the devices waiting longest, up to
+// kMaxEnumeratingDevices, enumerate what they wait for.
+void Graph::startRound() {
+	if (!enumerating_.empty()) return;
+	roundDevices_ = 0;
+	while (roundDevices_ < kMaxEnumeratingDevices && !enumerationQueue_.empty()) {
+		uint32_t id = enumerationQueue_.front();
+		enumerationQueue_.pop_front();
+		auto it = devices_.find(id);
+		if (it == devices_.end() || it->second->queuedParams.empty()) continue;
+		Device& d = *it->second;
+		std::set<uint32_t> params = std::move(d.queuedParams);
+		d.queuedParams.clear();
+		enumerating_.insert(id);
+		++roundDevices_;
+		d.passes = 1;
+		for (uint32_t p: params) enumerate(d, p);
+	}
+}
+
+// A device that left: it neither waits nor holds its round open any more.
+void Graph::leaveRound(uint32_t device) {
+	std::erase(enumerationQueue_, device);
+	if (enumerating_.erase(device) > 0) startRound();
 }
 
 void Graph::enumerate(Device& d, uint32_t paramId) {
@@ -648,8 +732,9 @@ void Graph::enumerate(Device& d, uint32_t paramId) {
 	int seq = ++paramSeq_;
 	int res = pw_device_enum_params(reinterpret_cast<pw_device*>(d.proxy), seq, paramId, 0, UINT32_MAX, nullptr);
 	d.enumSeq[paramId] = SPA_RESULT_IS_ASYNC(res) ? res : seq;
-	// Complete at the done of a sync sent after this enumeration.
+	// Complete at the done of a sync sent after this enumeration; and in the round until then.
 	d.waitGen = nextGen_;
+	d.enumGen = nextGen_;
 	syncWanted_ = true;
 }
 
@@ -880,7 +965,7 @@ void Graph::rereadParams() {
 		auto it = devices_.find(device);
 		if (it == devices_.end() || !it->second->proxy || !it->second->complete || !it->second->rereads.count(param))
 			continue;
-		enumerate(*it->second, param);
+		requestEnumeration(*it->second, param);
 	}
 	// Outside PipeWire's dispatch: afterIterate may not run before the loop sleeps.
 	if (syncWanted_ && !lost_) requestSync();
@@ -889,8 +974,10 @@ void Graph::rereadParams() {
 uint64_t Graph::readBackRoutes(uint32_t id) {
 	auto it = devices_.find(id);
 	if (it == devices_.end() || !it->second->proxy || !it->second->complete) return 0;
-	enumerate(*it->second, SPA_PARAM_Route);
-	return it->second->waitGen;
+	requestEnumeration(*it->second, SPA_PARAM_Route);
+	// A device waiting for a round: readBack holds while its waitGen is not 0, which only the
+	// sync sent after its enumerations settles, so any generation still to come does.
+	return it->second->waitGen == kQueuedGen ? nextGen_ : it->second->waitGen;
 }
 
 bool Graph::readBack(uint32_t id, uint64_t gen) const {

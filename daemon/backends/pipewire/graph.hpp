@@ -12,6 +12,8 @@
 // therefore enumerated on each change, as pw-dump does: a subscription's notifications of such a
 // device are lost in PipeWire 0.3 (impl-device.c drops asynchronous results). Node Props, the hot
 // path of every volume change, come through a subscription and are applied as they arrive.
+// Devices are enumerated a few at a time (kMaxEnumeratingDevices), in rounds: libpipewire's
+// receive buffer keeps the size of the longest burst of answers it read without a pause.
 
 #include "../../log.hpp"
 #include "mapping.hpp"
@@ -19,6 +21,7 @@
 #include <pipewire/pipewire.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -101,6 +104,13 @@ struct Device: Object {
 	std::set<uint32_t> announced;
 	std::map<uint32_t, int> rereads;
 	bool paramsCutLogged = false;             // a list over kMaxDeviceParams was logged
+	// Enumeration rounds (Graph::requestEnumeration): the params announced while the device waits
+	// for a round, which it enumerates when its turn comes (its waitGen is kQueuedGen meanwhile,
+	// so it does not complete); the generation of the sync that settles the enumerations it sent
+	// in the round it is in (0: in none); and how many times it started them in that round.
+	std::set<uint32_t> queuedParams;
+	uint64_t enumGen = 0;
+	int passes = 0;
 };
 
 struct Link: Object {
@@ -249,7 +259,10 @@ private:
 	void completed(uint64_t gen);
 	void deviceInfo(Device& d, const pw_device_info* info);
 	void deviceParam(Device& d, int seq, uint32_t id, const spa_pod* param);
+	void requestEnumeration(Device& d, uint32_t paramId);
 	void enumerate(Device& d, uint32_t paramId);
+	void startRound();
+	void leaveRound(uint32_t device);
 	void commitDevice(Device& d);
 	void lose(std::string reason);
 	void bindDevice(uint32_t id, uint32_t version, const spa_dict* props);
@@ -281,6 +294,14 @@ private:
 	// The devices left waiting are logged one line each, at most 8 per 10 s: any client can
 	// export them by the thousand.
 	log::Limiter waitingLog_{8, 10'000'000};
+	// Devices' params are enumerated kMaxEnumeratingDevices devices at a time: a round takes
+	// devices until it has that many, and the next starts once every enumeration of the round is
+	// answered (the done of the last one's sync), with the devices waiting in the queue, first
+	// come first. That pause in the answers is what lets libpipewire's receive buffer start
+	// again from its beginning (see kMaxEnumeratingDevices).
+	std::set<uint32_t> enumerating_;         // the devices of the round with enumerations unsettled
+	size_t roundDevices_ = 0;                // the devices the round took
+	std::deque<uint32_t> enumerationQueue_;  // global ids of devices waiting for a round
 	std::map<uint32_t, std::unique_ptr<Link>> links_;
 	std::map<uint32_t, std::unique_ptr<Client>> clients_;
 	std::unique_ptr<Metadata> metadata_;

@@ -43,6 +43,20 @@ constexpr size_t kMaxParamTextBytes = 256;
 // Bluetooth, cameras: tens) from one client, while one hostile client's 100 devices at every
 // bound above took 151 MiB of qsd's heap and put 55 MB in every resync of /audio.
 constexpr size_t kMaxDevices = 128;
+// The devices whose params are enumerated at once; the others wait their turn, first come first,
+// and the next ones start when every enumeration of the round is answered. libpipewire's
+// connection reads into one buffer that grows to hold the answers that arrive without a pause
+// and never shrinks (module-protocol-native/connection.c, 0.3.65), so every device's answers at
+// once, from a client exporting 300 devices of 200 profiles and routes of 4 KB names, kept up to
+// 208 MiB of it for the connection's life. A round's pause bounds it to a round's answers (4-19
+// MiB there). A real device's answers are a few KiB, and a round costs one more round trip:
+// tens of devices take a few, not measurable at start-up; one device per round left 9 MiB but
+// made 101 small devices 15-20 ms slower to appear.
+constexpr size_t kMaxEnumeratingDevices = 4;
+// The times a device in a round may start its enumerations again (a change announced while
+// they were answered) before it waits for a later round, so that one device announcing changes
+// without end cannot hold the others back.
+constexpr int kMaxEnumerationPasses = 8;
 
 // ---- volumes
 
