@@ -229,13 +229,17 @@ def test_audio_nodes_without_volume_controls_are_logged_a_few_at_a_time(env):
     """40 audio sinks without volume controls at once (any client can make them, and did, 1000 a
     second): each has `audio` null, and at most 8 lines in 10 s say so."""
     pw, c, sub, _ = start(env)
+    started = time.monotonic()
     peer = pw.peer("nodes", 40)
 
     def novol():
         return [n for n in audio_nodes(c, sub).values() if n["name"].startswith("qsd_novol_")]
     c.wait_for(lambda: len(novol()) == 40, timeout=20, what="the 40 sinks without volume controls")
+    took = time.monotonic() - started
     assert all(n["audio"] is None for n in novol())
-    assert len(log_lines(env, "has no volume controls")) == 8
+    # 8 in each 10 s the sinks took to come: one window, unless the machine is very slow.
+    lines = len(log_lines(env, "has no volume controls"))
+    assert 8 <= lines <= 8 * (1 + int(took // 10)), (lines, took)
     peer.terminate()
     peer.wait(10)
     c.wait_for(lambda: not novol(), timeout=20, what="the sinks gone")
