@@ -107,6 +107,12 @@ void QsdClaim::watchedChanged() {
 	}
 }
 
+void QsdClaim::targetLost() {
+	if (this->mState != State::Effective && this->mState != State::Pending) return;
+	this->forget();
+	this->setState(State::Failed);
+}
+
 void QsdClaim::granted() {
 	if (this->mState != State::Pending) return;
 	this->setError({});
@@ -212,6 +218,11 @@ void QsdSwitchClaim::disengage() {
 	this->mLease.clear();
 }
 
+void QsdSwitchClaim::targetLost() {
+	if (!this->mLease.empty()) QsdLeases::of(this->client())->lost(this->mLease);
+	QsdClaim::targetLost();
+}
+
 QsdWifiScanner::~QsdWifiScanner() { this->shutdown(); }
 
 void QsdWifiScanner::setDevice(const QString& device) {
@@ -260,6 +271,10 @@ void QsdNodeClaim::componentComplete() {
 }
 
 void QsdNodeClaim::watchedChanged() {
+	// PipeWire's backend ends a node's monitor or watch when the node goes (and every one when
+	// PipeWire restarts, whose serials, the node keys, start again): kept effective, the claim
+	// showed no peaks and never asked again when a node of that key came back.
+	if (!this->targetPresent()) this->targetLost();
 	QsdSwitchClaim::watchedChanged();
 	this->read();
 }
@@ -372,7 +387,7 @@ void QsdLeases::release(QsdSwitchClaim* claim, const std::string& key) {
 
 void QsdLeases::send(const std::string& key) {
 	auto& lease = this->mLeases.at(key);
-	auto generation = ++lease.generation;
+	auto generation = lease.generation = ++this->mGeneration;
 	lease.state = Lease::State::Pending;
 	auto params = lease.target;
 	params["enabled"] = true;

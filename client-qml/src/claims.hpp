@@ -70,6 +70,10 @@ protected:
 	virtual void disengage() = 0;
 	// The connection was lost: the daemon forgot the claim with it; nothing to send.
 	virtual void forget() {}
+	// The daemon ended the claim with its target (a node that went, PipeWire restarting), and
+	// says nothing of it: forgotten without a request, and Failed until the target is back,
+	// when it is asked for again.
+	virtual void targetLost();
 
 	// A property the request depends on changed: ask again with the new values.
 	void reconfigure();
@@ -157,6 +161,7 @@ protected:
 	void engage() override;
 	void disengage() override;
 	void forget() override { this->mLease.clear(); }
+	void targetLost() override;
 
 private:
 	std::string mLease;   // the lease key while engaged
@@ -346,6 +351,9 @@ public:
 	std::string acquire(QsdSwitchClaim* claim, const std::string& method, const nlohmann::json& target);
 	// Removes a holder; the last one switches the lease off.
 	void release(QsdSwitchClaim* claim, const std::string& key);
+	// The daemon ended the lease itself (its target went): forgotten without a request; a later
+	// acquire asks again.
+	void lost(const std::string& key) { this->mLeases.erase(key); }
 
 private:
 	explicit QsdLeases(QsdClient* client);
@@ -361,6 +369,7 @@ private:
 
 	QsdClient* mClient;
 	std::map<std::string, Lease> mLeases;
+	uint64_t mGeneration = 0;   // of the last request: a lease lost and made again does not take an earlier one's answer
 };
 
 } // namespace qsd::qml

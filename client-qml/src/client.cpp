@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <unistd.h>
+#include <utility>
 
 namespace qsd::qml {
 
@@ -117,12 +118,17 @@ void QsdClient::openSocket() {
 		this->mSocket->abort();
 		this->mSocket->deleteLater();
 		this->mSocket = nullptr;
-		this->failPending(QStringLiteral("Connection to qsd closed before the answer"));
+		// Not connected before the calls out are failed: a caller that retries from its error
+		// handler is queued, and claims see the connection gone before their refusals.
 		this->lostConnection();
+		this->setConnected(false);
+		this->failPending(QStringLiteral("Connection to qsd closed before the answer"));
 	}
 	this->setConnected(false);
 	this->mReader = LineReader(64 << 20);
 	this->mSubscription = 0;
+	this->mSubscribing = false;
+	this->mSubscribeAgain = false;
 
 	this->mSocket = new QLocalSocket(this);
 	if (this->mPaused) this->mSocket->setReadBufferSize(4096);
@@ -204,10 +210,31 @@ void QsdClient::lostConnection() {
 	if (this->mUnreachableSince == 0) this->mUnreachableSince = nowMs();
 }
 
+// One tree.subscribe out at a time. One asked for while another is out (paths changed twice in
+// a round trip) is sent when that one answers, with the paths of then, and the answer it
+// supersedes is unsubscribed: before, each answer was taken in turn, an empty mirror flashed (the
+// first snapshot read against the second paths) and every superseded subscription stayed open,
+// its changes streamed to a client that dropped them, counted against its queue.
 void QsdClient::subscribe() {
+	if (this->mSubscribing) {
+		this->mSubscribeAgain = true;
+		return;
+	}
+	this->mSubscribing = true;
 	json paths = json::array();
 	for (const auto& path: this->mPaths) paths.push_back(path.toStdString());
 	this->send("tree.subscribe", {{"paths", paths}}, [this](const json* error, const json* result) {
+		this->mSubscribing = false;
+		bool again = std::exchange(this->mSubscribeAgain, false);
+		// The connection went: subscribed again once connected.
+		if (error && error->value("code", 0) == NOT_CONNECTED) return;
+		if (again) {
+			if (result && result->is_object())
+				if (auto it = result->find("subscription"); it != result->end() && it->is_number_unsigned())
+					this->send("tree.unsubscribe", {{"subscription", it->get<uint64_t>()}}, nullptr);
+			this->subscribe();
+			return;
+		}
 		if (error) {
 			this->setError(QStringLiteral("tree.subscribe failed: %1")
 			                   .arg(QString::fromStdString(error->value("message", std::string("unknown error")))));
@@ -281,6 +308,7 @@ void QsdClient::handleNotification(const std::string& method, const json& params
 		}
 	} catch (const json::exception& e) {
 		qWarning("Qsd: malformed %s notification (%s); resubscribing", method.c_str(), e.what());
+		if (this->mSubscription != 0) this->send("tree.unsubscribe", {{"subscription", this->mSubscription}}, nullptr);
 		this->mSubscription = 0;
 		this->subscribe();
 	}

@@ -284,6 +284,8 @@ private:
 	LineReader mReader {64 << 20};
 	Mirror mMirror;
 	uint64_t mSubscription = 0;
+	bool mSubscribing = false;      // a tree.subscribe is out (subscribe())
+	bool mSubscribeAgain = false;   // ... and another was asked for meanwhile
 	uint64_t mNextId = 1;
 	std::map<uint64_t, Pending> mPending;
 	std::deque<Queued> mQueue;

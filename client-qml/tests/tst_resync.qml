@@ -48,4 +48,43 @@ TestCase {
         compare(Qsd.node("/debug"), flood, "nodes survive a resync")
         verify(Qsd.connected)
     }
+
+    // The subscriptions this connection can still open (the daemon allows 64): opened until one is
+    // refused, then closed again.
+    function slotsLeft() {
+        var ids = []
+        for (var i = 0; i < 70; ++i) {
+            var r = callSync("tree.subscribe", { paths: ["/daemon/pid"] })
+            if (r.err) {
+                compare(r.err.code, -32003, "refused for the limit")
+                break
+            }
+            ids.push(r.res.subscription)
+        }
+        for (var j = 0; j < ids.length; ++j) compare(callSync("tree.unsubscribe", { subscription: ids[j] }).err, null)
+        return ids.length
+    }
+
+    // Qsd.paths changed twice before the daemon answered the first change: one snapshot, of the
+    // paths wanted last, and no subscription left open behind it. Before, the first answer was
+    // read against the second paths (an empty mirror for a round trip, a second resync) and its
+    // subscription stayed open, its changes streamed to a client that dropped them.
+    function test_pathsChangedTwiceInOneRoundTrip() {
+        compare(callSync("debug.set", { path: "/debug/twice", value: 1 }).err, null)
+        var before = slotsLeft()
+        var seen = []
+        var record = function() { seen.push(Qsd.daemon !== null) }
+        Qsd.resynced.connect(record)
+        Qsd.paths = ["/debug"]
+        Qsd.paths = ["/daemon"]
+        tryVerify(function() { return seen.length >= 1 && Qsd.daemon !== null && Qsd.debug === null }, 10000,
+                  "the paths wanted last in the mirror")
+        // Answered after every line the daemon sent before it: a second snapshot would be in.
+        callSync("tree.get", { path: "/daemon/pid" })
+        Qsd.resynced.disconnect(record)
+        compare(seen, [true], "one snapshot, not empty")
+        compare(slotsLeft(), before, "the superseded subscription was closed")
+        Qsd.paths = [""]
+        tryVerify(function() { return Qsd.debug !== null && Qsd.daemon !== null }, 10000, "the whole tree again")
+    }
 }

@@ -88,6 +88,16 @@ def pw_default_sink():
     print(re.search(r'node\.name = "([^"]*)"', out).group(1))
 
 
+def pw_sink_add(name):
+    """A null sink that stays after the command (object.linger)."""
+    RunningPipeWire().add_null(name)
+
+
+def pw_node_destroy(name):
+    pw = RunningPipeWire()
+    pw.run(["pw-cli", "destroy", str(pw.node_id(name))])
+
+
 def pw_meters():
     """How many level meters (qsd's capture streams, node.name qsd.peaks) PipeWire has."""
     print(len([o for o in RunningPipeWire().dump() if o.get("type") == "PipeWire:Interface:Node"
@@ -234,6 +244,8 @@ ACTIONS = {
     "pw-set-volume": pw_set_volume,
     "pw-default-sink": pw_default_sink,
     "pw-meters": pw_meters,
+    "pw-sink-add": pw_sink_add,
+    "pw-node-destroy": pw_node_destroy,
     "tray-calls": tray_calls,
     "bt-forget-agents": lambda: bus().get_object("org.bluez", "/org/bluez").ForgetAgents(dbus_interface="org.qsd.Test"),
     "bt-ask": bt_ask,

@@ -174,4 +174,28 @@ TestCase {
         tryVerify(function() { return daemonValue(path) === undefined }, 15000, "gone from the daemon's tree")
         tryVerify(function() { return Object.keys(watched.properties).length === 0 }, 15000, "and from the element")
     }
+
+    // The node goes: the daemon ends its meter with it, and says nothing. The monitor is no longer
+    // effective (it stayed effective, with no peaks, and never asked again for a node of that key).
+    function test_8_notEffectiveOnceItsNodeIsGone() {
+        var r = QsdDaemon.drive("pw-sink-add", ["qsd_going"])
+        compare(r.code, 0, "pw-sink-add: " + r.output)
+        var key = ""
+        tryVerify(function() {
+            var node = (Qsd.audio?.nodes?.values ?? []).find(function(n) { return n.name === "qsd_going" })
+            key = node ? Qsd.keyOf(node) : ""
+            return key !== ""
+        }, 20000, "the new sink in /audio")
+        var made = monitorComponent.createObject(test, { node: key })
+        tryVerify(function() { return made.effective }, 15000, "monitoring the new sink")
+        metersBecome(1)
+        r = QsdDaemon.drive("pw-node-destroy", ["qsd_going"])
+        compare(r.code, 0, "pw-node-destroy: " + r.output)
+        tryVerify(function() { return !(Qsd.audio?.nodes?.values ?? []).some(function(n) { return n.name === "qsd_going" }) },
+                  20000, "the sink gone from /audio")
+        tryVerify(function() { return !made.effective }, 5000, "no longer effective")
+        compare(made.peaks, [])
+        metersBecome(0)
+        made.destroy()
+    }
 }
