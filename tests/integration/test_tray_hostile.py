@@ -7,6 +7,7 @@ Also what a desktop shows for icons: the platform's default theme, a raster befo
 an icon installed while qsd runs."""
 
 import os
+import signal
 
 import trayutil as t
 
@@ -532,16 +533,24 @@ def test_registering_another_connections_paths_counts_against_the_caller(env):
     # icon), and never against the caller, which registered 704 items for 11 connections.
     c, sub = start(env)
     victim_name = "org.qsdtest.Victim"
-    t.start_items(env, [{"register": "none", "name": victim_name, "props": {"Id": "victim"}}])
+    p = t.start_items(env, [{"register": "none", "name": victim_name, "props": {"Id": "victim"}}])
     victim = t.owner(env, victim_name)
-    attacker = LoopBus(env)
-    results = attacker.calls("RegisterStatusNotifierItem", [f"{victim}/bogus/p{i}" for i in range(100)])
-    assert results.count("ok") == 64 and results.count(LIMIT) == 100 - 64
-    # The caller has used its share, whoever's names it gives (asked at once: the paths are
-    # dropped 7 s after their first read at the earliest).
-    others = [LoopBus(env) for _ in range(3)]
-    results = attacker.calls("RegisterStatusNotifierItem", [f"{o.bus.get_unique_name()}/x/p{i}" for o in others for i in range(10)])
-    assert results == [LIMIT] * 30
+    # The victim answers nothing while the caller registers: qsd's reads of the made-up paths wait
+    # (5 s each, asked again 1, 2, 4... s later), so the paths are all still held when the second
+    # batch comes, however slow the machine (answered at once, they are dropped 7 s after their
+    # first read).
+    p.send_signal(signal.SIGSTOP)
+    try:
+        attacker = LoopBus(env)
+        results = attacker.calls("RegisterStatusNotifierItem", [f"{victim}/bogus/p{i}" for i in range(100)])
+        assert results.count("ok") == 64 and results.count(LIMIT) == 100 - 64
+        # The caller has used its share, whoever's names it gives.
+        others = [LoopBus(env) for _ in range(3)]
+        results = attacker.calls("RegisterStatusNotifierItem",
+                                 [f"{o.bus.get_unique_name()}/x/p{i}" for o in others for i in range(10)])
+        assert results == [LIMIT] * 30
+    finally:
+        p.send_signal(signal.SIGCONT)
     # The victim's own item is registered and shown: what another connection registered counts
     # against it only once it answered for it.
     assert t.control(env, victim_name).Register("", "/StatusNotifierItem") == "ok"
