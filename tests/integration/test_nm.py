@@ -398,6 +398,23 @@ def test_wrong_property_type_degrades_and_logs_once(world):
     world.wait("/network/devices/wlan0/networks/Neighbour/signalStrength", 0.64)
 
 
+def test_what_is_kept_of_an_access_point_goes_with_it(world):
+    # An access point that left and comes back at the same path with the same wrongly typed
+    # property is reported again: its "warned once" entry went with it. It stayed before, one for
+    # every access point that ever left (NetworkManager gives each new one a new path).
+    m = world.m
+    strength = "/network/devices/wlan0/networks/Back/accessPoints/00:11:22:33:44:99/strength"
+    for _ in range(2):
+        ap = m.add_ap(world.wlan, "ap_back", "Back", "00:11:22:33:44:99")
+        world.wait(strength, 0.5)
+        m.iface(ap).UpdateProperties(AP, {"Strength": "strong"})
+        world.wait(strength, None)
+        m.mock.RemoveAccessPoint(world.wlan, ap)
+        world.absent("/network/devices/wlan0/networks/Back")
+    log = world.env.qsd_log()
+    assert log.count("AccessPoint/ap_back: property Strength has the unexpected D-Bus type 's'") == 2, log
+
+
 def test_actions_are_reachable_through_qsctl(world):
     out = world.env.qsctl("call", "network.setWifiEnabled", "enabled=false")
     assert out.returncode == 0, out.stderr
