@@ -1,8 +1,9 @@
 """A power-profiles-daemon 0.20+ stand-in: one connection owning both of its bus names,
 net.hadess.PowerProfiles first and then org.freedesktop.UPower.PowerProfiles, as the real one
-does (it owns the old name from the new one's bus_acquired handler). Usage: ppd_two_names.py LOG;
-each HoldProfile and ReleaseProfile is appended to LOG as "HoldProfile <name> <profile> <app>
-<cookie>" or "ReleaseProfile <name> <cookie>"."""
+does (it owns the old name from the new one's bus_acquired handler). Usage: ppd_two_names.py LOG
+[late]; each HoldProfile and ReleaseProfile is appended to LOG as "HoldProfile <name> <profile>
+<app> <cookie>" or "ReleaseProfile <name> <cookie>". With "late", the new name is taken only in
+the first HoldProfile, before it answers: the second name comes while a hold is out."""
 
 import sys
 
@@ -12,6 +13,7 @@ import dbus.service
 from gi.repository import GLib
 
 LOG = sys.argv[1]
+LATE = sys.argv[2:] == ["late"]
 PROFILES = ("power-saver", "balanced", "performance")
 holds = {}
 next_cookie = [100]
@@ -48,6 +50,8 @@ def service(iface, path):
 
         @dbus.service.method(iface, in_signature="sss", out_signature="u")
         def HoldProfile(self, profile, reason, app):
+            if LATE and len(names) == 1:
+                names.append(dbus.service.BusName("org.freedesktop.UPower.PowerProfiles", bus))
             next_cookie[0] += 1
             holds[next_cookie[0]] = (profile, reason, app)
             note("HoldProfile", iface, profile, app, next_cookie[0])
@@ -65,5 +69,5 @@ dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
 bus = dbus.SystemBus()
 objects = [service("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles"),
            service("org.freedesktop.UPower.PowerProfiles", "/org/freedesktop/UPower/PowerProfiles")]
-names = [dbus.service.BusName(n, bus) for n in ("net.hadess.PowerProfiles", "org.freedesktop.UPower.PowerProfiles")]
+names = [dbus.service.BusName(n, bus) for n in ("net.hadess.PowerProfiles", "org.freedesktop.UPower.PowerProfiles")[:1 if LATE else 2]]
 GLib.MainLoop().run()

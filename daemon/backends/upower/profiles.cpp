@@ -28,25 +28,37 @@ void UpowerBackend::ppdNamesChanged() {
 
 	bool ownerChanged = owner != ppdOwner_;
 	calls_.cancel("ppd");   // pending actions answer BackendUnavailable
-	bury(std::move(ppdProxy_));
+	// The same daemon under its other name (power-profiles-daemon 0.20 owns both from one
+	// connection, the old one first): its holds stand, and the HoldProfile and ReleaseProfile
+	// calls out stay out, through the proxy they went by. Cancelled, a HoldProfile the daemon had
+	// made was never released (the profile stayed held until qsd exited), and the hold was asked
+	// for again.
+	bury(std::move(ppdHoldProxy_));
+	if (ownerChanged) {
+		calls_.cancel("ppd-hold");
+		bury(std::move(ppdProxy_));
+	} else {
+		ppdHoldProxy_ = std::move(ppdProxy_);
+	}
 	ppdProps_.clear();
 	ppdRetry_.reset();
 	if (ppdActive_ >= 0) reader_.forget(ppd().name);
 	ppdUnknown_.clear();
 	{
-		// Cancelled HoldProfile calls answered BackendUnavailable: those holds are forgotten.
-		// With a new instance, the holds died with the old one; they are made again below.
+		// With a new instance, the holds died with the old one: cancelled HoldProfile calls
+		// answered BackendUnavailable, and those holds are forgotten; the others are made again
+		// below. With the same one, a hold's call out answers as ever.
 		std::vector<uint64_t> drop;
 		for (auto& [id, h]: holds_) {
 			if (ownerChanged) {
 				h.cookie.reset();
 				h.owner.clear();
+				h.pending = false;
+				if (!h.confirmed || h.released) drop.push_back(id);
 			}
-			h.pending = false;
 			// A retry for the old instance is moot: the new one gets the hold right away.
 			h.retry.reset();
 			h.error = nullptr;
-			if (!h.confirmed || h.released) drop.push_back(id);
 		}
 		for (auto id: drop) forgetHold(id);
 	}
@@ -156,7 +168,7 @@ void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 	uint64_t holdId = h.id;
 	publishProfiles();   // shows it as pending
 	calls_.start(
-	    "ppd",
+	    "ppd-hold",
 	    ppdProxy_->callMethodAsync("HoldProfile").onInterface(ppd().iface).withArguments(h.profile, h.reason, h.applicationId),
 	    [this, holdId, answer](const sdbus::Error* e, uint32_t cookie) {
 		        auto it = holds_.find(holdId);
@@ -215,7 +227,7 @@ void UpowerBackend::holdFailed(ClientHold& h, const sdbus::Error& e) {
 
 void UpowerBackend::release(uint32_t cookie) {
 	if (!ppdProxy_) return;
-	calls_.start("ppd",
+	calls_.start("ppd-hold",
 	             ppdProxy_->callMethodAsync("ReleaseProfile").onInterface(ppd().iface).withArguments(cookie),
 	                 [this, cookie](const sdbus::Error* e) {
 		                 if (e) log::info("upower", "ReleaseProfile({}) failed: {}: {}", cookie, e->getName(), e->getMessage());

@@ -48,6 +48,7 @@ void UpowerBackend::onBusStop() {
 	display_.reset();
 	upProxy_.reset();
 	ppdProxy_.reset();
+	ppdHoldProxy_.reset();
 	holds_.clear();
 }
 
