@@ -287,6 +287,10 @@ void ObjectCache::onProperties(sdbus::Message& msg) {
 // shows what it was last told (a hook runs with the names of changed values only). Before, a
 // failed read left those values shown as they were until the property changed again.
 void ObjectCache::reread(const std::string& path, const std::string& interface, std::vector<std::string> invalidated) {
+	// A new invalidation after the reads asked again gave up starts afresh: kept used up, a later
+	// failure was never asked again, and logged a warning at every invalidation.
+	if (!invalidated.empty())
+		if (auto r = rereads_.find({path, interface}); r != rereads_.end() && !r->second->pending()) rereads_.erase(r);
 	auto& px = proxy(path);
 	calls_.start(group_, px.callMethodAsync("GetAll").onInterface(kPropertiesIface).withArguments(interface),
 	             [this, path, interface, invalidated = std::move(invalidated)](const sdbus::Error* e, Properties props) {

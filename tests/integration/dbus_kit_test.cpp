@@ -346,6 +346,19 @@ TEST_F(DbusKit, ObjectCacheReadsAnInvalidatedValueAgainAfterAFailedRead) {
 	ASSERT_TRUE(spin(loop, [&] { return !seen.empty() && seen.back() == "renamed"; }));
 	EXPECT_EQ(seen, (std::vector<std::string>{"(unknown)", "renamed"}));
 	EXPECT_EQ(a->failReads, 0);
+
+	// The read and its six retries fail: the cache gives up (0.25 + 0.5 + 1 + 2 + 4 + 8 s). A later
+	// invalidation starts afresh: kept used up, its failed read was never asked again.
+	seen.clear();
+	a->failReads = 7;
+	a->object->emitPropertiesChangedSignal(kIface, {"Name"});
+	ASSERT_TRUE(spin(loop, [&] { return a->failReads == 0; }, 30s));
+	// Sent after the last read's error: the cache has read that error when this comes.
+	a->name = "third";
+	a->failReads = 1;
+	a->object->emitPropertiesChangedSignal(kIface, {"Name"});
+	ASSERT_TRUE(spin(loop, [&] { return !seen.empty() && seen.back() == "third"; })) << ::testing::PrintToString(seen);
+	EXPECT_EQ(seen, (std::vector<std::string>{"(unknown)", "(unknown)", "third"}));
 }
 
 // A service that never answers its first GetManagedObjects, as one busy while the system starts
