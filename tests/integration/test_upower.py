@@ -631,36 +631,10 @@ def test_start_up_reads_answered_with_an_error_are_asked_again(env):
     assert env.daemon.poll() is None
 
 
-def test_a_hold_is_made_again_when_the_daemon_comes_back_under_both_names(env):
-    """power-profiles-daemon 0.20 restarts: one connection takes the old name, then the new one.
-    The client's hold is made again on the new instance. Before, the second name's arrival
-    cancelled the HoldProfile the first had caused, and the hold stayed "pending" for good."""
-    start_upower(env)
-    first = os.path.join(env.dir, "ppd-first.log")
-    p = env.spawn([PY, os.path.join(HERE, "ppd_two_names.py"), first], "ppd-first")
-    env.wait_bus_name("org.freedesktop.UPower.PowerProfiles")
-    env.start_qsd(backends=["upower"])
-    c, sub = env.watch("/power")
-    c.wait_value(sub, "/power/profiles/busName", "org.freedesktop.UPower.PowerProfiles", timeout=30)
-    c.call("power.holdProfile", {"profile": "performance", "reason": "game", "applicationId": "game"})
-    c.wait_value(sub, "/power/profiles/holds/game:performance/state", "active")
-    p.terminate()
-    p.wait(10)
-    c.wait_value(sub, "/power/profiles/available", False, timeout=30)
-    again = os.path.join(env.dir, "ppd-again.log")
-    env.spawn([PY, os.path.join(HERE, "ppd_two_names.py"), again], "ppd-again")
-    c.wait_value(sub, "/power/profiles/busName", "org.freedesktop.UPower.PowerProfiles", timeout=30)
-    c.wait_value(sub, "/power/profiles/holds/game:performance/state", "active", timeout=30)
-    # Made once, not once per name (the two names share their holds).
-    made = [line.split() for line in open(again).read().splitlines()]
-    assert [(m[0], m[3]) for m in made] == [("HoldProfile", "game")], made
-
-
-def test_a_hold_out_while_the_daemon_takes_its_second_name_is_made_once_and_released(env):
-    """The new name comes while the HoldProfile that makes a client's hold again is out (one
-    connection, the same daemon): that call's answer is the hold. Before, the name change
-    cancelled it, the daemon's hold was never released (the profile stayed held until qsd
-    exited), and a second HoldProfile was sent."""
+def ppd_restarts_with_a_hold(env, *mode):
+    """power-profiles-daemon 0.20 (ppd_two_names.py) with a client's hold, stopped and started
+    again (with `mode`), once the hold is back: returns (c, sub, the hold's cookie, a function
+    giving the new instance's calls as lists of words)."""
     start_upower(env)
     first = os.path.join(env.dir, "ppd-first.log")
     p = env.spawn([PY, os.path.join(HERE, "ppd_two_names.py"), first], "ppd-first")
@@ -674,14 +648,31 @@ def test_a_hold_out_while_the_daemon_takes_its_second_name_is_made_once_and_rele
     p.wait(10)
     c.wait_value(sub, "/power/profiles/available", False, timeout=30)
     again = os.path.join(env.dir, "ppd-again.log")
-    env.spawn([PY, os.path.join(HERE, "ppd_two_names.py"), again, "late"], "ppd-again")
+    env.spawn([PY, os.path.join(HERE, "ppd_two_names.py"), again, *mode], "ppd-again")
     c.wait_value(sub, "/power/profiles/busName", "org.freedesktop.UPower.PowerProfiles", timeout=30)
     c.wait_value(sub, "/power/profiles/holds/game:performance/state", "active", timeout=30)
+    return c, sub, cookie, lambda: [line.split() for line in open(again).read().splitlines()]
+
+
+def test_a_hold_is_made_again_when_the_daemon_comes_back_under_both_names(env):
+    """power-profiles-daemon 0.20 restarts: one connection takes the old name, then the new one.
+    The client's hold is made again on the new instance. Before, the second name's arrival
+    cancelled the HoldProfile the first had caused, and the hold stayed "pending" for good."""
+    # The client is kept: closing its connection would release the hold.
+    c, sub, _, calls = ppd_restarts_with_a_hold(env)
+    # Made once, not once per name (the two names share their holds).
+    assert [(m[0], m[3]) for m in calls()] == [("HoldProfile", "game")], calls()
+    assert c.mirror(sub)["power"]["profiles"]["holds"]["game:performance"]["state"] == "active"
+
+
+def test_a_hold_out_while_the_daemon_takes_its_second_name_is_made_once_and_released(env):
+    """The new name comes while the HoldProfile that makes a client's hold again is out (one
+    connection, the same daemon): that call's answer is the hold. Before, the name change
+    cancelled it, the daemon's hold was never released (the profile stayed held until qsd
+    exited), and a second HoldProfile was sent."""
+    c, sub, cookie, calls = ppd_restarts_with_a_hold(env, "late")
     c.call("power.releaseProfile", {"cookie": cookie})
     c.wait_absent(sub, "/power/profiles/holds/game:performance")
-
-    def calls():
-        return [line.split() for line in open(again).read().splitlines()]
     wait_until(lambda: any(m[0] == "ReleaseProfile" for m in calls()), 10, what="the ReleaseProfile")
     made = [m[4] for m in calls() if m[0] == "HoldProfile"]
     released = [m[2] for m in calls() if m[0] == "ReleaseProfile"]
