@@ -1,4 +1,4 @@
-#include "graph.hpp"
+#include "graph_detail.hpp"
 
 #include "../../event_loop.hpp"
 #include "../../log.hpp"
@@ -20,110 +20,9 @@
 
 namespace qsd::pipewire {
 
-namespace {
-
-constexpr const char* kLog = "pipewire";
-
-// The properties /audio is made of; the rest (a node has dozens) is not kept.
-const std::set<std::string_view> kNodeKeys = {
-    "object.serial", "media.class", "node.name", "node.description", "node.nick", "device.id", "card.profile.device",
-    "client.id", "application.name", "application.icon-name", "application.process.id", "application.process.binary",
-    "media.name", "media.title", "media.artist", "media.role", "media.category", "stream.monitor",
-    "stream.capture.sink", "device.api"};
-const std::set<std::string_view> kDeviceKeys = {"object.serial", "media.class", "device.name", "device.description",
-                                                "device.nick", "device.api"};
-const std::set<std::string_view> kClientKeys = {"object.serial", "application.name", "application.icon-name",
-                                                "application.process.id", "application.process.binary"};
-const std::set<std::string_view> kOtherKeys = {"object.serial"};
-
-Props toProps(const spa_dict* dict, const std::set<std::string_view>& keep) {
-	Props p;
-	if (!dict) return p;
-	const spa_dict_item* item = nullptr;
-	spa_dict_for_each(item, dict) {
-		if (item->key && item->value && keep.count(item->key)) p.emplace(item->key, cutAtCharacter(item->value, kMaxPropBytes));
-	}
-	return p;
-}
-
-template <typename T>
-const std::set<std::string_view>& keysOf() {
-	if constexpr (std::is_same_v<T, Node>) return kNodeKeys;
-	else if constexpr (std::is_same_v<T, Device>) return kDeviceKeys;
-	else if constexpr (std::is_same_v<T, Client>) return kClientKeys;
-	else return kOtherKeys;
-}
-
-constexpr uint64_t kFnvOffset = 14695981039346656037ull;
-
-// The waitGen of a device whose enumerations wait for a round: no sync completes it.
-constexpr uint64_t kQueuedGen = UINT64_MAX;
-
-void fnv1a(uint64_t& hash, const void* data, size_t size) {
-	const auto* p = static_cast<const unsigned char*>(data);
-	for (size_t i = 0; i < size; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
-}
-
-const char* paramName(uint32_t id) {
-	switch (id) {
-	case SPA_PARAM_EnumProfile: return "EnumProfile";
-	case SPA_PARAM_Profile: return "Profile";
-	case SPA_PARAM_EnumRoute: return "EnumRoute";
-	case SPA_PARAM_Route: return "Route";
-	default: return "a param";
-	}
-}
-
-// Catches what a handler throws: nothing may unwind into libpipewire.
-template <typename F>
-void guarded(const char* what, F&& f) noexcept {
-	try {
-		f();
-	} catch (const std::exception& e) {
-		log::error(kLog, "handling {} failed: {}", what, e.what());
-	} catch (...) {
-		log::error(kLog, "handling {} failed", what);
-	}
-}
-
-// Kept in each bound proxy's user data: whether the server removed it, and whether nothing but
-// that removal holds it any more.
-struct ProxyState {
-	spa_hook listener{};
-	bool removed = false;
-	bool retired = false;
-};
-
-void onProxyRemoved(void* data) noexcept {
-	auto* proxy = static_cast<pw_proxy*>(data);
-	auto* state = static_cast<ProxyState*>(pw_proxy_get_user_data(proxy));
-	state->removed = true;
-	if (state->retired) pw_proxy_destroy(proxy);
-}
-
-void onProxyDestroy(void* data) noexcept {
-	auto* state = static_cast<ProxyState*>(pw_proxy_get_user_data(static_cast<pw_proxy*>(data)));
-	spa_hook_remove(&state->listener);
-}
-
-pw_proxy* bindProxy(pw_registry* registry, uint32_t id, const char* type, uint32_t version) {
-	auto* proxy = static_cast<pw_proxy*>(pw_registry_bind(registry, id, type, version, sizeof(ProxyState)));
-	if (!proxy) return nullptr;
-	auto* state = new (pw_proxy_get_user_data(proxy)) ProxyState();
-	static const pw_proxy_events events = {
-	    .version = PW_VERSION_PROXY_EVENTS,
-	    .destroy = &onProxyDestroy,
-	    .removed = &onProxyRemoved,
-	};
-	pw_proxy_add_listener(proxy, &state->listener, &events, proxy);
-	return proxy;
-}
-
-} // namespace
-
 void Object::retire() {
 	if (!proxy) return;
-	auto* state = static_cast<ProxyState*>(pw_proxy_get_user_data(proxy));
+	auto* state = static_cast<detail::ProxyState*>(pw_proxy_get_user_data(proxy));
 	if (state->removed) {
 		release();
 		return;
@@ -179,20 +78,20 @@ bool Graph::connect() {
 // core
 
 void Graph::onCoreInfo(void* data, const pw_core_info* info) noexcept {
-	guarded("core info", [&] {
+	detail::guarded("core info", [&] {
 		(void)data;
-		if (info && info->name) log::debug(kLog, "connected to {} {}", info->name, info->version ? info->version : "");
+		if (info && info->name) log::debug(detail::kLog, "connected to {} {}", info->name, info->version ? info->version : "");
 	});
 }
 
 void Graph::onCoreDone(void* data, uint32_t id, int seq) noexcept {
-	guarded("core done", [&] {
+	detail::guarded("core done", [&] {
 		if (id == PW_ID_CORE) static_cast<Graph*>(data)->done(seq);
 	});
 }
 
 void Graph::onCoreError(void* data, uint32_t id, int seq, int res, const char* message) noexcept {
-	guarded("core error", [&] {
+	detail::guarded("core error", [&] {
 		auto* g = static_cast<Graph*>(data);
 		std::string msg = message ? message : "";
 		if (id == PW_ID_CORE) {
@@ -200,14 +99,14 @@ void Graph::onCoreError(void* data, uint32_t id, int seq, int res, const char* m
 			// A request that crossed the removal of its object (a bind, then subscribe_params, on
 			// a node that left meanwhile): routine, the registry announces the removal.
 			else if (res == -ENOENT && msg.rfind("unknown resource ", 0) == 0)
-				log::debug(kLog, "PipeWire error (seq {}): {}: {}", seq, spa_strerror(res), msg);
-			else log::warning(kLog, "PipeWire error (seq {}): {}: {}", seq, spa_strerror(res), msg);
+				log::debug(detail::kLog, "PipeWire error (seq {}): {}: {}", seq, spa_strerror(res), msg);
+			else log::warning(detail::kLog, "PipeWire error (seq {}): {}: {}", seq, spa_strerror(res), msg);
 			return;
 		}
 		// A reading of the metadata again that PipeWire refused (the metadata left meanwhile):
 		// dropped; the metadata held stays, and no write waits on this binding.
 		if (g->rereading_ && g->rereading_->proxy && pw_proxy_get_id(g->rereading_->proxy) == id) {
-			log::debug(kLog, "reading the default metadata again failed: {}: {}", spa_strerror(res), msg);
+			log::debug(detail::kLog, "reading the default metadata again failed: {}: {}", spa_strerror(res), msg);
 			g->rereading_->retire();
 			g->rereading_.reset();
 			return;
@@ -216,8 +115,8 @@ void Graph::onCoreError(void* data, uint32_t id, int seq, int res, const char* m
 		// ENOENT on objects that are going away is routine (Quickshell makes the same observation),
 		// and so is ESTALE on a bind that came after its global left ("no global N any more").
 		if (res == -ENOENT || res == -ESTALE)
-			log::debug(kLog, "PipeWire error on object {}: {}: {}", id, spa_strerror(res), msg);
-		else log::info(kLog, "PipeWire refused a request on {}: {}: {}", o ? o->id : id, spa_strerror(res), msg);
+			log::debug(detail::kLog, "PipeWire error on object {}: {}: {}", id, spa_strerror(res), msg);
+		else log::info(detail::kLog, "PipeWire refused a request on {}: {}: {}", o ? o->id : id, spa_strerror(res), msg);
 		if (o) g->errors_.push_back({o->id, res, msg.empty() ? std::string(spa_strerror(res)) : msg});
 	});
 }
@@ -311,7 +210,7 @@ void Graph::completed(uint64_t gen) {
 		if (metadata_) metadata_->release();
 		metadata_ = std::move(rereading_);
 		if (differ) changes_.defaults = true;
-		log::info(kLog, "read the default metadata again: {}", differ ? "it had changed" : "nothing had changed");
+		log::info(detail::kLog, "read the default metadata again: {}", differ ? "it had changed" : "nothing had changed");
 	}
 	if (!ready_ && initialGen_ && completedGen_ >= initialGen_) {
 		// Everything the first listing held, complete (a device whose params came after its
@@ -349,27 +248,27 @@ std::vector<Graph::Error> Graph::takeErrors() {
 // registry
 
 void Graph::onGlobal(void* data, uint32_t id, uint32_t, const char* type, uint32_t version, const spa_dict* props) noexcept {
-	guarded("registry global", [&] { static_cast<Graph*>(data)->global(id, type, version, props); });
+	detail::guarded("registry global", [&] { static_cast<Graph*>(data)->global(id, type, version, props); });
 }
 
 void Graph::onGlobalRemove(void* data, uint32_t id) noexcept {
-	guarded("registry global_remove", [&] { static_cast<Graph*>(data)->globalRemove(id); });
+	detail::guarded("registry global_remove", [&] { static_cast<Graph*>(data)->globalRemove(id); });
 }
 
 template <typename T>
 T* Graph::bind(std::map<uint32_t, std::unique_ptr<T>>& map, uint32_t id, const char* type, uint32_t version,
                const spa_dict* props, const void* events) {
 	if (map.count(id)) return nullptr;   // a global announced twice
-	auto* proxy = bindProxy(registry_, id, type, version);
+	auto* proxy = detail::bindProxy(registry_, id, type, version);
 	if (!proxy) {
-		log::warning(kLog, "binding {} {} failed: {}", type, id, std::strerror(errno));
+		log::warning(detail::kLog, "binding {} {} failed: {}", type, id, std::strerror(errno));
 		return nullptr;
 	}
 	auto o = std::make_unique<T>();
 	o->graph = this;
 	o->id = id;
 	o->proxy = proxy;
-	o->props = toProps(props, keysOf<T>());
+	o->props = detail::toProps(props, detail::keysOf<T>());
 	auto serial = propInt(o->props, "object.serial");
 	o->serial = serial && *serial >= 0 ? uint64_t(*serial) : 0;
 	// PipeWire before 0.3.44 has no serials; the global id is then the best key there is.
@@ -419,7 +318,7 @@ void Graph::global(uint32_t id, const char* type, uint32_t version, const spa_di
 	} else if (std::strcmp(type, PW_TYPE_INTERFACE_Metadata) == 0) {
 		const char* name = props ? spa_dict_lookup(props, PW_KEY_METADATA_NAME) : nullptr;
 		if (!name || std::strcmp(name, "default") != 0 || metadata_) return;
-		metadata_ = bindMetadata(id, std::min<uint32_t>(version, PW_VERSION_METADATA), toProps(props, kOtherKeys));
+		metadata_ = bindMetadata(id, std::min<uint32_t>(version, PW_VERSION_METADATA), detail::toProps(props, detail::kOtherKeys));
 	}
 }
 
@@ -440,7 +339,7 @@ void Graph::deviceWaits(uint32_t id, uint32_t version, const spa_dict* props) {
 	WaitingDevice w;
 	w.order = nextWaitingOrder_++;
 	w.version = version;
-	Props p = toProps(props, kDeviceKeys);
+	Props p = detail::toProps(props, detail::kDeviceKeys);
 	if (auto serial = propInt(p, "object.serial")) {
 		w.serial = *serial;
 		w.hasSerial = true;
@@ -450,7 +349,7 @@ void Graph::deviceWaits(uint32_t id, uint32_t version, const spa_dict* props) {
 	uint64_t held = 0;
 	if (!waitingLog_.allow(EventLoop::clock(), held)) return;
 	auto name = p.find("device.name");
-	log::info(kLog, "{} devices are shown, the most there may be: device {} ({}) is not, until one of them goes ({} "
+	log::info(detail::kLog, "{} devices are shown, the most there may be: device {} ({}) is not, until one of them goes ({} "
 	                "waiting){}",
 	          kMaxDevices, w.hasSerial ? std::to_string(w.serial) : "id" + std::to_string(id),
 	          name != p.end() ? name->second : std::string("?"), waitingDevices_.size(),
@@ -472,7 +371,7 @@ void Graph::bindWaitingDevice() {
 	spa_dict dict{0, 1, &item};
 	uint64_t held = 0;
 	if (waitingLog_.allow(EventLoop::clock(), held))
-		log::info(kLog, "device {} is shown now, in the place of one that went ({} still waiting){}",
+		log::info(detail::kLog, "device {} is shown now, in the place of one that went ({} still waiting){}",
 		          w.hasSerial ? serial : "id" + std::to_string(id), waitingDevices_.size(),
 		          held ? fmt::format(" (and {} more lines like it before, not logged)", held) : std::string());
 	// A device that went while it waited is not here any more (globalRemove): this one's global
@@ -481,7 +380,7 @@ void Graph::bindWaitingDevice() {
 }
 
 std::unique_ptr<Metadata> Graph::bindMetadata(uint32_t id, uint32_t version, Props props) {
-	auto* proxy = bindProxy(registry_, id, PW_TYPE_INTERFACE_Metadata, version);
+	auto* proxy = detail::bindProxy(registry_, id, PW_TYPE_INTERFACE_Metadata, version);
 	if (!proxy) return nullptr;
 	auto m = std::make_unique<Metadata>();
 	m->graph = this;
@@ -573,12 +472,12 @@ const Client* Graph::client(uint32_t id) const {
 // object events
 
 void Graph::onNodeInfo(void* data, const pw_node_info* info) noexcept {
-	guarded("node info", [&] {
+	detail::guarded("node info", [&] {
 		auto* n = static_cast<Node*>(data);
 		if (!info) return;
 		n->haveInfo = true;
 		if ((info->change_mask & PW_NODE_CHANGE_MASK_PROPS) && info->props) {
-			auto props = toProps(info->props, kNodeKeys);
+			auto props = detail::toProps(info->props, detail::kNodeKeys);
 			if (props == n->props) return;
 			n->props = std::move(props);
 			if (n->complete) n->graph->changes_.nodes.insert(n->id);
@@ -587,7 +486,7 @@ void Graph::onNodeInfo(void* data, const pw_node_info* info) noexcept {
 }
 
 void Graph::onWatchInfo(void* data, const pw_node_info* info) noexcept {
-	guarded("node info (watched properties)", [&] {
+	detail::guarded("node info (watched properties)", [&] {
 		auto* w = static_cast<PropertyWatch*>(data);
 		if (!info || !(info->change_mask & PW_NODE_CHANGE_MASK_PROPS) || !info->props) return;
 		PropItems items;
@@ -600,7 +499,7 @@ void Graph::onWatchInfo(void* data, const pw_node_info* info) noexcept {
 		auto all = watchedProps(items, &cut);
 		if (cut && !w->cutLogged) {
 			w->cutLogged = true;
-			log::info(kLog, "node {} has {} properties: its properties show {} of them, some cut", w->key,
+			log::info(detail::kLog, "node {} has {} properties: its properties show {} of them, some cut", w->key,
 			          info->props->n_items, all.size());
 		}
 		if (w->all == all) return;
@@ -611,7 +510,7 @@ void Graph::onWatchInfo(void* data, const pw_node_info* info) noexcept {
 }
 
 void Graph::onNodeParam(void* data, int, uint32_t id, uint32_t, uint32_t, const spa_pod* param) noexcept {
-	guarded("node param", [&] {
+	detail::guarded("node param", [&] {
 		auto* n = static_cast<Node*>(data);
 		if (id != SPA_PARAM_Props) return;
 		// An adapter lists its volume Props and a second Props holding only its "params" struct.
@@ -622,240 +521,8 @@ void Graph::onNodeParam(void* data, int, uint32_t id, uint32_t, uint32_t, const 
 	});
 }
 
-void Graph::onDeviceInfo(void* data, const pw_device_info* info) noexcept {
-	guarded("device info", [&] {
-		auto* d = static_cast<Device*>(data);
-		if (info) d->graph->deviceInfo(*d, info);
-	});
-}
-
-void Graph::deviceInfo(Device& d, const pw_device_info* info) {
-	d.haveInfo = true;
-	if ((info->change_mask & PW_DEVICE_CHANGE_MASK_PROPS) && info->props) {
-		auto props = toProps(info->props, kDeviceKeys);
-		if (props != d.props) {
-			d.props = std::move(props);
-			if (d.complete) changes_.devices.insert(d.id);
-		}
-	}
-	if (!(info->change_mask & PW_DEVICE_CHANGE_MASK_PARAMS)) return;
-	for (uint32_t i = 0; i < info->n_params; ++i) {
-		const auto& p = info->params[i];
-		if (!(p.flags & SPA_PARAM_INFO_READ)) continue;
-		if (p.id != SPA_PARAM_EnumProfile && p.id != SPA_PARAM_Profile && p.id != SPA_PARAM_EnumRoute &&
-		    p.id != SPA_PARAM_Route)
-			continue;
-		auto it = d.paramFlags.find(p.id);
-		if (it != d.paramFlags.end() && it->second == p.flags) continue;
-		if (it != d.paramFlags.end()) {
-			// A change after the first listing: a new one, whatever re-reading the last one had.
-			d.announced.insert(p.id);
-			d.rereads.erase(p.id);
-		}
-		d.paramFlags[p.id] = p.flags;
-		requestEnumeration(d, p.id);
-	}
-}
-
-// Enumerates a param of a device now if the device is in the round, or if the round has room
-// for it and nobody waits; else the device waits for a later round (kMaxEnumeratingDevices).
-// Before, every device bound was enumerated at once: a hostile client's 300 devices of 200
-// profiles and routes of 4 KB names sent qsd their answers in one burst, and libpipewire's
-// receive buffer, which grows to hold what arrives without a pause and never shrinks, kept
-// 123-208 MiB for the connection's life. A round's devices are few, and the next round is sent
-// only once every answer of this one has come, so the buffer is read to its end between rounds
-// and starts again from its beginning: it is as large as one round's answers at most. Waiting
-// changes nothing of what completes a device: its waitGen stays kQueuedGen until its
-// enumerations are sent, and then is the sync sent after them, as before.
-void Graph::requestEnumeration(Device& d, uint32_t paramId) {
-	if (enumerating_.empty()) roundDevices_ = 0;
-	bool inRound = enumerating_.count(d.id) > 0;
-	// A device already in the round starts again at once (as before), unless it did so too often
-	// in this round: the round would not end while it keeps announcing changes.
-	bool newPass = !inRound || d.enumGen != nextGen_;
-	bool now = d.queuedParams.empty() &&
-	           (inRound ? !newPass || d.passes < kMaxEnumerationPasses
-	                    : roundDevices_ < kMaxEnumeratingDevices && enumerationQueue_.empty());
-	if (!now) {
-		// A device in the round joins the queue when it leaves the round (completed()).
-		if (d.queuedParams.empty() && !inRound) enumerationQueue_.push_back(d.id);
-		d.queuedParams.insert(paramId);
-		d.waitGen = kQueuedGen;
-		return;
-	}
-	if (!inRound) {
-		enumerating_.insert(d.id);
-		++roundDevices_;
-		d.passes = 0;
-	}
-	if (newPass) ++d.passes;
-	enumerate(d, paramId);
-}
-
-// Once the round has no enumeration left unanswered: the devices waiting longest, up to
-// kMaxEnumeratingDevices, enumerate what they wait for.
-void Graph::startRound() {
-	if (!enumerating_.empty()) return;
-	roundDevices_ = 0;
-	while (roundDevices_ < kMaxEnumeratingDevices && !enumerationQueue_.empty()) {
-		uint32_t id = enumerationQueue_.front();
-		enumerationQueue_.pop_front();
-		auto it = devices_.find(id);
-		if (it == devices_.end() || it->second->queuedParams.empty()) continue;
-		Device& d = *it->second;
-		std::set<uint32_t> params = std::move(d.queuedParams);
-		d.queuedParams.clear();
-		enumerating_.insert(id);
-		++roundDevices_;
-		d.passes = 1;
-		for (uint32_t p: params) enumerate(d, p);
-	}
-}
-
-// A device that left: it neither waits nor holds its round open any more.
-void Graph::leaveRound(uint32_t device) {
-	std::erase(enumerationQueue_, device);
-	if (enumerating_.erase(device) > 0) startRound();
-}
-
-void Graph::enumerate(Device& d, uint32_t paramId) {
-	d.refreshing.insert(paramId);
-	switch (paramId) {
-	case SPA_PARAM_EnumProfile: d.newProfiles.clear(); break;
-	case SPA_PARAM_Profile: d.newProfile.reset(); break;
-	case SPA_PARAM_EnumRoute: d.newRoutes.clear(); break;
-	case SPA_PARAM_Route: d.newActiveRoutes.clear(); break;
-	default: break;
-	}
-	d.newParamHashes[paramId] = kFnvOffset;
-	// The answers carry the request's async seq (as pw-dump matches them).
-	int seq = ++paramSeq_;
-	int res = pw_device_enum_params(reinterpret_cast<pw_device*>(d.proxy), seq, paramId, 0, UINT32_MAX, nullptr);
-	d.enumSeq[paramId] = SPA_RESULT_IS_ASYNC(res) ? res : seq;
-	// Complete at the done of a sync sent after this enumeration; and in the round until then.
-	d.waitGen = nextGen_;
-	d.enumGen = nextGen_;
-	syncWanted_ = true;
-}
-
-void Graph::onDeviceParam(void* data, int seq, uint32_t id, uint32_t, uint32_t, const spa_pod* param) noexcept {
-	guarded("device param", [&] {
-		auto* d = static_cast<Device*>(data);
-		d->graph->deviceParam(*d, seq, id, param);
-	});
-}
-
-void Graph::deviceParam(Device& d, int seq, uint32_t id, const spa_pod* param) {
-	// Only the answers of the enumeration in flight: an older one's are stale.
-	auto it = d.enumSeq.find(id);
-	if (it == d.enumSeq.end() || it->second != seq || !d.refreshing.count(id)) return;
-	// At most kMaxDeviceParams entries per list: past it an answer is dropped before it is
-	// parsed or hashed (what is kept is what a change is judged by). An active Route replaces
-	// its card device's entry, so only a new card device counts.
-	auto full = [&](size_t size) {
-		if (size < kMaxDeviceParams) return false;
-		if (!d.paramsCutLogged) {
-			d.paramsCutLogged = true;
-			log::info(kLog, "device {} lists more than {} entries in {}: the rest are left out", d.key, kMaxDeviceParams,
-			          paramName(id));
-		}
-		return true;
-	};
-	switch (id) {
-	case SPA_PARAM_EnumProfile:
-		if (full(d.newProfiles.size())) return;
-		break;
-	case SPA_PARAM_EnumRoute:
-		if (full(d.newRoutes.size())) return;
-		break;
-	default: break;
-	}
-	std::optional<ProfileParam> profile;
-	std::optional<RouteParam> route;
-	if (id == SPA_PARAM_EnumProfile || id == SPA_PARAM_Profile) profile = parseProfile(param);
-	else if (id == SPA_PARAM_EnumRoute || id == SPA_PARAM_Route) route = parseRoute(param);
-	if (id == SPA_PARAM_Route && route) {
-		auto same = [&](const RouteParam& x) { return x.device == route->device; };
-		if (std::none_of(d.newActiveRoutes.begin(), d.newActiveRoutes.end(), same) && full(d.newActiveRoutes.size()))
-			return;
-	}
-	if (param) fnv1a(d.newParamHashes[id], param, SPA_POD_SIZE(param));
-	switch (id) {
-	case SPA_PARAM_EnumProfile:
-		if (profile) d.newProfiles.push_back(std::move(*profile));
-		break;
-	case SPA_PARAM_Profile:
-		if (profile) d.newProfile = std::move(*profile);
-		break;
-	case SPA_PARAM_EnumRoute:
-		if (route) d.newRoutes.push_back(std::move(*route));
-		break;
-	case SPA_PARAM_Route:
-		if (route) {
-			// One active route per card device: a re-send replaces it at once (the volume of
-			// route-backed nodes lives here), the list is settled at the next done.
-			auto same = [&](const RouteParam& x) { return x.device == route->device; };
-			std::erase_if(d.newActiveRoutes, same);
-			d.newActiveRoutes.push_back(*route);
-			if (d.complete) {
-				std::erase_if(d.activeRoutes, same);
-				if (d.activeRoutes.size() < kMaxDeviceParams) d.activeRoutes.push_back(std::move(*route));
-				changes_.devices.insert(d.id);
-			}
-		}
-		break;
-	default: break;
-	}
-}
-
-void Graph::commitDevice(Device& d) {
-	for (uint32_t id: d.refreshing) {
-		switch (id) {
-		case SPA_PARAM_EnumProfile: d.profiles = std::move(d.newProfiles); break;
-		case SPA_PARAM_Profile: d.profile = std::move(d.newProfile); break;
-		case SPA_PARAM_EnumRoute: d.routes = std::move(d.newRoutes); break;
-		case SPA_PARAM_Route: d.activeRoutes = std::move(d.newActiveRoutes); break;
-		default: break;
-		}
-		uint64_t hash = d.newParamHashes.count(id) ? d.newParamHashes[id] : kFnvOffset;
-		auto last = d.paramHashes.find(id);
-		bool same = last != d.paramHashes.end() && last->second == hash;
-		bool announced = d.announced.erase(id) > 0;
-		auto again = d.rereads.find(id);
-		if (!same) {
-			if (again != d.rereads.end())
-				log::info(kLog, "device {}: {} read again after an announced change: it had changed (PipeWire had "
-				                "answered from a stale cache)",
-				          d.id, paramName(id));
-			d.rereads.erase(id);
-		} else if (announced || again != d.rereads.end()) {
-			int attempt = again == d.rereads.end() ? 1 : again->second + 1;
-			if (attempt > kMaxParamRereads) {
-				log::debug(kLog, "device {}: {} read again {} times, unchanged: kept as it is", d.id, paramName(id),
-				           kMaxParamRereads);
-				d.rereads.erase(id);
-			} else {
-				// Debug only: a device may also announce a list whose bytes did not change.
-				if (attempt == 1)
-					log::debug(kLog, "device {}: {} announced as changed and read unchanged: reading it again, "
-					                 "in case PipeWire answered from a stale cache",
-					           d.id, paramName(id));
-				d.rereads[id] = attempt;
-				paramRereads_.emplace(d.id, id);
-			}
-		}
-		d.paramHashes[id] = hash;
-	}
-	d.newParamHashes.clear();
-	d.refreshing.clear();
-	d.newProfiles.clear();
-	d.newProfile.reset();
-	d.newRoutes.clear();
-	d.newActiveRoutes.clear();
-}
-
 void Graph::onLinkInfo(void* data, const pw_link_info* info) noexcept {
-	guarded("link info", [&] {
+	detail::guarded("link info", [&] {
 		auto* l = static_cast<Link*>(data);
 		if (!info) return;
 		bool changed = !l->haveInfo || l->outputNode != info->output_node_id || l->inputNode != info->input_node_id ||
@@ -869,10 +536,10 @@ void Graph::onLinkInfo(void* data, const pw_link_info* info) noexcept {
 }
 
 void Graph::onClientInfo(void* data, const pw_client_info* info) noexcept {
-	guarded("client info", [&] {
+	detail::guarded("client info", [&] {
 		auto* c = static_cast<Client*>(data);
 		if (!info || !(info->change_mask & PW_CLIENT_CHANGE_MASK_PROPS) || !info->props) return;
-		auto props = toProps(info->props, kClientKeys);
+		auto props = detail::toProps(info->props, detail::kClientKeys);
 		if (props == c->props) return;
 		c->props = std::move(props);
 		if (c->complete) c->graph->changes_.clients.insert(c->id);
@@ -885,7 +552,7 @@ void Graph::onClientInfo(void* data, const pw_client_info* info) noexcept {
 // parsed again on every flush of /audio (with two 8 MB values, 0.26 s of the loop per volume
 // change).
 int Graph::onMetadataProperty(void* data, uint32_t subject, const char* key, const char* type, const char* value) noexcept {
-	guarded("metadata property", [&] {
+	detail::guarded("metadata property", [&] {
 		auto* m = static_cast<Metadata*>(data);
 		(void)type;
 		if (subject != PW_ID_CORE) return;
@@ -902,7 +569,7 @@ int Graph::onMetadataProperty(void* data, uint32_t subject, const char* key, con
 				unsigned bit = 1u << (known - std::begin(kDefaultKeys));
 				if (!(m->graph->oversizedLogged_ & bit)) {
 					m->graph->oversizedLogged_ |= bit;
-					log::info(kLog, "the default metadata's {} is over {} bytes: ignored, as if unset", key,
+					log::info(detail::kLog, "the default metadata's {} is over {} bytes: ignored, as if unset", key,
 					          kMaxDefaultValueBytes);
 				}
 			} else if (value) {
@@ -948,43 +615,6 @@ int Graph::setRoute(uint32_t id, int32_t index, int32_t cardDevice, const std::o
 	return pw_device_set_param(reinterpret_cast<pw_device*>(it->second->proxy), SPA_PARAM_Route, 0, pod);
 }
 
-int Graph::paramRereadAttempt() const {
-	int first = 0;
-	for (const auto& [device, param]: paramRereads_) {
-		const Device* d = this->device(device);
-		auto it = d ? d->rereads.find(param) : decltype(d->rereads)::const_iterator();
-		if (d && it != d->rereads.end() && (first == 0 || it->second < first)) first = it->second;
-	}
-	return first;
-}
-
-void Graph::rereadParams() {
-	auto pending = std::move(paramRereads_);
-	paramRereads_.clear();
-	for (const auto& [device, param]: pending) {
-		auto it = devices_.find(device);
-		if (it == devices_.end() || !it->second->proxy || !it->second->complete || !it->second->rereads.count(param))
-			continue;
-		requestEnumeration(*it->second, param);
-	}
-	// Outside PipeWire's dispatch: afterIterate may not run before the loop sleeps.
-	if (syncWanted_ && !lost_) requestSync();
-}
-
-uint64_t Graph::readBackRoutes(uint32_t id) {
-	auto it = devices_.find(id);
-	if (it == devices_.end() || !it->second->proxy || !it->second->complete) return 0;
-	requestEnumeration(*it->second, SPA_PARAM_Route);
-	// A device waiting for a round: readBack holds while its waitGen is not 0, which only the
-	// sync sent after its enumerations settles, so any generation still to come does.
-	return it->second->waitGen == kQueuedGen ? nextGen_ : it->second->waitGen;
-}
-
-bool Graph::readBack(uint32_t id, uint64_t gen) const {
-	const Device* d = device(id);
-	return d && gen != 0 && completedGen_ >= gen && d->waitGen == 0;
-}
-
 int Graph::setProfile(uint32_t id, int32_t index) {
 	auto it = devices_.find(id);
 	if (it == devices_.end() || !it->second->proxy) return -ENOENT;
@@ -1006,7 +636,7 @@ int Graph::watchProperties(uint32_t node) {
 	if (it == nodes_.end() || !registry_ || lost_) return -ENOENT;
 	Node& n = *it->second;
 	if (n.watch) return 0;
-	auto* proxy = bindProxy(registry_, n.id, PW_TYPE_INTERFACE_Node, n.version);
+	auto* proxy = detail::bindProxy(registry_, n.id, PW_TYPE_INTERFACE_Node, n.version);
 	if (!proxy) return -errno;
 	auto w = std::make_unique<PropertyWatch>();
 	w->graph = this;
