@@ -447,6 +447,24 @@ def test_display_device_leaves_the_tree_while_it_cannot_be_read(env):
     assert env.daemon.poll() is None
 
 
+
+def test_daemon_properties_invalidated_are_read_again(env):
+    """UPower's own properties invalidated without values (the Properties interface allows
+    it): qsd reads them again. Before, only a device's invalidation was read again; the daemon's
+    kept showing the old value."""
+    start_upower(env, OnBattery=False)
+    env.start_qsd(backends=["upower"])
+    c, sub = env.watch("/power")
+    c.wait_value(sub, "/power/onBattery", False)
+    obj = env.dbus().get_object(UP, UP_PATH)
+    mock = dbus_mod().Interface(obj, MOCK)
+    mock.AddMethod(MOCK, "Unplug", "", "", f"self.props['{UP}']['OnBattery'] = True")
+    mock.Unplug()   # changed without a signal: only the invalidation below tells qsd
+    mock.EmitSignal("org.freedesktop.DBus.Properties", "PropertiesChanged", "sa{sv}as",
+                    [UP, dbus_mod().Dictionary({}, signature="sv"), dbus_mod().Array(["OnBattery"], signature="s")])
+    c.wait_value(sub, "/power/onBattery", True)
+    assert power(c, sub)["devices"] == {} and env.daemon.poll() is None
+
 # power-profiles-daemon (hadess name, python-dbusmock's template) whose HoldProfile fails while
 # the mock's SetFailHolds(true) is in force (from the start with -p '{"FailHolds": true}').
 FAILING_PPD_TEMPLATE = """

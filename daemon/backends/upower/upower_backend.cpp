@@ -352,7 +352,13 @@ void UpowerBackend::upPropertiesChanged(sdbus::Message& msg) {
 	auto path = msg.getPath();
 	if (path == kUpPath) {
 		// Before GetAll answered, its reply (sent later) is newer than this signal.
-		if (upProps_.apply(change) && upProps_.loaded() && upReady_) publishDaemon();
+		auto c = upProps_.apply(change);
+		if (!c || !upProps_.loaded()) return;
+		// Invalidated values are gone from the set: they are read again rather than published
+		// as their defaults meanwhile (UPower itself sends values; a service that only
+		// invalidates, as the Properties interface allows, left them out until qsd restarted).
+		if (c->invalidated) return upRead(kReadProps);
+		if (upReady_) publishDaemon();
 		return;
 	}
 	bool display = false;
