@@ -2,8 +2,9 @@
 net.hadess.PowerProfiles first and then org.freedesktop.UPower.PowerProfiles, as the real one
 does (it owns the old name from the new one's bus_acquired handler). Usage: ppd_two_names.py LOG
 [late]; each HoldProfile and ReleaseProfile is appended to LOG as "HoldProfile <name> <profile>
-<app> <cookie>" or "ReleaseProfile <name> <cookie>". With "late", the new name is taken only in
-the first HoldProfile, before it answers: the second name comes while a hold is out."""
+<app> <cookie>", "ReleaseProfile <name> <cookie>" or "Set <name> <property> <value>". With "late",
+the new name is taken only in the first HoldProfile, before it answers: the second name comes
+while a hold is out; with "late-set", likewise in the first Set."""
 
 import sys
 
@@ -14,8 +15,10 @@ from gi.repository import GLib
 
 LOG = sys.argv[1]
 LATE = sys.argv[2:] == ["late"]
+LATE_SET = sys.argv[2:] == ["late-set"]
 PROFILES = ("power-saver", "balanced", "performance")
 holds = {}
+active = ["balanced"]
 next_cookie = [100]
 
 
@@ -25,7 +28,7 @@ def note(*words):
 
 
 def props():
-    return {"ActiveProfile": "balanced", "PerformanceDegraded": "", "Version": "0.21",
+    return {"ActiveProfile": active[0], "PerformanceDegraded": "", "Version": "0.21",
             "Profiles": dbus.Array([dbus.Dictionary({"Profile": p, "Driver": "stand-in"}, signature="sv")
                                     for p in PROFILES], signature="a{sv}"),
             "Actions": dbus.Array([], signature="s"),
@@ -46,7 +49,11 @@ def service(iface, path):
 
         @dbus.service.method("org.freedesktop.DBus.Properties", in_signature="ssv")
         def Set(self, _iface, name, value):
-            pass
+            if LATE_SET and len(names) == 1:
+                names.append(dbus.service.BusName("org.freedesktop.UPower.PowerProfiles", bus))
+            if name == "ActiveProfile":
+                active[0] = str(value)
+            note("Set", iface, name, value)
 
         @dbus.service.method(iface, in_signature="sss", out_signature="u")
         def HoldProfile(self, profile, reason, app):
@@ -69,5 +76,6 @@ dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
 bus = dbus.SystemBus()
 objects = [service("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles"),
            service("org.freedesktop.UPower.PowerProfiles", "/org/freedesktop/UPower/PowerProfiles")]
-names = [dbus.service.BusName(n, bus) for n in ("net.hadess.PowerProfiles", "org.freedesktop.UPower.PowerProfiles")[:1 if LATE else 2]]
+names = [dbus.service.BusName(n, bus)
+         for n in ("net.hadess.PowerProfiles", "org.freedesktop.UPower.PowerProfiles")[:1 if LATE or LATE_SET else 2]]
 GLib.MainLoop().run()

@@ -695,3 +695,21 @@ def test_a_hold_out_while_the_daemon_takes_its_second_name_is_made_once_and_rele
     made = [m[4] for m in calls() if m[0] == "HoldProfile"]
     released = [m[2] for m in calls() if m[0] == "ReleaseProfile"]
     assert len(made) == 1 and released == made, calls()
+
+
+def test_a_profile_set_while_the_daemon_takes_its_second_name_is_answered(env):
+    """power-profiles-daemon 0.20 takes its second name while a power.setProfile is out (one
+    connection, the same daemon): the daemon's answer is the call's. Before, the name change
+    cancelled it and the client got -32000 for a profile the daemon had set."""
+    start_upower(env)
+    log = os.path.join(env.dir, "ppd.log")
+    env.spawn([PY, os.path.join(HERE, "ppd_two_names.py"), log, "late-set"], "ppd")
+    env.wait_bus_name("net.hadess.PowerProfiles")
+    env.start_qsd(backends=["upower"])
+    c, sub = env.watch("/power")
+    c.wait_value(sub, "/power/profiles/busName", "net.hadess.PowerProfiles", timeout=30)
+    assert c.call("power.setProfile", {"profile": "performance"}) == {"profile": "performance"}
+    c.wait_value(sub, "/power/profiles/busName", "org.freedesktop.UPower.PowerProfiles", timeout=30)
+    c.wait_value(sub, "/power/profiles/profile", "performance", timeout=30)
+    assert [line.split()[:3] for line in open(log).read().splitlines()] == [
+        ["Set", "net.hadess.PowerProfiles", "ActiveProfile"]]

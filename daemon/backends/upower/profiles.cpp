@@ -27,15 +27,17 @@ void UpowerBackend::ppdNamesChanged() {
 	if (want == ppdActive_ && owner == ppdOwner_) return;
 
 	bool ownerChanged = owner != ppdOwner_;
-	calls_.cancel("ppd");   // pending actions answer BackendUnavailable
+	calls_.cancel("ppd");   // reads: asked again of the name now in use
 	// The same daemon under its other name (power-profiles-daemon 0.20 owns both from one
-	// connection, the old one first): its holds stand, and the HoldProfile and ReleaseProfile
-	// calls out stay out, through the proxy they went by. Cancelled, a HoldProfile the daemon had
-	// made was never released (the profile stayed held until qsd exited), and the hold was asked
-	// for again.
+	// connection, the old one first): its holds stand, and the calls out that act on the daemon
+	// (group "ppd-daemon": HoldProfile, ReleaseProfile, setting the profile) stay out, through
+	// the proxy they went by, and answer as ever. Cancelled, a HoldProfile the daemon had made
+	// was never released (the profile stayed held until qsd exited), and the hold was asked for
+	// again; a power.setProfile the daemon carried out answered -32000. With a new owner they
+	// answer BackendUnavailable.
 	bury(std::move(ppdHoldProxy_));
 	if (ownerChanged) {
-		calls_.cancel("ppd-hold");
+		calls_.cancel("ppd-daemon");
 		bury(std::move(ppdProxy_));
 	} else {
 		ppdHoldProxy_ = std::move(ppdProxy_);
@@ -168,7 +170,7 @@ void UpowerBackend::hold(ClientHold& h, std::shared_ptr<Answer> answer) {
 	uint64_t holdId = h.id;
 	publishProfiles();   // shows it as pending
 	calls_.start(
-	    "ppd-hold",
+	    "ppd-daemon",
 	    ppdProxy_->callMethodAsync("HoldProfile").onInterface(ppd().iface).withArguments(h.profile, h.reason, h.applicationId),
 	    [this, holdId, answer](const sdbus::Error* e, uint32_t cookie) {
 		        auto it = holds_.find(holdId);
@@ -227,7 +229,7 @@ void UpowerBackend::holdFailed(ClientHold& h, const sdbus::Error& e) {
 
 void UpowerBackend::release(uint32_t cookie) {
 	if (!ppdProxy_) return;
-	calls_.start("ppd-hold",
+	calls_.start("ppd-daemon",
 	             ppdProxy_->callMethodAsync("ReleaseProfile").onInterface(ppd().iface).withArguments(cookie),
 	                 [this, cookie](const sdbus::Error* e) {
 		                 if (e) log::info("upower", "ReleaseProfile({}) failed: {}: {}", cookie, e->getName(), e->getMessage());
@@ -287,7 +289,7 @@ std::string UpowerBackend::checkProfile(const Params& p) {
 
 void UpowerBackend::setProfile(Call& c) {
 	auto profile = checkProfile(c.params());
-	calls_.start("ppd",
+	calls_.start("ppd-daemon",
 	             ppdProxy_->callMethodAsync("Set").onInterface(kPropsIface)
 	                 .withArguments(std::string(ppd().iface), std::string("ActiveProfile"), sdbus::Variant(profile)),
 	             [answer = c.answer(), profile](const sdbus::Error* e) {

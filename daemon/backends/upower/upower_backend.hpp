@@ -185,8 +185,9 @@ private:
 	int ppdActive_ = -1;                         // index into kPpd
 	std::string ppdOwner_;
 	std::unique_ptr<sdbus::IProxy> ppdProxy_;
-	// The proxy of the daemon's other name, kept while it takes its second one: the HoldProfile
-	// and ReleaseProfile calls out through it are the same daemon's, and answered through it.
+	// The proxy of the daemon's other name, kept while it takes its second one: the HoldProfile,
+	// ReleaseProfile and Set(ActiveProfile) calls out through it are the same daemon's, and
+	// answered through it.
 	std::unique_ptr<sdbus::IProxy> ppdHoldProxy_;
 	dbus::PropertySet ppdProps_;
 	Retry ppdRetry_{dbus::kAskAgain};                      // its GetAll failed
