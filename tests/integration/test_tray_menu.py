@@ -104,6 +104,20 @@ def test_clicks_reach_the_item_and_its_updates_reach_the_tree(menu):
     assert e.value.code == -32602 and e.value.data["param"] == "event"
 
 
+
+def test_a_malformed_properties_update_changes_nothing(menu):
+    """An ItemsPropertiesUpdated whose second argument is missing is rejected whole: its first
+    part had changed the entry in qsd's menu before, unpublished, and the next valid update of
+    another entry published it."""
+    env, c, sub = menu
+    ctl = t.control(env, NAME)
+    # One connection's signals reach qsd in the order it sent them: the malformed one first.
+    ctl.HalfUpdate(1, "Rejected")
+    ctl.Relabel(8, "Quit now")
+    c.wait_for(lambda: entry(root(c, sub), 8)["label"] == "Quit now", timeout=30, what="the valid update")
+    assert "malformed menu signal" in env.qsd_log()
+    assert entry(root(c, sub), 1)["label"] == "Open"
+
 def test_about_to_show_answers_after_the_refreshed_submenu_is_in_the_tree(menu):
     env, c, sub = menu
     assert [ch["label"] for ch in entry(root(c, sub), 3)["children"]] == ["Sync", "Mode A", "Mode B"]

@@ -56,6 +56,7 @@ import time
 import zlib
 
 import dbus
+import dbus.lowlevel
 import dbus.mainloop.glib
 import dbus.service
 from gi.repository import GLib
@@ -497,6 +498,23 @@ class Item(dbus.service.Object):
     @dbus.service.method(CTL, in_signature="uu", out_signature="")
     def Flood(self, ids, times):
         self.menu.flood(ids, times)
+
+    # ItemsPropertiesUpdated with its first argument only (a(ia{sv}), the removed list missing):
+    # a malformed signal that gives entry `eid` the label `label`.
+    @dbus.service.method(CTL, in_signature="is", out_signature="")
+    def HalfUpdate(self, eid, label):
+        msg = dbus.lowlevel.SignalMessage(self.menu.__dbus_object_path__, MENU, "ItemsPropertiesUpdated")
+        msg.append(dbus.Array([dbus.Struct((dbus.Int32(eid), dbus.Dictionary({"label": label}, signature="sv")),
+                                           signature="ia{sv}")], signature="(ia{sv})"), signature="a(ia{sv})")
+        self.bus.send_message(msg)
+
+    # A well-formed ItemsPropertiesUpdated that gives entry `eid` the label `label`.
+    @dbus.service.method(CTL, in_signature="is", out_signature="")
+    def Relabel(self, eid, label):
+        self.menu.entries[eid]["props"]["label"] = label
+        self.menu.ItemsPropertiesUpdated(
+            dbus.Array([dbus.Struct((dbus.Int32(eid), dbus.Dictionary({"label": label}, signature="sv")), signature="ia{sv}")],
+                       signature="(ia{sv})"), dbus.Array([], signature="(ias)"))
 
     @dbus.service.method(CTL, in_signature="uuu", out_signature="")
     def Relayout(self, n, rounds, size):

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <unordered_map>
 
 namespace qsd::tray {
 
@@ -219,7 +220,13 @@ MenuNode readLayout(sdbus::Message& reply, size_t& skipped, bool* rootProperties
 
 bool readPropertiesUpdated(sdbus::Message& signal, const MenuIndex& index) {
 	sd_bus_message* m = rawMessage(signal);
-	bool changed = false;
+	// The whole message is read before any entry changes: a message malformed past its first
+	// part (the removed array missing, say) is rejected whole. Applied as it was read, its
+	// updated entries had already changed in the menu, and the next change of that menu
+	// published them. Each entry named is changed in a copy of its properties, put in place at
+	// the end (an entry named twice, or updated and removed, in the same copy).
+	std::unordered_map<MenuNode*, MenuProps> staged;   // one hash probe per id, as the index
+	auto stage = [&staged](MenuNode& node) -> MenuProps& { return staged.try_emplace(&node, node.props).first->second; };
 	size_t iconBudget = kMaxMenuIconBytes;
 	check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(ia{sv})"), "updated");
 	for (;;) {
@@ -230,8 +237,7 @@ bool readPropertiesUpdated(sdbus::Message& signal, const MenuIndex& index) {
 		check(sd_bus_message_read_basic(m, 'i', &id), "updated id");
 		MenuNode* node = index.find(id);
 		MenuProps scratch;   // an entry the tree does not have: read and dropped
-		readMenuProps(signal, node ? node->props : scratch, iconBudget);
-		changed |= node != nullptr;
+		readMenuProps(signal, node ? stage(*node) : scratch, iconBudget);
 		check(sd_bus_message_exit_container(m), "updated entry");
 	}
 	check(sd_bus_message_exit_container(m), "updated");
@@ -243,20 +249,21 @@ bool readPropertiesUpdated(sdbus::Message& signal, const MenuIndex& index) {
 		int32_t id = 0;
 		check(sd_bus_message_read_basic(m, 'i', &id), "removed id");
 		MenuNode* node = index.find(id);
+		MenuProps* props = node ? &stage(*node) : nullptr;
 		check(sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "s"), "removed names");
 		for (;;) {
 			const char* name = nullptr;
 			int n = sd_bus_message_read_basic(m, 's', &name);
 			check(n, "removed name");
 			if (n == 0) break;
-			if (node && name) resetMenuProperty(node->props, name);
+			if (props && name) resetMenuProperty(*props, name);
 		}
 		check(sd_bus_message_exit_container(m), "removed names");
-		changed |= node != nullptr;
 		check(sd_bus_message_exit_container(m), "removed entry");
 	}
 	check(sd_bus_message_exit_container(m), "removed");
-	return changed;
+	for (auto& [node, props]: staged) node->props = std::move(props);
+	return !staged.empty();
 }
 
 dbus::Value keptText(std::string_view text, char type) {

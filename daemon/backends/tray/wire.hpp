@@ -61,7 +61,7 @@ struct LayoutPlace {
 // ItemsPropertiesUpdated (a(ia{sv}) updated, a(ias) removed), from its start, applied to the
 // entries of the menu `index` covers (removed properties take their defaults): one hash probe
 // per id, whatever the menu's size. True when an entry of the menu was named. Throws
-// sdbus::Error on a malformed message.
+// sdbus::Error on a malformed message, which then changes nothing.
 bool readPropertiesUpdated(sdbus::Message& signal, const MenuIndex& index);
 
 } // namespace qsd::tray
