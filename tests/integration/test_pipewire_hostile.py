@@ -10,6 +10,7 @@ import time
 import pytest
 
 from pwtest import PipeWire, audio_devices, audio_nodes, device_names, exits_cleanly, node_key
+from qsdtest import RpcError
 
 # qsd's bounds (daemon/backends/pipewire/mapping.hpp): kMaxDevices, kMaxParamTextBytes.
 MAX_DEVICES = 128
@@ -224,6 +225,25 @@ def test_default_metadata_keeps_only_its_keys_and_bounded_values(env):
     assert c.call("audio.setPreferredDefault", {"node": kb}) == {"kind": "sink", "node": kb}
     assert c.mirror(sub)["audio"]["preferredDefaultAudioSink"] == kb
 
+
+
+def test_a_node_named_with_bytes_that_are_not_utf8_cannot_be_the_preferred_default(env):
+    """Any client names its node as it likes. A name that is not UTF-8 cannot be written as the
+    JSON default value (the session manager's parser refuses it too): the call says so about
+    its node param, where the JSON library's own exception reached the client as a message of
+    its own, and the daemon goes on."""
+    pw, c, sub, (a,) = start(env, "qsd_sink_a")
+    # "\udcff" is the byte 0xff in a file system string: the node is named b"qsd_bad_\xff".
+    pw.stream("qsd_bad_\udcff", {"media.class": "Audio/Source", "node.description": "qsd bad name"})
+    def named():
+        return next((k for k, n in audio_nodes(c, sub).items() if n["description"] == "qsd bad name"), None)
+    c.wait_for(named, timeout=20, what="the node")
+    bad = named()
+    with pytest.raises(RpcError) as e:
+        c.call("audio.setPreferredDefault", {"node": bad})
+    assert e.value.code == -32602 and e.value.data["param"] == "node" and "UTF-8" in e.value.data["expected"], e.value
+    ka = node_key(c, sub, "qsd_sink_a")
+    assert c.call("audio.setPreferredDefault", {"node": ka}) == {"kind": "sink", "node": ka}
 
 def test_audio_nodes_without_volume_controls_are_logged_a_few_at_a_time(env):
     """40 audio sinks without volume controls at once (any client can make them, and did, 1000 a

@@ -276,7 +276,8 @@ TEST(PipewireDefaults, ReadTheNameOfTheDefaultMetadataValue) {
 	EXPECT_EQ(defaultNodeName(R"({"other":1})"), std::nullopt);
 	EXPECT_EQ(defaultNodeName("[1,2]"), std::nullopt);
 	EXPECT_EQ(defaultNodeValue("sink_a"), R"({"name":"sink_a"})");
-	EXPECT_EQ(defaultNodeName(defaultNodeValue("a \"b\"")), "a \"b\"");
+	EXPECT_EQ(defaultNodeName(*defaultNodeValue("a \"b\"")), "a \"b\"");
+	EXPECT_EQ(defaultNodeValue("bad_\xff"), std::nullopt);   // JSON's strings are UTF-8
 }
 
 TEST(PipewireProperties, FillTheApplicationFromTheNodeThenItsClient) {

@@ -163,6 +163,7 @@ void PipewireBackend::setPreferredDefault(Call& c) {
 	if (kind && *kind != "sink" && *kind != "source") bad("kind", "\"sink\" or \"source\"", *kind);
 	std::string name;
 	std::string key;
+	std::string value;   // the metadata's value
 	if (nodeKey) {
 		const Node* n = nodeByKey(*nodeKey);
 		if (!n) notFound("node", "node in /audio/nodes", node);
@@ -177,6 +178,11 @@ void PipewireBackend::setPreferredDefault(Call& c) {
 		if (nm == n->props.end() || nm->second.empty()) bad("node", "a node with a node.name", node);
 		name = nm->second;
 		key = n->key;
+		auto v = defaultNodeValue(name);
+		// Checked here, not left to the JSON library's exception, which the dispatcher reported
+		// with that library's own message.
+		if (!v) bad("node", "a node whose node.name is UTF-8 (the session manager keeps defaults as JSON)", node);
+		value = std::move(*v);
 	} else if (!kind) {
 		bad("kind", "\"sink\" or \"source\" (required when node is null)");
 	}
@@ -185,7 +191,6 @@ void PipewireBackend::setPreferredDefault(Call& c) {
 		                   "No session manager: PipeWire has no \"default\" metadata (is WirePlumber running?)",
 		                   {{"backend", "pipewire"}, {"metadata", "default"}});
 	std::string metadataKey = "default.configured.audio." + *kind;
-	std::string value = name.empty() ? std::string() : defaultNodeValue(name);
 	int r = graph_->setMetadata(0, metadataKey.c_str(), name.empty() ? nullptr : "Spa:String:JSON",
 	                            name.empty() ? nullptr : value.c_str());
 	if (r < 0) sendFailed("Setting the metadata", r);

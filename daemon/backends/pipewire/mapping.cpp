@@ -275,7 +275,13 @@ std::optional<std::string> defaultNodeName(std::string_view value) {
 	return std::nullopt;
 }
 
-std::string defaultNodeValue(std::string_view nodeName) { return json{{"name", nodeName}}.dump(); }
+std::optional<std::string> defaultNodeValue(std::string_view nodeName) {
+	try {
+		return json{{"name", nodeName}}.dump();
+	} catch (const json::type_error&) {
+		return std::nullopt;   // not UTF-8
+	}
+}
 
 // ---- device params
 

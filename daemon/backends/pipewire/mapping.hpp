@@ -171,7 +171,9 @@ using PropItems = std::vector<std::pair<std::string_view, std::string_view>>;
 // A longer value is ignored: the key reads as unset.
 constexpr size_t kMaxDefaultValueBytes = 4096;
 // The value written for a preferred default: {"name":"<node.name>"} (type Spa:String:JSON).
-[[nodiscard]] std::string defaultNodeValue(std::string_view nodeName);
+// nullopt for a name that is not UTF-8 (any client may name its node so): JSON cannot hold it,
+// and the session manager's parser (SPA's) refuses such a string.
+[[nodiscard]] std::optional<std::string> defaultNodeValue(std::string_view nodeName);
 
 // ---- device params, parsed (pod.hpp parses them from SPA pods)
 
