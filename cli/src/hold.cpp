@@ -2,6 +2,8 @@
 
 #include "render.hpp"
 
+#include <qsd/protocol/domains.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,18 +12,6 @@
 namespace qsctl {
 
 namespace {
-
-struct DomainBackend {
-	std::string_view domain, backend;
-};
-// The same table as the QML client's: the one backend that writes each domain.
-constexpr std::array<DomainBackend, 5> DOMAIN_BACKENDS{{
-    {"network", "nm"},
-    {"power", "upower"},
-    {"audio", "pipewire"},
-    {"tray", "tray"},
-    {"wayland", "wayland"},
-}};
 
 bool starting(const json* backends, const std::string& id) {
 	if (!backends || !backends->is_object()) return false;
@@ -33,16 +23,12 @@ bool starting(const json* backends, const std::string& id) {
 
 } // namespace
 
-std::string_view backendOfDomain(std::string_view domain) {
-	for (const auto& entry: DOMAIN_BACKENDS)
-		if (entry.domain == domain) return entry.backend;
-	return {};
-}
+std::string_view backendOfDomain(std::string_view domain) { return qsd::backendOfDomain(domain); }
 
 std::vector<std::string> backendsOfPath(const std::string& path) {
 	std::vector<std::string> out;
 	if (path.empty()) {
-		for (const auto& entry: DOMAIN_BACKENDS) out.emplace_back(entry.backend);
+		for (const auto& entry: qsd::kDomainBackends) out.emplace_back(entry.backend);
 		return out;
 	}
 	auto slash = path.find('/', 1);

@@ -3,9 +3,6 @@
 
 #include <qdeadlinetimer.h>
 
-#include <array>
-#include <string_view>
-
 namespace qsd::qml {
 
 // Client-side error code for requests that cannot reach the daemon (no connection, or the
@@ -17,21 +14,5 @@ constexpr int BACKEND_UNAVAILABLE = -32000;
 
 // Monotonic milliseconds.
 inline qint64 nowMs() { return QDeadlineTimer::current().deadline(); }
-
-// Which backend writes which top-level domain (docs/tree.md; each backend's root()).
-struct DomainBackend {
-	std::string_view domain;
-	std::string_view backend;
-};
-constexpr std::array<DomainBackend, 8> DOMAIN_BACKENDS {{
-    {"network", "nm"},
-    {"power", "upower"},
-    {"audio", "pipewire"},
-    {"tray", "tray"},
-    {"wayland", "wayland"},
-    {"media", "mpris"},
-    {"notifications", "notifications"},
-    {"bluetooth", "bluetooth"},
-}};
 
 } // namespace qsd::qml

@@ -6,6 +6,8 @@
 #include "common.hpp"
 #include "convert.hpp"
 
+#include <qsd/protocol/domains.hpp>
+
 #include <qlogging.h>
 #include <qqmlengine.h>
 #include <qset.h>
@@ -32,11 +34,7 @@ std::string domainOf(const std::string& path) {
 	return path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
 }
 
-std::string_view backendOf(std::string_view domain) {
-	for (const auto& entry: DOMAIN_BACKENDS)
-		if (entry.domain == domain) return entry.backend;
-	return {};
-}
+std::string_view backendOf(std::string_view domain) { return qsd::backendOfDomain(domain); }
 
 } // namespace
 
@@ -48,7 +46,7 @@ void QsdClient::applySnapshot(const json& snapshot, uint64_t revision, const std
 	// What each domain shows now, in case a new daemon's backend is still starting.
 	std::map<std::string, json> previous;
 	if (afterConnect && this->mEverSubscribed && this->mRestartGraceMs > 0)
-		for (const auto& entry: DOMAIN_BACKENDS)
+		for (const auto& entry: kDomainBackends)
 			if (const auto* shown = this->find("/" + std::string(entry.domain))) previous.emplace(entry.domain, *shown);
 
 	std::vector<std::string> paths;

@@ -11,6 +11,7 @@
 #include "retry.hpp"
 
 #include <qsd/protocol/api.hpp>
+#include <qsd/protocol/domains.hpp>
 
 #include <gtest/gtest.h>
 
@@ -111,6 +112,18 @@ TEST_F(BackendKit, StartWritesTheRootAndRegistersTheTableStopTakesBothAway) {
 	EXPECT_FALSE(dispatcher.has("power.setProfile"));
 	b.start();   // and again after a stop
 	EXPECT_TRUE(dispatcher.has("power.setProfile"));
+}
+
+// The clients hold a domain across a daemon restart while its backend starts, by the table in
+// domains.hpp: a backend missing from it (qsctl's copy once lacked three) blanks its domain.
+TEST_F(BackendKit, EveryBackendWritesTheDomainTheClientsTableNames) {
+	for (const auto& info: builtinBackends()) {
+		auto backend = info.create(context);
+		EXPECT_EQ(backend->id(), info.id);
+		auto root = backend->root();
+		ASSERT_FALSE(root.empty());
+		EXPECT_EQ(backendOfDomain(root.substr(1)), info.id) << root;
+	}
 }
 
 TEST_F(BackendKit, AMethodMissingFromTheApiDescriptionIsRefusedAtStart) {

@@ -245,7 +245,8 @@ TEST(QsctlHold, BackendsOfPaths) {
 	EXPECT_TRUE(qsctl::backendsOfPath("/daemon/backends").empty());
 	EXPECT_TRUE(qsctl::backendsOfPath("/debug/x").empty());
 	EXPECT_TRUE(qsctl::backendsOfPath("/networks").empty());   // a domain is a whole token
-	EXPECT_EQ(qsctl::backendsOfPath("").size(), 5u);           // the whole tree: every backend
+	EXPECT_EQ(qsctl::backendsOfPath("").size(), 8u);           // the whole tree: every backend
+	EXPECT_EQ(qsctl::backendsOfPath("/media/active"), std::vector<std::string>{"mpris"});
 }
 
 TEST(QsctlHold, HoldsAPathWhileItsBackendStarts) {
