@@ -11,6 +11,7 @@
 #include <malloc.h>
 #include <stdexcept>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -70,9 +71,13 @@ Server::Server(EventLoop& loop, Tree& tree, Dispatcher& dispatcher, ServerOption
 Server::~Server() {
 	accept_.reset();
 	clients_.clear();
+	// Only a socket file we created is ours to remove (an activated one belongs to systemd), and
+	// only while it is still the file we bound.
+	struct stat st{};
+	if (ownsSocketFile_ && ::stat(options_.socketPath.c_str(), &st) == 0 && st.st_dev == socketDev_ && st.st_ino == socketIno_)
+		::unlink(options_.socketPath.c_str());
 	if (listenFd_ >= 0) ::close(listenFd_);
-	// Only a socket file we created is ours to remove; an activated one belongs to systemd.
-	if (ownsSocketFile_) ::unlink(options_.socketPath.c_str());
+	if (lockFd_ >= 0) ::close(lockFd_);   // last: a successor may take the path from now on
 }
 
 void Server::listen() {
@@ -89,6 +94,18 @@ void Server::listen() {
 			// The directory is private to the user: 0700, created if missing.
 			if (::mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST) fail("cannot create " + dir);
 		}
+		// Checking that nobody listens and then binding is two steps: two qsd started at the same
+		// moment (an exec line and the bus's activation of a notification server) both passed
+		// the check, and the second unlinked the first's socket. The first then served nobody
+		// while it held its place in the queues of the bus names qsd asks for. The path is taken
+		// under an exclusive lock on a file beside it, held for the daemon's life.
+		auto lockPath = path + ".lock";
+		lockFd_ = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (lockFd_ < 0) fail("cannot open " + lockPath);
+		if (::flock(lockFd_, LOCK_EX | LOCK_NB) < 0) {
+			if (errno == EWOULDBLOCK) throw std::runtime_error("another qsd is already listening on " + path + " (it holds " + lockPath + ")");
+			fail("cannot lock " + lockPath);
+		}
 		if (someoneListens(path)) throw std::runtime_error("another qsd is already listening on " + path);
 		::unlink(path.c_str());
 		listenFd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -100,6 +117,11 @@ void Server::listen() {
 		::umask(old);
 		if (r < 0) fail("cannot bind " + path);
 		ownsSocketFile_ = true;
+		struct stat st{};
+		if (::stat(path.c_str(), &st) == 0) {
+			socketDev_ = st.st_dev;
+			socketIno_ = st.st_ino;
+		}
 		// A full backlog makes a non-blocking connect() fail with EAGAIN: allow the kernel's
 		// maximum, so a burst of clients (every bar of a session starting at once) is served.
 		if (::listen(listenFd_, SOMAXCONN) < 0) fail("listen");

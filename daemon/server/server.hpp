@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <sys/types.h>
 
 namespace qsd {
 
@@ -97,7 +98,10 @@ private:
 	Dispatcher& dispatcher_;
 	ServerOptions options_;
 	int listenFd_ = -1;
+	int lockFd_ = -1;                  // <socket>.lock, flock()ed while this daemon has the path
 	bool ownsSocketFile_ = false;
+	dev_t socketDev_ = 0;              // the socket file bound, to remove only that one
+	ino_t socketIno_ = 0;
 	EventSource accept_;
 	EventSource reaper_;
 	EventSource trim_;

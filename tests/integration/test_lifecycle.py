@@ -1,6 +1,7 @@
 """The daemon's life: who may connect (SO_PEERCRED), socket activation, the socket file it owns,
 SIGTERM/SIGINT, and a second instance on the same socket."""
 
+import fcntl
 import json
 import os
 import signal
@@ -163,6 +164,24 @@ def test_second_instance_refuses_and_does_not_steal(env):
     assert hello(env.socket)["epoch"] == first["epoch"]
     assert env.stop_qsd() == 0
 
+
+
+def test_a_qsd_starting_on_the_same_path_refuses(env):
+    """Checking that nobody listens, then binding, is two steps: two qsd started at the same
+    moment both passed the check, and the second took the path from the first, which then
+    served nobody while it queued for qsd's bus names. The path is taken under a lock on
+    <socket>.lock: while another process holds it, qsd refuses and leaves the path alone."""
+    os.makedirs(os.path.dirname(env.socket), mode=0o700, exist_ok=True)
+    with open(env.socket + ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)   # a qsd between its check and its bind
+        second = subprocess.run([QSD, "--backends="], env=env.env, capture_output=True, text=True, timeout=20)
+        assert second.returncode == 1, second.stderr
+        assert "already listening" in second.stderr and ".lock" in second.stderr, second.stderr
+        assert not os.path.exists(env.socket)
+    env.start_qsd(backends=[])   # once the lock is free
+    assert hello(env.socket)["protocol"] == 1
+    assert env.stop_qsd() == 0
+    assert not os.path.exists(env.socket)
 
 def test_stale_socket_file_is_replaced(env):
     os.makedirs(os.path.dirname(env.socket), mode=0o700)
