@@ -1,6 +1,7 @@
 #include "name_watcher.hpp"
 
 #include "../log.hpp"
+#include "guard.hpp"
 
 namespace qsd {
 
@@ -22,9 +23,11 @@ NameWatcher::NameWatcher(BusConnection& bus, std::string name, std::function<voi
 		                         initial_.release();
 		                         // A NameOwnerChanged that arrived first is newer than this answer.
 		                         if (sawSignal_) return;
-		                         if (!error && !owner.empty()) ownerChanged(owner);
-		                         else if (options_.activate) activate();
-		                         else setStatus(Status::Absent);
+		                         dbus::guarded("following a name's owner", [&] {
+			                         if (!error && !owner.empty()) ownerChanged(owner);
+			                         else if (options_.activate) activate();
+			                         else setStatus(Status::Absent);
+		                         });
 	                         }));
 }
 
@@ -44,7 +47,9 @@ void NameWatcher::activate() {
 			                            activationError_ = error->getName() + ": " + error->getMessage();
 			                            log::info("dbus", "{} is not running and could not be started: {}", name_, activationError_);
 		                            }
-		                            if (status_ == Status::Activating) setStatus(present() ? Status::Present : Status::Absent);
+		                            if (status_ == Status::Activating)
+			                            dbus::guarded("following a name's owner",
+			                                    [&] { setStatus(present() ? Status::Present : Status::Absent); });
 	                            }));
 }
 

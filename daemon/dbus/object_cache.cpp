@@ -240,6 +240,9 @@ void ObjectCache::onManager(sdbus::Message& msg) {
 		}
 	} catch (const sdbus::Error& e) {
 		malformed("ObjectManager signal", e.getMessage());
+	} catch (const std::exception& e) {
+		// A backend's hook that failed (guard.hpp: nothing may leave a callback of sd-bus).
+		log::error("dbus", "{}: handling an ObjectManager signal failed: {}", options_.service, e.what());
 	}
 }
 
@@ -275,6 +278,8 @@ void ObjectCache::onProperties(sdbus::Message& msg) {
 		if (!invalidated.empty()) reread(path, change.interface, std::move(invalidated));
 	} catch (const sdbus::Error& e) {
 		malformed("PropertiesChanged", e.getMessage());
+	} catch (const std::exception& e) {
+		log::error("dbus", "{}: handling a PropertiesChanged failed: {}", options_.service, e.what());
 	}
 }
 

@@ -1,6 +1,7 @@
 #include "owned_name.hpp"
 
 #include "../log.hpp"
+#include "guard.hpp"
 
 namespace qsd::dbus {
 
@@ -26,7 +27,7 @@ OwnedName::OwnedName(BusConnection& bus, std::string name, std::function<void()>
 		                        lookup_.release();
 		                        // A NameOwnerChanged that came first is newer than this answer.
 		                        if (sawSignal_) return;
-		                        ownerIs(e ? std::string() : owner);
+		                        guarded("following an owned name", [&] { ownerIs(e ? std::string() : owner); });
 	                        }));
 }
 
@@ -64,7 +65,7 @@ void OwnedName::request() {
 		                         if (e) {
 			                         error_ = e->getName() + ": " + e->getMessage();
 			                         log::warning("dbus", "cannot own {}: {}", name_, error_);
-			                         set(State::Failed);
+			                         guarded("following an owned name", [&] { set(State::Failed); });
 			                         return;
 		                         }
 		                         if (reply == kInQueue)
@@ -73,7 +74,7 @@ void OwnedName::request() {
 		                         // The owner itself is learnt from NameOwnerChanged (or the lookup);
 		                         // this only settles a reply that came before either.
 		                         if ((reply == kPrimaryOwner || reply == kAlreadyOwner) && owner_.empty())
-			                         ownerIs(bus_.uniqueName());
+			                         guarded("following an owned name", [&] { ownerIs(bus_.uniqueName()); });
 	                         }));
 }
 
@@ -93,7 +94,7 @@ void OwnedName::ownerIs(const std::string& owner) {
 				                     pid_.release();
 				                     if (e || asked != other_) return;
 				                     otherPid_ = pid;
-				                     if (onChanged_) onChanged_();
+				                     if (onChanged_) guarded("following an owned name", onChanged_);
 			                     }));
 	}
 	State next = state_;

@@ -9,6 +9,7 @@
 #include "dbus/bus.hpp"
 #include "dbus/bus_probe.hpp"
 #include "dbus/call_set.hpp"
+#include "dbus/guard.hpp"
 #include "dbus/names.hpp"
 #include "dbus/object_cache.hpp"
 #include "dbus/owned_name.hpp"
@@ -170,6 +171,46 @@ TEST_F(DbusKit, OwnedNameWaitsBehindTheOwnerTakesOverAndReleases) {
 	owned.reset();
 	ASSERT_TRUE(spin(loop, [&] { return owner != "?"; }));
 	EXPECT_EQ(owner, "");
+}
+
+// sd-bus runs sdbus-c++'s callbacks from its C code: an exception other than an exported
+// method's sdbus::Error that left one would leave the connection mid-dispatch, and every later
+// dispatch would fail (EBUSY): the bus dead for every backend on it. guard.hpp's wrappers keep
+// the connection working.
+TEST_F(DbusKit, AnExceptionInACallbackLeavesTheConnectionWorking) {
+	struct Handler {
+		bool fail = true;
+		void onCall(sdbus::MethodCall call) {
+			if (fail) throw std::runtime_error("a defect");
+			auto reply = call.createReply();
+			reply << std::string("ok");
+			reply.send();
+		}
+	} handler;
+	auto object = sdbus::createObject(client->connection(), "/org/qsd/Guarded");
+	object->registerMethod("org.qsd.Guarded", "Call", "", "s", dbus::exportedMethod("test", &handler, &Handler::onCall));
+	object->finishRegistration();
+	auto proxy = sdbus::createProxy(service->connection(), client->uniqueName(), "/org/qsd/Guarded");
+	auto ask = [&] {
+		std::string answer;
+		auto call = proxy->callMethodAsync("Call").onInterface("org.qsd.Guarded").uponReplyInvoke(
+		    [&](const sdbus::Error* e, std::string s) { answer = e ? e->getName() + ": " + e->getMessage() : s; });
+		EXPECT_TRUE(spin(loop, [&] { return !answer.empty(); }));
+		return answer;
+	};
+	EXPECT_EQ(ask(), "org.freedesktop.DBus.Error.Failed: a defect");
+	handler.fail = false;
+	EXPECT_EQ(ask(), "ok");
+
+	// A kit reply handler (GetNameOwner's answer) runs a change handler that throws.
+	service->connection().requestName("org.qsd.Taken");
+	int changes = 0;
+	dbus::OwnedName owned(*client, "org.qsd.Taken", [&] {
+		++changes;
+		throw std::runtime_error("a defect in a change handler");
+	});
+	ASSERT_TRUE(spin(loop, [&] { return changes > 0; }));
+	EXPECT_EQ(ask(), "ok");
 }
 
 TEST_F(DbusKit, RawMessageReadsInBulkAndPeeksBeforeReading) {

@@ -16,6 +16,7 @@
 
 #include "nm_backend.hpp"
 
+#include "../../dbus/guard.hpp"
 #include "../../dbus/raw.hpp"
 #include "../../log.hpp"
 
@@ -59,13 +60,13 @@ void NmBackend::exportAgent() {
 	agent_ = sdbus::createObject(conn(), kAgentPath);
 	agent_->registerMethod(kAgentIface, "GetSecrets", "a{sa{sv}}osasu",
 	                       {"connection", "connection_path", "setting_name", "hints", "flags"}, "a{sa{sv}}", {"secrets"},
-	                       [this](sdbus::MethodCall call) { onGetSecrets(std::move(call)); });
+	                       dbus::exportedMethod("nm", this, &NmBackend::onGetSecrets));
 	agent_->registerMethod(kAgentIface, "CancelGetSecrets", "os", {"connection_path", "setting_name"}, "", {},
-	                       [this](sdbus::MethodCall call) { onCancelGetSecrets(std::move(call)); });
+	                       dbus::exportedMethod("nm", this, &NmBackend::onCancelGetSecrets));
 	agent_->registerMethod(kAgentIface, "SaveSecrets", "a{sa{sv}}o", {"connection", "connection_path"}, "", {},
-	                       [this](sdbus::MethodCall call) { onStoreSecrets(std::move(call)); });
+	                       dbus::exportedMethod("nm", this, &NmBackend::onStoreSecrets));
 	agent_->registerMethod(kAgentIface, "DeleteSecrets", "a{sa{sv}}o", {"connection", "connection_path"}, "", {},
-	                       [this](sdbus::MethodCall call) { onStoreSecrets(std::move(call)); });
+	                       dbus::exportedMethod("nm", this, &NmBackend::onStoreSecrets));
 	agent_->finishRegistration();
 }
 

@@ -7,6 +7,7 @@
 
 #include "notifications_backend.hpp"
 
+#include "../../dbus/guard.hpp"
 #include "../../files.hpp"
 #include "../../log.hpp"
 
@@ -88,13 +89,13 @@ void NotificationsBackend::onBusStop() {
 void NotificationsBackend::exportServer(sdbus::IObject& object) {
 	object.registerMethod(kIface, "Notify", "susssasa{sv}i",
 	                      {"app_name", "replaces_id", "app_icon", "summary", "body", "actions", "hints", "expire_timeout"}, "u",
-	                      {"id"}, [this](sdbus::MethodCall call) { onNotify(std::move(call)); });
+	                      {"id"}, dbus::exportedMethod("notifications", this, &NotificationsBackend::onNotify));
 	object.registerMethod(kIface, "CloseNotification", "u", {"id"}, "", {},
-	                      [this](sdbus::MethodCall call) { onCloseNotification(std::move(call)); });
+	                      dbus::exportedMethod("notifications", this, &NotificationsBackend::onCloseNotification));
 	object.registerMethod(kIface, "GetCapabilities", "", {}, "as", {"capabilities"},
-	                      [this](sdbus::MethodCall call) { onGetCapabilities(std::move(call)); });
+	                      dbus::exportedMethod("notifications", this, &NotificationsBackend::onGetCapabilities));
 	object.registerMethod(kIface, "GetServerInformation", "", {}, "ssss", {"name", "vendor", "version", "spec_version"},
-	                      [this](sdbus::MethodCall call) { onGetServerInformation(std::move(call)); });
+	                      dbus::exportedMethod("notifications", this, &NotificationsBackend::onGetServerInformation));
 	object.registerSignal(kIface, "NotificationClosed", "uu", {"id", "reason"});
 	object.registerSignal(kIface, "ActionInvoked", "us", {"id", "action_key"});
 	object.registerSignal(kIface, "ActivationToken", "us", {"id", "activation_token"});

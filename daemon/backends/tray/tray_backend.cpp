@@ -16,6 +16,7 @@
 
 #include "tray_backend.hpp"
 
+#include "../../dbus/guard.hpp"
 #include "../../dbus/properties.hpp"
 #include "../../files.hpp"
 #include "../../log.hpp"
@@ -112,9 +113,9 @@ std::optional<Unavailable> TrayBackend::availability() const {
 
 void TrayBackend::exportWatcher(sdbus::IObject& object) {
 	object.registerMethod(kWatcherIface, "RegisterStatusNotifierItem", "s", {"service"}, "", {},
-	                      [this](sdbus::MethodCall call) { onRegisterItem(std::move(call)); });
+	                      dbus::exportedMethod("tray", this, &TrayBackend::onRegisterItem));
 	object.registerMethod(kWatcherIface, "RegisterStatusNotifierHost", "s", {"service"}, "", {},
-	                      [this](sdbus::MethodCall call) { onRegisterHost(std::move(call)); });
+	                      dbus::exportedMethod("tray", this, &TrayBackend::onRegisterHost));
 	object.registerProperty(kWatcherIface, "RegisteredStatusNotifierItems", "as",
 	                        [this](sdbus::PropertyGetReply& reply) { reply << registeredItems(); });
 	// qsd is a host itself, so there always is one.
