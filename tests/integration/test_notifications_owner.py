@@ -335,6 +335,7 @@ def test_a_state_file_qsd_cannot_read_is_set_aside(env):
 def test_a_restart_keeps_history_dnd_settings_and_the_id_counter(env):
     c, sub = n.start(env)
     bus = n.Bus(env)
+    path = os.path.join(env.dir, "state", "qsd", "notifications.json")
     try:
         ids = [bus.notify(f"n{i}", timeout=0) for i in range(3)]
         shown = bus.notify("still shown", timeout=0)
@@ -345,17 +346,24 @@ def test_a_restart_keeps_history_dnd_settings_and_the_id_counter(env):
         c.call("notifications.configure", {"defaultTimeoutMs": 7000, "historyLimit": 50})
         c.wait_for(lambda: len(history(c, sub)) == 3, what="three in history")
         before = history(c, sub)
+        # The file written while qsd runs holds the one shown too (for a crash, below).
+        wait_until(lambda: [e["id"] for e in json.load(open(path)).get("shown", [])] == [shown]
+                   and len(json.load(open(path))["history"]) == 3, what="the one shown written")
         # A clean stop: what is shown goes to history too, and its sender is told (reason 4).
         assert env.stop_qsd() == 0
         bus.wait_signal(lambda s: ("NotificationClosed", shown, 4) in s, what="NotificationClosed(shown, 4)")
     finally:
         bus.close()
-    state = json.load(open(os.path.join(env.dir, "state", "qsd", "notifications.json")))
+    state = json.load(open(path))
     assert state["clean"] is True and state["lastId"] == shown
+    # Each notification once: the one shown is in history, and no longer among those shown
+    # (the next start would put it in history a second time).
+    assert [e["id"] for e in state["history"]] == [*ids, shown] and state["shown"] == []
     c, sub = n.start(env)
     got = c.mirror(sub)["notifications"]
     assert got["dnd"] is True and got["defaultTimeoutMs"] == 7000 and got["historyLimit"] == 50
     assert {k: got["history"][k] for k in before} == before
+    assert sorted(int(k) for k in got["history"]) == [*ids, shown]
     assert got["history"][str(shown)]["closeReason"] == "undefined"
     assert got["items"] == {}
     # The counter continues where it was: no id is given twice.
@@ -430,6 +438,104 @@ def test_ids_are_not_reused_after_a_crash(env):
     # The file is rewritten at once with a new reservation, never behind the ids handed out.
     state = json.load(open(os.path.join(env.dir, "state", "qsd", "notifications.json")))
     assert state["reservedId"] >= after
+
+
+def test_what_is_shown_when_qsd_dies_goes_to_history_after_the_restart(env):
+    """A qsd that dies uncleanly (SIGKILL, a segfault, the watchdog's SIGABRT) closes nothing.
+    The state file holds the notifications shown as well as history, and the next qsd puts
+    them in history as a clean stop would have: the same fields, closeReason undefined, history's
+    own copy of a stored image. Nothing is shown again or kept twice, a transient notification
+    is not kept (as at a stop), and the ids go on past them."""
+    c, sub = n.start(env)
+    bus = n.Bus(env)
+    path = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    try:
+        alice = bus.notify("Message from Alice", "<b>Lunch</b> at 12?", app="chat", timeout=0,
+                           actions=["default", "Open", "inline-reply", "Reply"],
+                           hints={"category": "im.received", "desktop-entry": "chat", "value": 40})
+        bob = bus.notify("Missed call from Bob", app="phone", timeout=60000,
+                         hints={"urgency": 1, "image-data": (2, 1, 6, False, 8, 3, bytes([200, 0, 0, 0, 0, 200]))})
+        copied = bus.notify("Copied", app="clipboard", hints={"transient": True}, timeout=0)
+        carol = bus.notify("Carol is online", app="chat", timeout=0)
+        c.call("notifications.dismiss", {"id": carol})
+        c.wait_for(lambda: set(items(c, sub)) == {str(alice), str(bob), str(copied)}, what="three shown")
+        shown = items(c, sub)
+        image = trayutil.file_of(shown[str(bob)]["image"])
+        with open(image, "rb") as f:
+            png = f.read()
+        # The dismissal came after every Notify: once the file has it, the same write or a
+        # later one has what was shown then.
+        wait_until(lambda: carol in [e["id"] for e in json.load(open(path))["history"]], what="the state written")
+        state = json.load(open(path))
+        assert env.stop_qsd(sig=signal.SIGKILL) == -signal.SIGKILL
+    finally:
+        bus.close()
+    c, sub = n.start(env)
+    # Taking the name and reading the file are one step: once qsd is active, they are there.
+    got = c.mirror(sub)["notifications"]
+    assert got["items"] == {}
+    assert sorted(int(k) for k in got["history"]) == [alice, bob, carol]
+    assert got["history"][str(carol)]["closeReason"] == "dismissed"
+    for nid in (alice, bob):
+        entry = dict(got["history"][str(nid)])
+        expected = dict(shown[str(nid)])
+        assert entry.pop("closeReason") == "undefined"
+        assert entry.pop("closedAt") > expected["createdAt"]
+        if nid == bob:
+            # History's own copy, as a stop makes it: the new qsd empties the store's directory.
+            copy = trayutil.file_of(entry.pop("image"))
+            assert os.path.dirname(copy) == os.path.join(os.path.dirname(image), "history")
+            with open(copy, "rb") as f:
+                assert f.read() == png
+            del expected["image"]
+        assert entry == expected
+    assert [e["id"] for e in state["shown"]] == [alice, bob] and state["clean"] is False
+    # An id never given before, past the reservation of the qsd that died.
+    after = int(notify_send(env, "-p", "after the crash").stdout)
+    assert after > state["reservedId"] >= max(alice, bob, copied, carol)
+    c.wait_for(lambda: str(after) in items(c, sub), what="the new one shown")
+    before = history(c, sub)
+    # A clean stop now: each notification once in the file, and the same history after it.
+    assert env.stop_qsd() == 0
+    state = json.load(open(path))
+    assert [e["id"] for e in state["history"]] == [carol, alice, bob, after] and state["shown"] == []
+    c, sub = n.start(env)
+    got = history(c, sub)
+    assert sorted(int(k) for k in got) == [alice, bob, carol, after]
+    assert {k: got[k] for k in before} == before
+
+
+def test_a_waiting_qsd_keeps_what_the_server_showed_when_it_died(env):
+    """A second qsd waits behind the first: it shows the first's history, not what the first
+    shows (those are the first's to close). When the first dies uncleanly, the second takes
+    the name and puts what the first showed in history."""
+    c, sub = n.start(env)
+    first_daemon = env.daemon
+    first_socket = env.socket
+    path = os.path.join(env.dir, "state", "qsd", "notifications.json")
+    b = int(notify_send(env, "-p", "-t", "0", "two").stdout)
+    a = int(notify_send(env, "-p", "one").stdout)
+    c.call("notifications.dismiss", {"id": a})
+    # The dismissal came last: the write that has it has what is shown too.
+    wait_until(lambda: [e["id"] for e in json.load(open(path))["history"]] == [a], what="the state written")
+    env.start_qsd(backends=["notifications"], socket_path=os.path.join(env.run, "second.sock"))
+    c2 = env.client()
+    sub2 = c2.subscribe(["/notifications"])
+    c2.wait_value(sub2, "/notifications/server", "waiting", timeout=20)
+    got = c2.mirror(sub2)["notifications"]
+    assert list(got["history"]) == [str(a)] and got["items"] == {}
+    state = json.load(open(path))
+    first_daemon.send_signal(signal.SIGKILL)
+    first_daemon.wait(10)
+    first_daemon.qsd_stopped = True   # killed on purpose
+    c2.wait_value(sub2, "/notifications/server", "active", timeout=20)
+    got = c2.mirror(sub2)["notifications"]
+    assert sorted(int(k) for k in got["history"]) == [b, a] and got["items"] == {}
+    assert got["history"][str(b)]["summary"] == "two" and got["history"][str(b)]["closeReason"] == "undefined"
+    assert int(notify_send(env, "-p", "three").stdout) > state["reservedId"] >= a
+    c.close()
+    c2.close()
+    env.socket = first_socket
 
 
 def test_history_written_before_a_field_existed_gets_its_default(env):

@@ -372,6 +372,7 @@ TEST(NotificationsState, RoundTripAndDefaults) {
 	s.historyLimit = 50;
 	s.capabilities = {"body"};
 	s.history.push_back({{"id", 40}, {"summary", "hi"}});
+	s.shown.push_back({{"id", 41}, {"summary", "still shown"}});
 	auto back = parseState(serializeState(s));
 	ASSERT_TRUE(back);
 	EXPECT_EQ(back->lastId, 41u);
@@ -382,9 +383,11 @@ TEST(NotificationsState, RoundTripAndDefaults) {
 	EXPECT_EQ(back->historyLimit, 50u);
 	EXPECT_EQ(back->capabilities, std::vector<std::string>{"body"});
 	EXPECT_EQ(back->history, s.history);
+	EXPECT_EQ(back->shown, s.shown);
 	auto empty = parseState("{}");
 	ASSERT_TRUE(empty);
 	EXPECT_EQ(empty->lastId, 0u);
+	EXPECT_TRUE(empty->shown.empty());   // a file of a qsd before `shown` existed
 	EXPECT_EQ(empty->historyLimit, kDefaultHistoryLimit);
 	EXPECT_EQ(empty->capabilities, defaultCapabilities());
 	EXPECT_EQ(firstId(*empty), 1u);
@@ -409,6 +412,14 @@ TEST(NotificationsState, GarbageIsReplacedByDefaultsAndNamed) {
 	EXPECT_NE(problems.find("capabilities"), std::string::npos);
 	EXPECT_NE(parseState(R"({"capabilities": "body"})", &problems), std::nullopt);
 	EXPECT_NE(problems.find("capabilities"), std::string::npos);
+	s = parseState(R"({"shown": [{"id": 5}, {"id": -1}, "x"]})", &problems);
+	ASSERT_TRUE(s);
+	EXPECT_EQ(s->shown, nlohmann::json::array({{{"id", 5}}}));
+	EXPECT_NE(problems.find("shown entry"), std::string::npos);
+	s = parseState(R"({"shown": {"id": 5}})", &problems);
+	ASSERT_TRUE(s);
+	EXPECT_TRUE(s->shown.empty());
+	EXPECT_NE(problems.find("shown"), std::string::npos);
 }
 
 // The file is bounded whatever history holds: the newest entries that fit are written, oldest
@@ -441,6 +452,45 @@ TEST(NotificationsState, TheFileKeepsTheNewestHistoryWithinItsBudget) {
 	EXPECT_EQ(written, 0u);
 	EXPECT_EQ(back->lastId, 100u);
 	EXPECT_TRUE(back->history.empty());
+}
+
+// The notifications shown are newer than all history (a stop closes them last): within the
+// budget they come first, and what is left out is the oldest, history's first, as a stop would
+// leave history. Each list is written oldest first, without what is computed again.
+TEST(NotificationsState, TheShownAreKeptBeforeHistoryWithinTheBudget) {
+	SavedState s;
+	s.lastId = 40;
+	for (int id = 1; id <= 30; ++id)
+		s.history.push_back({{"id", id}, {"body", std::string(1000, 'h')}, {"bodyText", std::string(1000, 'h')}});
+	for (int id = 31; id <= 40; ++id)
+		s.shown.push_back({{"id", id}, {"body", std::string(1000, 's')}, {"bodyText", std::string(1000, 's')}});
+	size_t written = 0;
+	auto back = parseState(serializeState(s, kMaxStateFileBytes, &written));
+	ASSERT_TRUE(back);
+	EXPECT_EQ(written, 40u);
+	ASSERT_EQ(back->shown.size(), 10u);
+	EXPECT_EQ(back->shown.front()["id"], 31);
+	EXPECT_FALSE(back->shown.front().contains("bodyText"));
+	EXPECT_EQ(back->history.size(), 30u);
+	// Room for all that is shown and a few of history: history's newest.
+	auto text = serializeState(s, 15000, &written);
+	EXPECT_LE(text.size(), 15000u);
+	back = parseState(text);
+	ASSERT_TRUE(back);
+	EXPECT_EQ(back->shown.size(), 10u);
+	ASSERT_GT(written, 10u);
+	ASSERT_EQ(back->history.size(), written - 10);
+	EXPECT_EQ(back->history.back()["id"], 30);
+	EXPECT_EQ(back->history.front()["id"], 30 - int(written - 10) + 1);
+	// Room for some of those shown: the last a stop would close, and no history.
+	back = parseState(serializeState(s, 5000, &written));
+	ASSERT_TRUE(back);
+	EXPECT_GT(written, 0u);
+	EXPECT_LT(written, 10u);
+	EXPECT_EQ(back->shown.size(), written);
+	EXPECT_EQ(back->shown.back()["id"], 40);
+	EXPECT_TRUE(back->history.empty());
+	EXPECT_EQ(back->lastId, 40u);
 }
 
 TEST(NotificationsState, IdsAreNeverReused) {

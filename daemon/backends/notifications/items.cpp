@@ -205,6 +205,8 @@ void NotificationsBackend::show(uint32_t id, bool replacing, NotifyArgs& a, cons
 		evictOverflow(all, kMaxLiveItems, "in all");
 	}
 	armExpiry();
+	// What is shown is in the state file too, for a crash (save); a burst is one write.
+	markDirty();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -246,6 +248,8 @@ void NotificationsBackend::close(uint32_t id, CloseReason reason) {
 		context_.tree.remove(path);
 	}
 	armExpiry();
+	// Out of the file's `shown`, also when it is not kept in history (transient).
+	markDirty();
 	// After a flood, RSS would otherwise stay at its peak (glibc keeps freed heap mapped); the
 	// server gives free pages back a second later, at most once a second.
 	context_.server.heapFreed();
@@ -275,6 +279,8 @@ void NotificationsBackend::onClockChange() {
 		auto left = std::chrono::microseconds(deadline > mono ? deadline - mono : 0);
 		context_.tree.set(itemPath(id) + "/expiresAt", rfc3339(wall + std::chrono::duration_cast<system_clock::duration>(left)));
 	}
+	// The file's `shown` has them as the tree does (history keeps expiresAt).
+	if (!deadlines_.empty()) markDirty();
 }
 
 void NotificationsBackend::armExpiry() {
@@ -432,6 +438,52 @@ uint32_t NotificationsBackend::restoreHistory(json& entries) {
 	return highest;
 }
 
+uint32_t NotificationsBackend::restoreShown(json& entries) {
+	// As close() at a stop: nothing when history keeps nothing, a transient one not kept. An id
+	// already in history was closed, and one this qsd shows is its own: neither is the dead
+	// server's to close.
+	if (historyLimit_ == 0) return 0;
+	// The dead server's stored images are still in the store's directory, which this qsd's
+	// store empties once it is made (takeStateFromFile runs before): history's copies are made
+	// as close() makes them. A file that is gone (a reboot emptied the runtime directory) is null,
+	// as a copy that cannot be made.
+	const auto storeDir = Images::defaultDir();
+	// When they went is not known; now is the first moment a qsd knew them closed.
+	const auto closedAt = rfc3339(std::chrono::system_clock::now());
+	json kept = json::array();
+	for (auto& entry: entries) {
+		auto id = entry["id"].get<uint32_t>();
+		if (live_.count(id) || history_.count(id)) continue;
+		if (auto t = entry.find("transient"); t != entry.end() && t->is_boolean() && t->get<bool>()) continue;
+		entry["closedAt"] = closedAt;
+		entry["closeReason"] = toString(CloseReason::Undefined);
+		std::string imageFile, imageCopy;
+		auto copyStored = [&](const char* field, const char* what) {
+			auto it = entry.find(field);
+			if (storeDir.empty() || it == entry.end() || !it->is_string()) return;
+			auto file = pathOfFileUrl(it->get<std::string>());
+			if (fs::path(file).parent_path() != fs::path(storeDir)) return;   // a theme's or the sender's file: as it is
+			// One copy when image and appIcon are the same stored file, as in close().
+			std::string copy = !imageFile.empty() && file == imageFile ? imageCopy
+			                   : ::access(file.c_str(), R_OK) == 0 ? historyCopy(id, what, StoredImage{file, fileUrl(file), nullptr})
+			                                                       : std::string();
+			if (std::string_view(field) == "image") {
+				imageFile = file;
+				imageCopy = copy;
+			}
+			*it = copy.empty() ? json(nullptr) : json(fileUrl(copy));
+		};
+		copyStored("image", "image");
+		copyStored("appIcon", "icon");
+		kept.push_back(std::move(entry));
+	}
+	if (!kept.empty())
+		log::info("notifications", "{} notifications shown when the last server ended without closing them are kept in history",
+		          kept.size());
+	// bodyText, the defaults of fields added since, the copies' files: as any history entry.
+	return restoreHistory(kept);
+}
+
 void NotificationsBackend::removeStrayHistoryFiles() {
 	if (historyDir_.empty()) return;
 	std::set<std::string> referenced;
@@ -458,15 +510,25 @@ void NotificationsBackend::save(bool clean) {
 	state.defaultTimeoutMs = defaultTimeoutMs_;
 	state.historyLimit = historyLimit_;
 	state.capabilities = capabilities_;
+	// What is shown, for the next qsd should this one die without closing it (restoreShown): what
+	// a stop would keep in history (onBusStop closes by id, so the highest last), and no more than
+	// history would keep. A stop closed them before it writes: a clean file has none, and none is
+	// kept twice.
+	std::vector<const json*> shownLastFirst;
+	if (!clean)
+		for (auto it = live_.rbegin(); it != live_.rend() && shownLastFirst.size() < historyLimit_; ++it)
+			if (!it->second.transient)
+				if (const auto* item = context_.tree.find(itemPath(it->first))) shownLastFirst.push_back(item);
 	std::vector<const json*> newestFirst;
 	newestFirst.reserve(historyOrder_.size());
 	for (auto it = historyOrder_.rbegin(); it != historyOrder_.rend(); ++it)
 		if (const auto* entry = context_.tree.find(historyPath(it->second))) newestFirst.push_back(entry);
 	size_t written = 0;
-	auto text = serializeState(state, newestFirst, kMaxStateFileBytes, &written);
-	if (written < newestFirst.size())
-		warnOnce("stateFileBudget", fmt::format("history would take more than {} MiB in {}; its oldest entries are left out of "
-		                                        "the file (they are shown until qsd stops)", kMaxStateFileBytes >> 20, statePath_));
+	auto text = serializeState(state, shownLastFirst, newestFirst, kMaxStateFileBytes, &written);
+	if (written < shownLastFirst.size() + newestFirst.size())
+		warnOnce("stateFileBudget", fmt::format("history and the notifications shown would take more than {} MiB in {}; the "
+		                                        "oldest entries are left out of the file (history's are shown until qsd stops)",
+		                                        kMaxStateFileBytes >> 20, statePath_));
 	std::string error;
 	lastSave_ = context_.loop.now();
 	if (writeFileAtomically(statePath_, text, &error)) {
@@ -498,13 +560,23 @@ void NotificationsBackend::takeStateFromFile() {
 	if (file.state) {
 		auto& state = *file.state;
 		// Our own reservation is no one else's ids; another writer's is.
+		bool died = !state.clean && state.reservedId != reservedId_;
 		uint32_t last = state.lastId;
-		if (!state.clean && state.reservedId != reservedId_) last = std::max(last, state.reservedId);
+		if (died) last = std::max(last, state.reservedId);
 		if (last >= nextId_ && last != UINT32_MAX) {
 			nextId_ = last + 1;
 			lastId_ = last;
 		}
 		if (waited_) adoptState(state);
+		// The server before ended without a stop (a stop leaves nothing shown): what it showed
+		// goes to history now, after the history it left. Their ids are within its reservation.
+		if (died) {
+			auto highest = restoreShown(state.shown);
+			if (highest >= nextId_ && highest != UINT32_MAX) {
+				nextId_ = highest + 1;
+				lastId_ = highest;
+			}
+		}
 	}
 	// The reservation is on disk before the first id is handed out, and the file says qsd runs.
 	save(false);

@@ -113,9 +113,15 @@ private:
 	[[nodiscard]] std::string historyCopy(uint32_t id, const char* what, const StoredImage& image);
 	void loadState();
 	void markDirty();
+	// Writes history, the settings, the id counter and, while qsd runs (not `clean`), what is
+	// shown: a qsd that dies closes nothing, and the next one closes those (restoreShown).
 	void save(bool clean);
 	// Adds the state file's history entries; returns the highest id among them.
 	uint32_t restoreHistory(nlohmann::json& entries);
+	// The notifications a server that died left shown (the file's `shown`) go to history as its
+	// stop would have put them (onBusStop: reason 4, history's own image copies); returns the
+	// highest id among them.
+	uint32_t restoreShown(nlohmann::json& entries);
 	// Removes the files of history's directory that no entry refers to.
 	void removeStrayHistoryFiles();
 	// Taking the name: the ids handed out by another qsd, and after waiting, the history,

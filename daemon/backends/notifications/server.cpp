@@ -212,10 +212,11 @@ void NotificationsBackend::nameChanged() {
 	context_.tree.update(kRoot, {{"server", server}, {"otherOwner", other}});
 	if (name_->state() == State::Waiting) waited_ = true;
 	if (name_->owned() && !wasOwner_) {
-		ensureImages();
 		// Another qsd may have handed ids out, and kept history, while this one waited:
-		// continue after them.
+		// continue after them. Before the image store is made, which empties its directory: a
+		// qsd that died left the images of what it showed there, and history keeps copies.
 		takeStateFromFile();
+		ensureImages();
 		// Only now: a server qsd waited behind may have made copies the file does not name yet.
 		removeStrayHistoryFiles();
 		if (!object_) {

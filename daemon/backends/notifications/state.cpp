@@ -42,24 +42,26 @@ std::optional<SavedState> parseState(const std::string& text, std::string* probl
 		if (set) s.capabilities = std::move(*set);
 		else note("capabilities");
 	}
-	if (auto it = doc.find("history"); it != doc.end()) {
-		if (it->is_array()) {
-			for (auto& e: *it) {
-				// An entry without its id cannot be shown; the others are checked when shown.
-				if (e.is_object() && e.contains("id") && e["id"].is_number_unsigned() && e["id"].get<uint64_t>() >= 1 &&
-				    e["id"].get<uint64_t>() <= UINT32_MAX)
-					s.history.push_back(std::move(e));
-				else note("history entry");
-			}
-		} else {
-			note("history");
+	auto entries = [&](const char* field, const char* entry, json& out) {
+		auto it = doc.find(field);
+		if (it == doc.end()) return;
+		if (!it->is_array()) return note(field);
+		for (auto& e: *it) {
+			// An entry without its id cannot be shown; the others are checked when shown.
+			if (e.is_object() && e.contains("id") && e["id"].is_number_unsigned() && e["id"].get<uint64_t>() >= 1 &&
+			    e["id"].get<uint64_t>() <= UINT32_MAX)
+				out.push_back(std::move(e));
+			else note(entry);
 		}
-	}
+	};
+	entries("history", "history entry", s.history);
+	entries("shown", "shown entry", s.shown);
 	if (problems) *problems = bad;
 	return s;
 }
 
-std::string serializeState(const SavedState& s, const std::vector<const json*>& newestFirst, size_t maxBytes, size_t* written) {
+std::string serializeState(const SavedState& s, const std::vector<const json*>& shownLastFirst, const std::vector<const json*>& newestFirst,
+                           size_t maxBytes, size_t* written) {
 	json doc = {{"version", kVersion},
 	            {"lastId", s.lastId},
 	            {"reservedId", s.reservedId},
@@ -71,37 +73,55 @@ std::string serializeState(const SavedState& s, const std::vector<const json*>& 
 	// The strings of the tree are valid UTF-8 already; replace keeps a write from ever failing.
 	auto dump = [](const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); };
 	auto head = dump(doc);
-	head.pop_back();   // the closing brace: history goes last
-	head += ",\"history\":[";
+	head.pop_back();   // the closing brace: the entries go last
+	head += ",\"shown\":[";
+	const std::string middle = "],\"history\":[";
 	const std::string tail = "]}\n";
 	// Newest first, each entry dumped once, and no further than the budget: the cost of a write
-	// is bounded by the budget too, however large history is in memory.
-	std::vector<std::string> kept;
-	size_t total = head.size() + tail.size();
-	for (const json* entry: newestFirst) {
-		json e = *entry;
-		for (const char* field: kRecomputedFields) e.erase(field);
-		auto text = dump(e);
-		if (total + text.size() + 1 > maxBytes) break;
-		total += text.size() + 1;
-		kept.push_back(std::move(text));
-	}
+	// is bounded by the budget too, however large history is in memory. Those shown are newer
+	// than all history (a stop closes them last), and once one entry does not fit no older one
+	// is written: what the file keeps is the newest, as a stop would leave history.
+	std::vector<std::string> shown, history;
+	size_t total = head.size() + middle.size() + tail.size();
+	bool full = false;
+	auto keep = [&](const std::vector<const json*>& entries, std::vector<std::string>& kept) {
+		for (const json* entry: entries) {
+			if (full) return;
+			json e = *entry;
+			for (const char* field: kRecomputedFields) e.erase(field);
+			auto text = dump(e);
+			if (total + text.size() + 1 > maxBytes) {
+				full = true;
+				return;
+			}
+			total += text.size() + 1;
+			kept.push_back(std::move(text));
+		}
+	};
+	keep(shownLastFirst, shown);
+	keep(newestFirst, history);
 	std::string out;
 	out.reserve(total);
+	auto append = [&](const std::vector<std::string>& kept) {
+		for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+			if (it != kept.rbegin()) out += ',';
+			out += *it;
+		}
+	};
 	out += head;
-	for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
-		if (it != kept.rbegin()) out += ',';
-		out += *it;
-	}
+	append(shown);
+	out += middle;
+	append(history);
 	out += tail;
-	if (written) *written = kept.size();
+	if (written) *written = shown.size() + history.size();
 	return out;
 }
 
 std::string serializeState(const SavedState& s, size_t maxBytes, size_t* written) {
-	std::vector<const json*> entries;
-	for (auto it = s.history.rbegin(); it != s.history.rend(); ++it) entries.push_back(&*it);
-	return serializeState(s, entries, maxBytes, written);
+	std::vector<const json*> shown, history;
+	for (auto it = s.shown.rbegin(); it != s.shown.rend(); ++it) shown.push_back(&*it);
+	for (auto it = s.history.rbegin(); it != s.history.rend(); ++it) history.push_back(&*it);
+	return serializeState(s, shown, history, maxBytes, written);
 }
 
 uint32_t followingId(uint32_t id) { return id == UINT32_MAX ? 1 : id + 1; }

@@ -1,8 +1,9 @@
 #pragma once
 // What outlives a restart: $XDG_STATE_HOME/qsd/notifications.json (else
 // ~/.local/state/qsd/notifications.json) holds the history, Do-Not-Disturb, the settings and the
-// id counter. Parsing and writing the document are pure and unit-tested; a document qsd cannot
-// read is set aside (renamed *.bad) rather than lost.
+// id counter, and while qsd runs the notifications shown, which a stop puts in history and a
+// crash does not: the next qsd does. Parsing and writing the document are pure and unit-tested;
+// a document qsd cannot read is set aside (renamed *.bad) rather than lost.
 //
 // Ids are never reused, also after a crash: while qsd runs the file says `clean: false` and
 // reserves ids up to `reservedId`; a start after a clean stop continues at lastId + 1, one after
@@ -39,6 +40,10 @@ struct SavedState {
 	uint64_t historyLimit = kDefaultHistoryLimit;
 	std::vector<std::string> capabilities = defaultCapabilities();
 	nlohmann::json history = nlohmann::json::array();   // tree entries, oldest closed first
+	// The notifications shown when it was written (tree items), in the order a stop closes them.
+	// A stop puts them in history before it writes (none here then); what a qsd that died left
+	// here, the next one puts in history.
+	nlohmann::json shown = nlohmann::json::array();
 };
 
 // The fields of a history entry the file does not keep, as they are computed again when it is
@@ -48,12 +53,15 @@ constexpr const char* kRecomputedFields[] = {"bodyText"};
 // The document, or why it is not one (a field of the wrong type is replaced by its default and
 // named in `problems`; only a document that is not a JSON object fails).
 [[nodiscard]] std::optional<SavedState> parseState(const std::string& text, std::string* problems = nullptr);
-// The document, with `state.history` ignored: the entries are `newestFirst`, written oldest
-// first, each without kRecomputedFields, and only as many of the newest as keep the whole within
-// `maxBytes` (at least the rest of the document is written). `written` says how many were.
-[[nodiscard]] std::string serializeState(const SavedState& state, const std::vector<const nlohmann::json*>& newestFirst,
+// The document, with `state.shown` and `state.history` ignored: the entries are `shownLastFirst`
+// (the last a stop would close first) and history's `newestFirst`, each list written oldest first,
+// each entry without kRecomputedFields, and only as many as keep the whole within `maxBytes` (at
+// least the rest of the document is written): the newest in the order a stop would leave them in
+// history, so those shown before history. `written` says how many were, of both.
+[[nodiscard]] std::string serializeState(const SavedState& state, const std::vector<const nlohmann::json*>& shownLastFirst,
+                                         const std::vector<const nlohmann::json*>& newestFirst,
                                          size_t maxBytes = kMaxStateFileBytes, size_t* written = nullptr);
-// The same with state.history as the entries.
+// The same with state.shown and state.history as the entries.
 [[nodiscard]] std::string serializeState(const SavedState& state, size_t maxBytes = kMaxStateFileBytes, size_t* written = nullptr);
 // The first id to hand out after a start with this state: never 0, never one handed out before.
 [[nodiscard]] uint32_t firstId(const SavedState& state);
