@@ -17,6 +17,8 @@ session bus, configured by a JSON object given as the first argument (or "@file"
                 that is never shown, while its .Player interface is read and its signals come)
   metadataEntries  N: Metadata has N more entries x:0 … x:<N-1> (integers)
   silent        never answers any call (an unresponsive player)
+  getAllDelay   seconds every GetAll waits before it is answered, without blocking the player (a
+                player a moment late, within qsd's timeouts)
   aliases       N: also owns <name>.a0 … <name>.a<N-1> (one process, many players)
   replaceable   owns its name so that another process may take it over (allow_replacement)
   replace       takes its name over from the process that owns it (replace_existing)
@@ -181,6 +183,10 @@ class Player(dbus.service.Object):
             return err(dbus.exceptions.DBusException("not yet", name="org.freedesktop.DBus.Error.UnknownObject"))
         if iface == ROOT and self.root_fails:
             return err(dbus.exceptions.DBusException("no root", name="org.freedesktop.DBus.Error.UnknownInterface"))
+        if self.cfg.get("getAllDelay"):
+            # The values of when it answers, as a player that was busy would send.
+            GLib.timeout_add(int(self.cfg["getAllDelay"] * 1000), lambda: ok(self.props(iface)) and False)
+            return
         ok(self.props(iface))
 
     @dbus.service.method(PROPS, in_signature="ssv", async_callbacks=("ok", "err"))

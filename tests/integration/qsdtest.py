@@ -416,6 +416,30 @@ class Client:
         """Waits until the field at path is not in the mirror of `sub` at all."""
         return self.wait_value(sub, path, MISSING, timeout=timeout)
 
+    def first_running(self, sub, backend, timeout=10.0):
+        """Reads the subscription batch by batch, from its snapshot on, until `backend`'s state
+        is `running` (the subscription must include /daemon/backends/<backend>): returns a copy of
+        the mirror as of that first running state, and the states seen before it, in order.
+        Clients hold a domain's old values across a reconnect until its backend says `running`,
+        so what the domain holds in that very state is what they show."""
+        path = f"/daemon/backends/{backend}/state"
+        before = []
+        deadline = time.monotonic() + timeout
+        while True:
+            state = pointer_get(self.mirror(sub), path, None)
+            if state == "running":
+                return copy.deepcopy(self.mirror(sub)), before
+            if not before or before[-1] != state:
+                before.append(state)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"timed out waiting for {path} == 'running'; it is {state!r}")
+            try:
+                # One line: at most one batch applied to the mirror before it is looked at again.
+                self.read_message(remaining)
+            except TimeoutError:
+                pass
+
     def sync(self, timeout=10.0):
         """A barrier on this connection: every tree change qsd made before it read this request
         is in the mirrors when it returns (qsd sends an answer after the tree.changed of every

@@ -700,3 +700,52 @@ def test_a_failed_read_of_an_invalidated_property_is_made_again(media):
     ctl.Invalidate(PLAYER, "Volume")
     wait_player(c, sub, "reread", lambda p: p["volume"] == 0.25, what="the volume read after two failed reads")
     assert len([x for x in m.calls(env, name) if x[0] == "GetAll"]) - reads == 3
+
+
+def states_while(c, sub, backend, predicate, what, timeout=30):
+    """Reads batch by batch until predicate() holds; returns the backend's states seen meanwhile."""
+    seen = set()
+
+    def done():
+        seen.add(c.value(sub, f"/daemon/backends/{backend}/state"))
+        return predicate()
+
+    c.wait_for(done, timeout=timeout, what=what)
+    return seen
+
+
+def test_running_only_once_the_players_on_the_bus_are_shown(env):
+    """Clients (the QML module, `qsctl watch --reconnect`) keep /media as it was across a
+    reconnect until the backend says `running`: a backend that said so before the players on
+    the bus were read again blanked the player in every bar at each restart of qsd. So the first
+    state in which it runs has every player ListNames found, here both answering their reads a
+    second late, at qsd's start and at its restart; a player that comes later leaves it running."""
+    for key in ("late1", "late2"):
+        m.start_player(env, {"name": P + key, "getAllDelay": 1.0})
+    for run in ("start", "restart"):
+        if run == "restart":
+            assert env.stop_qsd() == 0
+        env.start_qsd(backends=["mpris"])
+        c, sub = env.watch("/media", "/daemon/backends/mpris")
+        doc, before = c.first_running(sub, "mpris", timeout=30)
+        assert set(doc["media"]["players"]) == {"late1", "late2"}, run
+        assert "starting" in before, (run, before)
+        assert doc["media"]["players"]["late1"]["metadata"]["title"] == "One"
+        assert doc["media"]["active"] in ("late1", "late2")
+    m.start_player(env, {"name": P + "later", "getAllDelay": 1.0})
+    seen = states_while(c, sub, "mpris", lambda: "later" in players(c, sub), "the player that came later")
+    assert seen == {"running"}
+
+
+def test_a_player_late_to_answer_holds_running_2_s_at_most(env):
+    """The wait for the players found at start is bounded: one that answers after 3.5 s (or
+    never) is not waited for past 2 s, and appears when it answers, the backend running."""
+    m.start_player(env, {"name": P + "prompt"})
+    m.start_player(env, {"name": P + "slow", "getAllDelay": 3.5})
+    env.start_qsd(backends=["mpris"])
+    c, sub = env.watch("/media", "/daemon/backends/mpris")
+    doc, before = c.first_running(sub, "mpris", timeout=30)
+    assert set(doc["media"]["players"]) == {"prompt"}
+    assert "starting" in before
+    seen = states_while(c, sub, "mpris", lambda: "slow" in players(c, sub), "the slow player")
+    assert seen == {"running"}

@@ -225,3 +225,84 @@ def test_a_watcher_that_answered_too_late_is_asked_again(env):
     assert "did not answer RegisteredStatusNotifierItems in time" in log
     assert "did not answer RegisterStatusNotifierHost in time" in log
     assert env.daemon.poll() is None
+
+
+def test_running_only_once_the_items_taken_back_are_shown(env):
+    """Clients (the QML module, `qsctl watch --reconnect`) keep /tray as it was across a
+    reconnect until the backend says `running`: a backend that said so as it became the
+    watcher, before the items of its last run were read again, emptied every bar's tray at each
+    restart of qsd (an open menu closed). So the first state in which it runs after a restart
+    has the items it took back, here answering their reads a second late, with their menus; an
+    item that registers later leaves it running."""
+    env.start_qsd(backends=["tray"])
+    c, sub = env.watch("/tray")
+    c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
+    t.start_items(env, [dict(item_cfg("org.qsdtest.Late1", "name", Title="one"), readDelay=1.0, menu="demo"),
+                        dict(item_cfg(None, "path", "/org/ayatana/NotificationItem/two", Id="two", Title="two"),
+                             readDelay=1.0)])
+    keys = {"org.qsdtest.Late1/StatusNotifierItem",
+            t.owner(env, "org.qsdtest.Late1") + "/org/ayatana/NotificationItem/two"}
+    c.wait_for(lambda: set(items(c, sub)) == keys, timeout=30, what="the two items")
+
+    assert env.stop_qsd() == 0
+    env.start_qsd(backends=["tray"])
+    c, sub = env.watch("/tray", "/daemon/backends/tray")
+    doc, before = c.first_running(sub, "tray", timeout=30)
+    assert set(doc["tray"]["items"]) == keys
+    assert "starting" in before, before
+    assert set(doc["tray"]["order"]) == keys
+    assert doc["tray"]["items"]["org.qsdtest.Late1/StatusNotifierItem"]["menu"]["children"]
+    assert doc["tray"]["isWatcher"] is True
+
+    seen = set()
+
+    def later_shown():
+        seen.add(c.value(sub, "/daemon/backends/tray/state"))
+        return "org.qsdtest.Later/StatusNotifierItem" in items(c, sub)
+
+    t.start_items(env, [dict(item_cfg("org.qsdtest.Later", "name"), readDelay=1.0)], log="later")
+    c.wait_for(later_shown, timeout=30, what="the item that registered later")
+    assert seen == {"running"}
+
+
+def test_as_a_host_running_only_once_the_listed_items_are_shown(env):
+    """As a host of another watcher, the first state in which the backend runs has the items of
+    that watcher's list, answering their reads a second late."""
+    t.start_watcher(env)
+    t.start_items(env, [dict(item_cfg("org.qsdtest.Listed1", "name"), readDelay=1.0),
+                        dict(item_cfg(None, "path", "/org/ayatana/NotificationItem/two", Id="two"), readDelay=1.0)])
+    keys = {"org.qsdtest.Listed1/StatusNotifierItem",
+            t.owner(env, "org.qsdtest.Listed1") + "/org/ayatana/NotificationItem/two"}
+    env.start_qsd(backends=["tray"])
+    c, sub = env.watch("/tray", "/daemon/backends/tray")
+    doc, before = c.first_running(sub, "tray", timeout=30)
+    assert set(doc["tray"]["items"]) == keys
+    assert "starting" in before, before
+    assert doc["tray"]["isWatcher"] is False and doc["tray"]["available"] is True
+
+
+def test_an_item_late_to_answer_holds_running_2_s_at_most(env):
+    """The wait for the items taken back is bounded: one that answers after 3.5 s is not waited
+    for past 2 s, and appears when it answers, the backend running."""
+    env.start_qsd(backends=["tray"])
+    c, sub = env.watch("/tray")
+    c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
+    t.start_items(env, [item_cfg("org.qsdtest.Prompt", "name")], log="prompt")
+    t.start_items(env, [dict(item_cfg("org.qsdtest.Slow", "name"), readDelay=3.5)], log="slow")
+    keys = {"org.qsdtest.Prompt/StatusNotifierItem", "org.qsdtest.Slow/StatusNotifierItem"}
+    c.wait_for(lambda: set(items(c, sub)) == keys, timeout=30, what="the two items")
+
+    assert env.stop_qsd() == 0
+    env.start_qsd(backends=["tray"])
+    c, sub = env.watch("/tray", "/daemon/backends/tray")
+    doc, before = c.first_running(sub, "tray", timeout=30)
+    assert set(doc["tray"]["items"]) == {"org.qsdtest.Prompt/StatusNotifierItem"}
+    assert "starting" in before, before
+    seen = set()
+
+    def slow_shown():
+        seen.add(c.value(sub, "/daemon/backends/tray/state"))
+        return "org.qsdtest.Slow/StatusNotifierItem" in items(c, sub)
+
+    c.wait_for(slow_shown, timeout=30, what="the slow item")
+    assert seen == {"running"}

@@ -21,6 +21,8 @@ process. Each entry:
              busy at login)
   slowReads  the first N GetAll calls, and every Get until the last of them, are answered after
              6 s (an app busy at login, too long for the host to read it one property at a time)
+  readDelay  seconds every GetAll waits before it is answered, without blocking the item (an app
+             a moment late, within the host's timeouts)
   reregister register again whenever the watcher name changes owner (as ayatana does)
   swapMenu   a menu spec: at the first AboutToShow of an entry other than 0 the item moves to a
              new menu of that spec (at <path>/Menu2, its calls logged with "Menu2" last) and sends
@@ -394,6 +396,8 @@ class Item(dbus.service.Object):
         without blocking the loop."""
         if self.slow_reads and self.getalls <= self.slow_reads:
             GLib.timeout_add(6000, lambda: ok(*reply) and False)
+        elif self.cfg.get("readDelay"):
+            GLib.timeout_add(int(self.cfg["readDelay"] * 1000), lambda: ok(*reply) and False)
         else:
             ok(*reply)
 

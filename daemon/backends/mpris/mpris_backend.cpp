@@ -220,6 +220,9 @@ void MprisBackend::onBusStop() {
 	waiting_.clear();
 	pinned_.reset();
 	listed_ = false;
+	settled_ = false;
+	unresolved_.clear();
+	startWait_.reset();
 	icons_.reset();
 }
 
@@ -236,20 +239,44 @@ void MprisBackend::listNames() {
 		             for (const auto& name: names) {
 			             auto key = playerKey(name);
 			             if (!key || players_.count(*key) || waiting_.count(name)) continue;
+			             unresolved_.insert(*key);
 			             // The owner: calls go to it, and its signals are recognised by it.
 			             calls_.start(group(*key),
 			                          bus().daemon().callMethodAsync("GetNameOwner").onInterface(kBusIface).withArguments(name)
 			                              .withTimeout(kCallTimeout),
 			                          [this, name, key = *key](const sdbus::Error* err, std::string owner) {
+				                          unresolved_.erase(key);
 				                          // Gone meanwhile (NameHasNoOwner), or already known from NameOwnerChanged.
-				                          if (err || players_.count(key)) return;
-				                          addPlayer(name, owner);
+				                          if (!err && !players_.count(key)) addPlayer(name, owner);
+				                          settle();
 			                          });
 		             }
 		             listed_ = true;
 		             context_.tree.set("/media/available", true);
-		             setState(BackendState::Running);
+		             // Clients keep /media as it was across a reconnect until the backend runs: said
+		             // here, before any player was read again, it blanked the player in every bar at
+		             // each restart of qsd. So the players just found are waited for, kStartWait at most.
+		             if (!settled_ && !startWait_)
+			             startWait_ = context_.loop.addTimer(kStartWait, [this] { settle(true); }, "mpris-start-wait");
+		             settle();
 	             });
+}
+
+void MprisBackend::settle(bool waited) {
+	if (settled_ || !listed_) return;
+	if (!waited) {
+		if (!unresolved_.empty()) return;
+		// A player appears once both interfaces are read; one whose read failed is read again
+		// later, with no end the start could wait for.
+		for (const auto& [key, p]: players_)
+			if (!p->settled) return;
+	} else {
+		log::info("mpris", "players still being read {} s after start; running without them", kStartWait.count());
+	}
+	settled_ = true;
+	unresolved_.clear();
+	startWait_.reset();
+	setState(BackendState::Running);
 }
 
 void MprisBackend::onNameOwnerChanged(const std::string& name, const std::string& oldOwner, const std::string& newOwner) {
@@ -267,6 +294,8 @@ void MprisBackend::onNameOwnerChanged(const std::string& name, const std::string
 		// kept goes to a name that waited.
 		if (!oldOwner.empty()) admitWaiting();
 	}
+	// One the start waited for left (or went to another process, read anew: not waited for).
+	settle();
 }
 
 void MprisBackend::addPlayer(const std::string& name, const std::string& owner) {
@@ -323,7 +352,8 @@ void MprisBackend::removePlayer(const std::string& key, const char* why, bool ad
 	if (it == players_.end()) return;
 	auto& p = *it->second;
 	// Its pending actions answer -32000 naming it; its reads are dropped.
-	calls_.cancel(group(key));
+	calls_.cancel(group(key));   // a GetNameOwner of ListNames' too: its key is not waited for
+	unresolved_.erase(key);
 	bury(std::move(p.proxy));
 	reader_.forget(key);
 	bool published = p.published;
@@ -429,6 +459,8 @@ void MprisBackend::loaded(Player& p, bool root, const sdbus::Error* e) {
 		};
 		if (!p.retry.schedule(context_.loop, reread, "mpris-reread"))
 			log::info("mpris", "giving up reading {}; trying again on its next signal", p.name);
+		p.settled = true;
+		settle();
 		return;
 	}
 	if (p.reloadRoot || p.reloadPlayer) return load(p);   // invalidated while it was read
@@ -439,6 +471,8 @@ void MprisBackend::loaded(Player& p, bool root, const sdbus::Error* e) {
 	digest(p, nullptr);
 	publish(p, kAllFields);
 	if (stale && p.published) readPosition(p);
+	p.settled = true;
+	settle();
 }
 
 void MprisBackend::takeMetadata(Player& p, Metadata meta) {

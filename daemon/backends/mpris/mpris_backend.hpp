@@ -38,6 +38,10 @@ constexpr std::chrono::seconds kCallTimeout{5};
 constexpr int kMaxActionsInFlight = 8;
 // Position is read this long after a status, rate or track change (players update it late).
 constexpr std::chrono::milliseconds kLateRead{100};
+// The longest the backend stays `starting` for the players on the bus when it started: one
+// that is slow to answer its first reads (or never does) must not hold back the others, nor
+// the clients that keep /media as it was until the backend runs. Shorter than kCallTimeout.
+constexpr std::chrono::seconds kStartWait{2};
 // A position read back within this of qsd's own estimate leaves the tree as it is.
 constexpr int64_t kPositionSlackUs = 10'000;
 // The largest rate and position qsd extrapolates with; a rate above is not an MPRIS value (no
@@ -85,6 +89,7 @@ private:
 		bool failed = false;                  // the last read failed
 		Retry retry{kReread};                 // the next read after failures in a row
 		bool published = false;
+		bool settled = false;                 // its first read answered or failed (settle())
 
 		// Mapped values (the wire values are dropped once mapped: a player's memory is bounded).
 		Metadata meta;
@@ -124,6 +129,9 @@ private:
 	// Lets in the waiting names there is room for (kMaxPlayers, kMaxPlayersPerConnection).
 	void admitWaiting();
 	[[nodiscard]] size_t playersOf(const std::string& owner) const;
+	// `running` once the players found at start are in /media or failed their first read
+	// (kStartWait at most: `waited`); never back to `starting` after that.
+	void settle(bool waited = false);
 
 	// --- reading
 	void load(Player& p);
@@ -194,6 +202,9 @@ private:
 	NameTracker::Watch names_;
 	bool listed_ = false;
 	Retry relist_{kRelist};
+	bool settled_ = false;                  // said `running` (settle())
+	std::set<std::string> unresolved_;      // keys ListNames gave whose GetNameOwner is out
+	EventSource startWait_;                 // kStartWait after the names were listed
 	std::map<std::string, std::unique_ptr<Player>> players_;   // by key
 	std::map<std::string, std::string> waiting_;               // names over a cap -> owner
 	bool warnedCap_ = false;

@@ -95,6 +95,11 @@ void TrayBackend::onBusStop() {
 	otherWatcher_.reset();
 	busId_.clear();
 	saveNeeded_ = false;
+	idOut_ = false;
+	adoptsOut_ = 0;
+	settled_ = waitedEnough_ = false;
+	unsettled_ = 0;
+	startWait_.reset();
 	registerRetry_.reset();
 	listRetry_.reset();
 	// Releases the watcher name now: a watcher queued behind qsd takes over at once.
@@ -325,18 +330,21 @@ void TrayBackend::watcherItemsChanged() {
 // the list across qsd's restarts
 
 void TrayBackend::readBusId() {
+	idOut_ = true;
 	calls_.start("names", bus().daemon().callMethodAsync("GetId").onInterface("org.freedesktop.DBus"),
 	             [this](const sdbus::Error* e, std::string id) {
+		             idOut_ = false;
 		             if (e) {
 			             log::warning("tray", "the bus did not give its id ({}): the item list is not kept across restarts",
 			                          e->getMessage());
-			             return;
+			             return settle();
 		             }
 		             busId_ = std::move(id);
 		             if (role_ != Role::Watcher) return;
 		             adoptSavedItems();
 		             saveNeeded_ = true;
 		             if (deferred_) deferred_.setEnabled(SD_EVENT_ONESHOT);
+		             settle();
 	             });
 }
 
@@ -347,12 +355,16 @@ void TrayBackend::adoptSavedItems() {
 	for (auto& saved: parseSavedItems(*text, busId_)) {
 		if (items_.count(saved.address.key())) continue;
 		// Only while the same connection owns the service: the bus answers who owns it now.
+		++adoptsOut_;
 		calls_.start("adopt",
 		             bus().daemon().callMethodAsync("GetNameOwner").onInterface("org.freedesktop.DBus")
 		                 .withArguments(saved.address.service),
 		             [this, saved](const sdbus::Error* e, std::string owner) {
-			             if (e || owner != saved.owner || role_ != Role::Watcher || items_.count(saved.address.key())) return;
-			             if (addItem(saved.address, owner)) log::info("tray", "item {} taken back from qsd's last run", saved.address.key());
+			             --adoptsOut_;
+			             if (!e && owner == saved.owner && role_ == Role::Watcher && !items_.count(saved.address.key()) &&
+			                 addItem(saved.address, owner))
+				             log::info("tray", "item {} taken back from qsd's last run", saved.address.key());
+			             settle();
 		             });
 	}
 }
@@ -495,8 +507,40 @@ void TrayBackend::updateAvailable() {
 	bool available = role_ == Role::Watcher || (role_ == Role::Host && listRead_);
 	context_.tree.set("/tray/available", available);
 	context_.tree.set("/tray/isWatcher", role_ == Role::Watcher);
-	if (available) setState(BackendState::Running);
+	if (available && settled_) setState(BackendState::Running);
+	else if (available) settle();
 	else if (role_ == Role::Host) setState(BackendState::Starting);
+}
+
+// Clients keep /tray as it was across a reconnect until the backend runs: said as qsd became the
+// watcher, before the items of its last run (or another watcher's list) were read again, it
+// emptied every bar's tray at each restart of qsd, and closed an open menu. So the first time,
+// the items known then are waited for: the saved list (GetId, then each entry's owner), every
+// item being read (those of the list, and any that registered meanwhile), kStartWait at most
+// from the moment the role was known.
+void TrayBackend::settle() {
+	bool available = role_ == Role::Watcher || (role_ == Role::Host && listRead_);
+	if (settled_ || !available) return;
+	if (!startWait_ && !waitedEnough_)
+		startWait_ = context_.loop.addTimer(
+		    kStartWait,
+		    [this] {
+			    waitedEnough_ = true;
+			    log::info("tray", "items still being read {} s after start; running without them", kStartWait.count());
+			    settle();
+		    },
+		    "tray-start-wait");
+	if (!waitedEnough_ && (unsettled_ > 0 || (role_ == Role::Watcher && (idOut_ || adoptsOut_ > 0)))) return;
+	settled_ = true;
+	startWait_.reset();
+	setState(BackendState::Running);
+}
+
+void TrayBackend::itemSettled(Item& item) {
+	if (item.settled) return;
+	item.settled = true;
+	--unsettled_;
+	settle();
 }
 
 } // namespace qsd::tray

@@ -53,6 +53,11 @@ constexpr Backoff::Policy kReadRetry{std::chrono::seconds(1), std::chrono::secon
 // connection can register any path of another's, and such an entry would otherwise be kept (and
 // counted against whoever registered it) for as long as that connection lives.
 constexpr Backoff::Policy kAbsentRetry{std::chrono::seconds(1), std::chrono::seconds(4), 3};
+// The longest the backend stays `starting` for the items known at start (settle()) once its role
+// is known: one that is slow to answer its first read (or never does) must not hold back the
+// others, nor the clients that keep /tray as it was until the backend runs. Shorter than
+// kCallTimeout.
+constexpr std::chrono::seconds kStartWait{2};
 using dbus::notPassedOn;
 using dbus::timedOut;
 
@@ -111,6 +116,8 @@ private:
 		Retry readRetry{kReadRetry};        // first reads that timed out
 		Retry absentRetry{kAbsentRetry};    // first reads that nothing answered for
 		bool published = false;
+		// Published, or its first read failed: the start waits for it no longer (settle()).
+		bool settled = false;
 		int pendingGets = 0;                // targeted re-reads out
 		std::set<std::string> dirty;        // properties to re-read
 		Retry refreshRetry{kReadRetry};     // re-reads of them that did not answer
@@ -156,6 +163,10 @@ private:
 	void flushWatcherSignals();
 	bool peerLog(uint64_t& suppressed);
 	void updateAvailable();
+	// `running`, the first time, once the items known at start are published or failed their
+	// first read (kStartWait at most); updateAvailable() from then on.
+	void settle();
+	void itemSettled(Item& item);
 	[[nodiscard]] std::vector<std::string> registeredItems() const;
 
 	// --- tray_items.cpp
@@ -244,6 +255,13 @@ private:
 	std::string busId_;                          // the bus's id, once GetId answered
 	bool saveNeeded_ = false;                    // the list or an item's owner changed this pass
 	bool saveFailed_ = false;                    // a write failed (logged once)
+	bool idOut_ = false;                         // GetId is out: the saved list waits for it
+	size_t adoptsOut_ = 0;                       // GetNameOwner of saved items out
+	// Start-up (settle()): said `running` once; the items not settled; the wait's bound.
+	bool settled_ = false;
+	size_t unsettled_ = 0;
+	bool waitedEnough_ = false;
+	EventSource startWait_;
 
 	std::map<std::string, Item> items_;          // by key
 	std::vector<std::string> order_;             // keys in registration order (as the watcher lists them)

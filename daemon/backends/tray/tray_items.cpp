@@ -62,6 +62,7 @@ bool TrayBackend::addItem(const ItemAddress& address, std::string owner, std::st
 		return false;
 	}
 	auto& item = items_[key];
+	++unsettled_;   // until published, or its first read failed (itemSettled)
 	item.address = address;
 	item.key = key;
 	item.serial = nextSerial_++;
@@ -124,6 +125,7 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 	bury(std::move(item.proxy));
 	bool published = item.published;
 	if (published) context_.tree.remove(itemPath(key));
+	if (!item.settled) --unsettled_;
 	reader_.forget(key);
 	pixmaps_.release(key);
 	// What was indexed of the item's own icon trees goes with it ("": it had none, and forget("")
@@ -144,6 +146,7 @@ void TrayBackend::removeItem(const std::string& key, const char* why) {
 		emitWatcher("StatusNotifierItemUnregistered", &key);
 		watcherItemsChanged();
 	}
+	settle();   // the start may have waited for it
 }
 
 void TrayBackend::keepPixmaps(Item& item) {
@@ -244,6 +247,7 @@ void TrayBackend::readAbsent(Item& item) {
 	// moment before it exports the object; a signal from it, a sign of life, reads it at once),
 	// then dropped, which gives its place back to whoever registered it.
 	item.failed = true;
+	itemSettled(item);
 	auto delay = item.absentRetry.schedule(
 	    context_.loop,
 	    [this, key = item.key, serial = item.serial] {
@@ -263,6 +267,7 @@ void TrayBackend::readAbsent(Item& item) {
 void TrayBackend::retryRead(Item& item) {
 	// Meanwhile the item counts as failed: a signal from it (a sign of life) reads it at once.
 	item.failed = true;
+	itemSettled(item);
 	auto delay = item.readRetry.schedule(
 	    context_.loop,
 	    [this, key = item.key, serial = item.serial] {
@@ -352,6 +357,7 @@ void TrayBackend::readItemByProperty(const std::string& key, uint64_t serial) {
 				    // Retried when the item shows signs of life (any of its signals).
 				    it->failed = true;
 				    log::warning("tray", "{}: none of its properties can be read; not shown", key);
+				    itemSettled(*it);
 				    return;
 			    }
 			    if (!readSucceeded(*it)) return;
@@ -527,6 +533,7 @@ void TrayBackend::publish(Item& item) {
 		context_.tree.set(path, std::move(v));
 		item.published = true;
 		queueOrder();
+		itemSettled(item);
 		return;
 	}
 	// The order follows an item's category and id, which items rarely change.
