@@ -424,21 +424,18 @@ class Client:
         so what the domain holds in that very state is what they show."""
         path = f"/daemon/backends/{backend}/state"
         before = []
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def running():
+            # Asked after each line read: at most one batch applied to the mirror in between.
             state = pointer_get(self.mirror(sub), path, None)
-            if state == "running":
-                return copy.deepcopy(self.mirror(sub)), before
-            if not before or before[-1] != state:
+            if state != "running" and (not before or before[-1] != state):
                 before.append(state)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"timed out waiting for {path} == 'running'; it is {state!r}")
-            try:
-                # One line: at most one batch applied to the mirror before it is looked at again.
-                self.read_message(remaining)
-            except TimeoutError:
-                pass
+            return state == "running"
+        try:
+            self.wait_for(running, timeout, what=f"{path} == 'running'")
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}; it is {before[-1]!r}") from None
+        return copy.deepcopy(self.mirror(sub)), before
 
     def sync(self, timeout=10.0):
         """A barrier on this connection: every tree change qsd made before it read this request
