@@ -738,14 +738,16 @@ def test_running_only_once_the_players_on_the_bus_are_shown(env):
 
 
 def test_a_player_late_to_answer_holds_running_2_s_at_most(env):
-    """The wait for the players found at start is bounded: one that answers after 3.5 s (or
-    never) is not waited for past 2 s, and appears when it answers, the backend running."""
+    """The wait for the players found at start is bounded: one that answers after 4.5 s (or
+    never) is not waited for past 2 s, and appears when it answers, the backend running. (The
+    prompt player is not asserted in the first running state: on a machine too loaded to read
+    it within 2 s, the bound rightly leaves it out too; the test above checks it is waited for.)"""
     m.start_player(env, {"name": P + "prompt"})
-    m.start_player(env, {"name": P + "slow", "getAllDelay": 3.5})
+    m.start_player(env, {"name": P + "slow", "getAllDelay": 4.5})
     env.start_qsd(backends=["mpris"])
     c, sub = env.watch("/media", "/daemon/backends/mpris")
     doc, before = c.first_running(sub, "mpris", timeout=30)
-    assert set(doc["media"]["players"]) == {"prompt"}
+    assert "slow" not in doc["media"]["players"], doc["media"]["players"]
     assert "starting" in before
     seen = states_while(c, sub, "mpris", lambda: "slow" in players(c, sub), "the slow player")
     assert seen == {"running"}

@@ -282,13 +282,15 @@ def test_as_a_host_running_only_once_the_listed_items_are_shown(env):
 
 
 def test_an_item_late_to_answer_holds_running_2_s_at_most(env):
-    """The wait for the items taken back is bounded: one that answers after 3.5 s is not waited
-    for past 2 s, and appears when it answers, the backend running."""
+    """The wait for the items taken back is bounded: one that answers after 4.5 s is not waited
+    for past 2 s, and appears when it answers, the backend running. (The prompt item is not
+    asserted in the first running state: on a machine too loaded to read it within 2 s, the
+    bound rightly leaves it out too; the test above checks that it is waited for.)"""
     env.start_qsd(backends=["tray"])
     c, sub = env.watch("/tray")
     c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
     t.start_items(env, [item_cfg("org.qsdtest.Prompt", "name")], log="prompt")
-    t.start_items(env, [dict(item_cfg("org.qsdtest.Slow", "name"), readDelay=3.5)], log="slow")
+    t.start_items(env, [dict(item_cfg("org.qsdtest.Slow", "name"), readDelay=4.5)], log="slow")
     keys = {"org.qsdtest.Prompt/StatusNotifierItem", "org.qsdtest.Slow/StatusNotifierItem"}
     c.wait_for(lambda: set(items(c, sub)) == keys, timeout=30, what="the two items")
 
@@ -296,7 +298,7 @@ def test_an_item_late_to_answer_holds_running_2_s_at_most(env):
     env.start_qsd(backends=["tray"])
     c, sub = env.watch("/tray", "/daemon/backends/tray")
     doc, before = c.first_running(sub, "tray", timeout=30)
-    assert set(doc["tray"]["items"]) == {"org.qsdtest.Prompt/StatusNotifierItem"}
+    assert "org.qsdtest.Slow/StatusNotifierItem" not in doc["tray"]["items"], doc["tray"]["items"]
     assert "starting" in before, before
     seen = set()
 
