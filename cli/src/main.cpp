@@ -69,7 +69,7 @@ const char* const USAGE =
     "      --jq FILTER     watch: print what the jq FILTER makes of each new value\n"
     "      --restart-grace MS\n"
     "                      watch --reconnect: after connecting, keep showing the last value of\n"
-    "                      a path while its backend starts, for at most MS ms (default 1000)\n"
+    "                      a path while its backend starts, for at most MS ms (default 3000)\n"
     "      --outlive-parent\n"
     "                      watch: keep running when the process that started qsctl exits\n"
     "      --params JSON   call: params as a JSON object or array ('-' reads stdin)\n"
@@ -109,7 +109,7 @@ struct Options {
 	long long throttleMs = -1;
 	bool haveJq = false;
 	std::string jq;
-	long long restartGraceMs = 1000;
+	long long restartGraceMs = 3000;   // the QML client's restartGraceMs
 	bool haveParams = false;
 	std::string params;
 	int timeoutMs = 30000;

@@ -280,7 +280,9 @@ private:
 	QStringList mEventTopics;
 	QStringList mSubscribedTopics;
 	bool mEventsScheduled = false;
-	int mRestartGraceMs = 1000;
+	// Longer than a backend may stay `starting` for what its service has (the tray and MPRIS wait
+	// up to 2 s for the items and players there at start): a shorter hold ended before them.
+	int mRestartGraceMs = 3000;
 	LineReader mReader {64 << 20};
 	Mirror mMirror;
 	uint64_t mSubscription = 0;

@@ -477,7 +477,7 @@ def test_watch_reconnect_shows_the_daemons_value_when_the_grace_ends(upenv, stre
     assert w.line() == "null"
     resume()
     assert w.line() == off.line() == "false"
-    # --jq is given what is shown: the filter never saw the null (1 s grace, the default).
+    # --jq is given what is shown: the filter never saw the null (3 s grace, the default).
     set_on_battery(upenv, True)
     assert jq.json_line() == {"onBattery": True}
 
