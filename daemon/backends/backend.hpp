@@ -28,6 +28,13 @@ namespace qsd {
 
 class Answer;
 
+// The longest a backend stays `starting` for what its service has when it starts (the tray's
+// items, MPRIS's players) once it knows what that is: one peer slow to answer its first read (or
+// that never does) must not hold back the others, nor the clients, which keep a domain as it was
+// across a reconnect while its backend starts (their restart hold, 3 s, is longer). Shorter than
+// the backends' 5 s call timeout.
+constexpr std::chrono::seconds kStartWait{2};
+
 // What a backend reports in /daemon/backends/<id>/state.
 enum class BackendState {
 	Starting,     // start() ran; waiting for the first answers

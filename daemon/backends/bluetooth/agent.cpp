@@ -5,6 +5,7 @@
 
 #include "bluetooth_backend.hpp"
 
+#include "../../dbus/guard.hpp"
 #include "../../log.hpp"
 
 #include <fmt/format.h>
@@ -22,7 +23,8 @@ constexpr std::size_t kMaxUuidBytes = 64;
 void BluetoothBackend::exportAgent() {
 	agent_ = sdbus::createObject(conn(), kAgentPath);
 	// Every handler catches everything: only sdbus::Error may leave a callback of sd-bus (it
-	// becomes the error reply); anything else would unwind through C.
+	// becomes the error reply); anything else would unwind through C (dbus/guard.hpp). The
+	// requests also pass on what they are asking for.
 	auto ask = [this](const char* method, const char* in, const char* out, AgentKind kind) {
 		agent_->registerMethod(kAgentIface, method, in, out, [this, kind](sdbus::MethodCall call) {
 			try {
@@ -42,20 +44,10 @@ void BluetoothBackend::exportAgent() {
 	ask("RequestConfirmation", "ou", "", AgentKind::RequestConfirmation);
 	ask("RequestAuthorization", "o", "", AgentKind::RequestAuthorization);
 	ask("AuthorizeService", "os", "", AgentKind::AuthorizeService);
-	auto plain = [this](const char* method, void (BluetoothBackend::*handler)(sdbus::MethodCall)) {
-		agent_->registerMethod(kAgentIface, method, "", "", [this, handler](sdbus::MethodCall call) {
-			try {
-				(this->*handler)(std::move(call));
-			} catch (const sdbus::Error&) {
-				throw;
-			} catch (const std::exception& e) {
-				log::warning("bluetooth", "agent call failed: {}", e.what());
-				throw sdbus::Error("org.bluez.Error.Failed", e.what());
-			}
-		});
-	};
-	plain("Cancel", &BluetoothBackend::onAgentCancel);
-	plain("Release", &BluetoothBackend::onAgentRelease);
+	agent_->registerMethod(kAgentIface, "Cancel", "", "",
+	                       dbus::exportedMethod("bluetooth", this, &BluetoothBackend::onAgentCancel, "org.bluez.Error.Failed"));
+	agent_->registerMethod(kAgentIface, "Release", "", "",
+	                       dbus::exportedMethod("bluetooth", this, &BluetoothBackend::onAgentRelease, "org.bluez.Error.Failed"));
 	agent_->finishRegistration();
 }
 

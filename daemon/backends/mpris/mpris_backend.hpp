@@ -38,10 +38,6 @@ constexpr std::chrono::seconds kCallTimeout{5};
 constexpr int kMaxActionsInFlight = 8;
 // Position is read this long after a status, rate or track change (players update it late).
 constexpr std::chrono::milliseconds kLateRead{100};
-// The longest the backend stays `starting` for the players on the bus when it started: one
-// that is slow to answer its first reads (or never does) must not hold back the others, nor
-// the clients that keep /media as it was until the backend runs. Shorter than kCallTimeout.
-constexpr std::chrono::seconds kStartWait{2};
 // A position read back within this of qsd's own estimate leaves the tree as it is.
 constexpr int64_t kPositionSlackUs = 10'000;
 // The largest rate and position qsd extrapolates with; a rate above is not an MPRIS value (no

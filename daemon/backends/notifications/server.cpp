@@ -103,33 +103,24 @@ void NotificationsBackend::exportServer(sdbus::IObject& object) {
 	object.finishRegistration();
 }
 
-// sdbus-c++ turns an sdbus::Error thrown by a handler into the error reply; anything else would
-// unwind through sd-bus, so every handler converts it.
+// Every handler runs inside dbus::exportedMethod (exportServer): an sdbus::Error it throws is the
+// error reply, and so is anything else, logged.
 void NotificationsBackend::onNotify(sdbus::MethodCall call) {
-	uint32_t id = 0;
-	NotifyArgs args;
-	bool replacing = false;
-	try {
-		args = readNotify(call);
-		replacing = args.replacesId != 0 && live_.count(args.replacesId) != 0;
-		id = replacing ? args.replacesId : 0;
-		// A stack tag (a volume or brightness script's x-dunst-stack-tag) replaces the shown
-		// notification of the same application with the same tag, as replaces_id would, and
-		// answers its id: one notification updated in place, not one more per key press.
-		if (!replacing)
-			if (auto key = stackKey(args))
-				for (const auto& [shown, live]: live_)
-					if (live.stack == key) {
-						replacing = true;
-						id = shown;
-						break;
-					}
-		if (!replacing) id = allocateId();
-	} catch (const sdbus::Error&) {
-		throw;
-	} catch (const std::exception& e) {
-		throw sdbus::Error("org.freedesktop.DBus.Error.Failed", e.what());
-	}
+	NotifyArgs args = readNotify(call);
+	bool replacing = args.replacesId != 0 && live_.count(args.replacesId) != 0;
+	uint32_t id = replacing ? args.replacesId : 0;
+	// A stack tag (a volume or brightness script's x-dunst-stack-tag) replaces the shown
+	// notification of the same application with the same tag, as replaces_id would, and
+	// answers its id: one notification updated in place, not one more per key press.
+	if (!replacing)
+		if (auto key = stackKey(args))
+			for (const auto& [shown, live]: live_)
+				if (live.stack == key) {
+					replacing = true;
+					id = shown;
+					break;
+				}
+	if (!replacing) id = allocateId();
 	if (!call.doesntExpectReply()) {
 		auto reply = call.createReply();
 		reply << id;
@@ -147,11 +138,7 @@ void NotificationsBackend::onCloseNotification(sdbus::MethodCall call) {
 	uint32_t id = 0;
 	call >> id;
 	if (!live_.count(id)) throw sdbus::Error(kInvalidIdError, "notification " + std::to_string(id) + " is not shown");
-	try {
-		close(id, CloseReason::ClosedByApp);
-	} catch (const std::exception& e) {
-		throw sdbus::Error("org.freedesktop.DBus.Error.Failed", e.what());
-	}
+	close(id, CloseReason::ClosedByApp);
 	if (!call.doesntExpectReply()) call.createReply().send();
 }
 

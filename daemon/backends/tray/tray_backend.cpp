@@ -111,8 +111,7 @@ void TrayBackend::onBusStop() {
 }
 
 std::optional<Unavailable> TrayBackend::availability() const {
-	bool available = role_ == Role::Watcher || (role_ == Role::Host && listRead_);
-	if (!available) return Unavailable{kRoot, "there is no StatusNotifierWatcher"};
+	if (!roleKnown()) return Unavailable{kRoot, "there is no StatusNotifierWatcher"};
 	return std::nullopt;
 }
 
@@ -504,7 +503,7 @@ void TrayBackend::onNameOwnerChanged(const std::string& name, const std::string&
 }
 
 void TrayBackend::updateAvailable() {
-	bool available = role_ == Role::Watcher || (role_ == Role::Host && listRead_);
+	bool available = roleKnown();
 	context_.tree.set("/tray/available", available);
 	context_.tree.set("/tray/isWatcher", role_ == Role::Watcher);
 	if (available && settled_) setState(BackendState::Running);
@@ -519,8 +518,7 @@ void TrayBackend::updateAvailable() {
 // item being read (those of the list, and any that registered meanwhile), kStartWait at most
 // from the moment the role was known.
 void TrayBackend::settle() {
-	bool available = role_ == Role::Watcher || (role_ == Role::Host && listRead_);
-	if (settled_ || !available) return;
+	if (settled_ || !roleKnown()) return;
 	if (!startWait_ && !waitedEnough_)
 		startWait_ = context_.loop.addTimer(
 		    kStartWait,

@@ -53,11 +53,6 @@ constexpr Backoff::Policy kReadRetry{std::chrono::seconds(1), std::chrono::secon
 // connection can register any path of another's, and such an entry would otherwise be kept (and
 // counted against whoever registered it) for as long as that connection lives.
 constexpr Backoff::Policy kAbsentRetry{std::chrono::seconds(1), std::chrono::seconds(4), 3};
-// The longest the backend stays `starting` for the items known at start (settle()) once its role
-// is known: one that is slow to answer its first read (or never does) must not hold back the
-// others, nor the clients that keep /tray as it was until the backend runs. Shorter than
-// kCallTimeout.
-constexpr std::chrono::seconds kStartWait{2};
 using dbus::notPassedOn;
 using dbus::timedOut;
 
@@ -163,6 +158,8 @@ private:
 	void flushWatcherSignals();
 	bool peerLog(uint64_t& suppressed);
 	void updateAvailable();
+	// The watcher, or the host of another watcher whose list was read: /tray/available.
+	[[nodiscard]] bool roleKnown() const { return role_ == Role::Watcher || (role_ == Role::Host && listRead_); }
 	// `running`, the first time, once the items known at start are published or failed their
 	// first read (kStartWait at most); updateAvailable() from then on.
 	void settle();
