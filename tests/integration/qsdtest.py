@@ -422,17 +422,22 @@ class Client:
         the mirror as of that first running state, and the states seen before it, in order.
         Clients hold a domain's old values across a reconnect until its backend says `running`,
         so what the domain holds in that very state is what they show."""
-        path = f"/daemon/backends/{backend}/state"
+        return self.first_value(sub, f"/daemon/backends/{backend}/state", "running", timeout)
+
+    def first_value(self, sub, path, value, timeout=10.0):
+        """Reads the subscription batch by batch, from its snapshot on, until `path` is `value`:
+        returns a copy of the mirror as of that first batch, and the other values `path` had
+        before it, in order (None: absent)."""
         before = []
 
-        def running():
+        def reached():
             # Asked after each line read: at most one batch applied to the mirror in between.
-            state = pointer_get(self.mirror(sub), path, None)
-            if state != "running" and (not before or before[-1] != state):
-                before.append(state)
-            return state == "running"
+            now = pointer_get(self.mirror(sub), path, None)
+            if now != value and (not before or before[-1] != now):
+                before.append(now)
+            return now == value
         try:
-            self.wait_for(running, timeout, what=f"{path} == 'running'")
+            self.wait_for(reached, timeout, what=f"{path} == {value!r}")
         except TimeoutError as e:
             raise TimeoutError(f"{e}; it is {before[-1]!r}") from None
         return copy.deepcopy(self.mirror(sub)), before

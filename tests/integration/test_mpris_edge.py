@@ -719,7 +719,9 @@ def test_running_only_once_the_players_on_the_bus_are_shown(env):
     reconnect until the backend says `running`: a backend that said so before the players on
     the bus were read again blanked the player in every bar at each restart of qsd. So the first
     state in which it runs has every player ListNames found, here both answering their reads a
-    second late, at qsd's start and at its restart; a player that comes later leaves it running."""
+    second late, at qsd's start and at its restart; a player that comes later leaves it running.
+    A client that does not follow /daemon/backends holds /media until /media/available, which
+    turns true with that state."""
     for key in ("late1", "late2"):
         m.start_player(env, {"name": P + key, "getAllDelay": 1.0})
     for run in ("start", "restart"):
@@ -727,11 +729,18 @@ def test_running_only_once_the_players_on_the_bus_are_shown(env):
             assert env.stop_qsd() == 0
         env.start_qsd(backends=["mpris"])
         c, sub = env.watch("/media", "/daemon/backends/mpris")
+        # A client that does not follow /daemon/backends ends its hold on /media/available.
+        bare, bare_sub = env.watch("/media")
         doc, before = c.first_running(sub, "mpris", timeout=30)
         assert set(doc["media"]["players"]) == {"late1", "late2"}, run
         assert "starting" in before, (run, before)
         assert doc["media"]["players"]["late1"]["metadata"]["title"] == "One"
         assert doc["media"]["active"] in ("late1", "late2")
+        assert doc["media"]["available"] is True
+        doc, before = bare.first_value(bare_sub, "/media/available", True, timeout=30)
+        assert set(doc["media"]["players"]) == {"late1", "late2"}, run
+        assert before == [False], (run, before)
+        bare.close()
     m.start_player(env, {"name": P + "later", "getAllDelay": 1.0})
     seen = states_while(c, sub, "mpris", lambda: "later" in players(c, sub), "the player that came later")
     assert seen == {"running"}
@@ -751,3 +760,59 @@ def test_a_player_late_to_answer_holds_running_2_s_at_most(env):
     assert "starting" in before
     seen = states_while(c, sub, "mpris", lambda: "slow" in players(c, sub), "the slow player")
     assert seen == {"running"}
+
+
+def test_the_pin_and_the_order_outlive_a_restart_of_qsd(env):
+    """`media.setActive`'s pin and the order the active rule goes by (which player started
+    playing last, `lastActiveAt`) lived in memory only: after a restart of qsd the players were
+    ranked by the order their first reads answered, and a bar could switch to another player.
+    They are kept for qsd's next run on the same bus, for the same connections; here the player
+    that started first answers its reads late after the restart, which ranked it first."""
+    m.start_player(env, {"name": P + "early", "getAllDelay": 0.5})
+    m.start_player(env, {"name": P + "recent"})
+    m.start_player(env, {"name": P + "idle"})
+    env.start_qsd(backends=["mpris"])
+    c, sub = env.watch("/media")
+    c.wait_value(sub, "/media/available", True, timeout=30)
+    for key in ("early", "recent"):
+        m.control(env, P + key).SetStatus("Playing")
+        wait_player(c, sub, key, lambda p: p["playbackStatus"] == "playing", what=f"{key} playing")
+    c.wait_value(sub, "/media/active", "recent", timeout=30)
+    assert c.call("media.setActive", {"player": "idle"}) == {"active": "idle", "pinned": "idle"}
+    stamps = {k: p["lastActiveAt"] for k, p in players(c, sub).items()}
+    assert stamps["early"] < stamps["recent"] and stamps["idle"] is None
+    c.close()
+
+    assert env.stop_qsd() == 0
+    env.start_qsd(backends=["mpris"])
+    c, sub = env.watch("/media", "/daemon/backends/mpris")
+    doc, _ = c.first_running(sub, "mpris", timeout=30)
+    media = doc["media"]
+    assert (media["pinned"], media["active"]) == ("idle", "idle")
+    assert {k: p["lastActiveAt"] for k, p in media["players"].items()} == stamps
+    assert c.call("media.setActive", {"player": None}) == {"active": "recent", "pinned": None}
+
+    # A player that starts now ranks above those of the last run.
+    m.control(env, P + "idle").SetStatus("Playing")
+    c.wait_value(sub, "/media/active", "idle", timeout=30)
+
+
+def test_a_saved_pin_is_not_taken_by_another_connection(env):
+    """The saved pin belongs to the connection that had the player: a player of the same name
+    that came back as another process (restarted while qsd was down) is not pinned."""
+    m.start_player(env, {"name": P + "one"})
+    two = m.start_player(env, {"name": P + "two"})
+    env.start_qsd(backends=["mpris"])
+    c, sub = env.watch("/media")
+    c.wait_for(lambda: set(players(c, sub)) == {"one", "two"}, timeout=30, what="the two players")
+    c.call("media.setActive", {"player": "two"})
+    c.close()
+    assert env.stop_qsd() == 0
+    two.terminate()
+    two.wait(10)
+    m.start_player(env, {"name": P + "two"})
+    env.start_qsd(backends=["mpris"])
+    c, sub = env.watch("/media", "/daemon/backends/mpris")
+    doc, _ = c.first_running(sub, "mpris", timeout=30)
+    assert set(doc["media"]["players"]) == {"one", "two"}
+    assert doc["media"]["pinned"] is None

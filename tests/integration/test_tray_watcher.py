@@ -233,7 +233,8 @@ def test_running_only_once_the_items_taken_back_are_shown(env):
     watcher, before the items of its last run were read again, emptied every bar's tray at each
     restart of qsd (an open menu closed). So the first state in which it runs after a restart
     has the items it took back, here answering their reads a second late, with their menus; an
-    item that registers later leaves it running."""
+    item that registers later leaves it running. A client that does not follow
+    /daemon/backends holds /tray until /tray/available, which turns true with that state."""
     env.start_qsd(backends=["tray"])
     c, sub = env.watch("/tray")
     c.wait_value(sub, "/tray/isWatcher", True, timeout=30)
@@ -247,12 +248,17 @@ def test_running_only_once_the_items_taken_back_are_shown(env):
     assert env.stop_qsd() == 0
     env.start_qsd(backends=["tray"])
     c, sub = env.watch("/tray", "/daemon/backends/tray")
+    # A client that does not follow /daemon/backends ends its hold on /tray/available.
+    bare, bare_sub = env.watch("/tray")
     doc, before = c.first_running(sub, "tray", timeout=30)
     assert set(doc["tray"]["items"]) == keys
     assert "starting" in before, before
     assert set(doc["tray"]["order"]) == keys
     assert doc["tray"]["items"]["org.qsdtest.Late1/StatusNotifierItem"]["menu"]["children"]
-    assert doc["tray"]["isWatcher"] is True
+    assert doc["tray"]["isWatcher"] is True and doc["tray"]["available"] is True
+    doc, before = bare.first_value(bare_sub, "/tray/available", True, timeout=30)
+    assert set(doc["tray"]["items"]) == keys
+    assert before == [False], before
 
     seen = set()
 
@@ -275,10 +281,14 @@ def test_as_a_host_running_only_once_the_listed_items_are_shown(env):
             t.owner(env, "org.qsdtest.Listed1") + "/org/ayatana/NotificationItem/two"}
     env.start_qsd(backends=["tray"])
     c, sub = env.watch("/tray", "/daemon/backends/tray")
+    bare, bare_sub = env.watch("/tray")
     doc, before = c.first_running(sub, "tray", timeout=30)
     assert set(doc["tray"]["items"]) == keys
     assert "starting" in before, before
     assert doc["tray"]["isWatcher"] is False and doc["tray"]["available"] is True
+    doc, before = bare.first_value(bare_sub, "/tray/available", True, timeout=30)
+    assert set(doc["tray"]["items"]) == keys
+    assert before == [False], before
 
 
 def test_an_item_late_to_answer_holds_running_2_s_at_most(env):

@@ -405,3 +405,31 @@ TEST(MprisMapping, TheBrowserAnIntegrationMirrors) {
 }
 
 #endif // QSD_MPRIS_BACKEND
+
+TEST(MprisMapping, TheOrderSavedForTheNextRun) {
+	SavedPlayers saved{"vlc", {{"vlc", ":1.7", 3, 9, true, "2026-12-07T10:00:00.000Z"}, {"mpv", ":1.8", 4, 0, false, nullptr}}};
+	auto text = savedPlayersText("b1d5a4", saved);
+	EXPECT_EQ(parseSavedPlayers(text, "b1d5a4"), saved);
+	// Written on another bus (a later session's): unique names there are other connections.
+	EXPECT_EQ(parseSavedPlayers(text, "0000"), SavedPlayers{});
+	EXPECT_EQ(parseSavedPlayers(text, ""), SavedPlayers{});
+	EXPECT_EQ(parseSavedPlayers("not json", "b1d5a4"), SavedPlayers{});
+	// Entries that are not a key, a unique name and sequence numbers are skipped, not the rest.
+	auto some = parseSavedPlayers(R"({"bus": "b", "pinned": 5, "players": [
+	    {"key": "a", "owner": "org.a", "appeared": 1, "started": 0, "playing": false, "lastActiveAt": null},
+	    {"key": "", "owner": ":1.1", "appeared": 1, "started": 0, "playing": false, "lastActiveAt": null},
+	    {"key": "b", "owner": ":1.1", "appeared": -1, "started": 0, "playing": false, "lastActiveAt": null},
+	    {"key": "c", "owner": ":1.1", "appeared": 9007199254740992, "started": 0, "playing": false, "lastActiveAt": null},
+	    {"key": "d", "owner": ":1.1", "appeared": 1, "started": 0, "playing": 1, "lastActiveAt": null},
+	    {"key": "e", "owner": ":1.1", "appeared": 1, "started": 0, "playing": false, "lastActiveAt": 7},
+	    7,
+	    {"key": "f", "owner": ":1.2", "appeared": 2, "started": 1, "playing": true, "lastActiveAt": "x"}]})",
+	                              "b");
+	EXPECT_FALSE(some.pinned);
+	ASSERT_EQ(some.players.size(), 1u);
+	EXPECT_EQ(some.players[0].key, "f");
+	// At most kMaxPlayers are taken back.
+	SavedPlayers many;
+	for (size_t i = 0; i < kMaxPlayers + 5; ++i) many.players.push_back({"p" + std::to_string(i), ":1.1", i, 0, false, nullptr});
+	EXPECT_EQ(parseSavedPlayers(savedPlayersText("b", many), "b").players.size(), kMaxPlayers);
+}

@@ -228,6 +228,7 @@ void MprisBackend::setActive(Call& c) {
 		pinned_ = key;
 	}
 	context_.tree.set("/media/pinned", pinned_ ? json(*pinned_) : json(nullptr));
+	saveSoon();
 	updateActive();
 	const json* active = context_.tree.find("/media/active");
 	c.result({{"active", active ? *active : json(nullptr)}, {"pinned", pinned_ ? json(*pinned_) : json(nullptr)}});

@@ -407,4 +407,52 @@ std::optional<std::string> pickActive(const std::vector<Candidate>& players, con
 	return best->key;
 }
 
+std::string savedPlayersText(std::string_view busId, const SavedPlayers& saved) {
+	json list = json::array();
+	for (const auto& p: saved.players)
+		list.push_back({{"key", p.key},
+		                {"owner", p.owner},
+		                {"appeared", p.appearedSeq},
+		                {"started", p.startedSeq},
+		                {"playing", p.playing},
+		                {"lastActiveAt", p.lastActiveAt}});
+	return json{{"bus", busId}, {"pinned", saved.pinned ? json(*saved.pinned) : json(nullptr)}, {"players", std::move(list)}}
+	           .dump() +
+	       "\n";
+}
+
+SavedPlayers parseSavedPlayers(std::string_view text, std::string_view busId) {
+	SavedPlayers out;
+	auto doc = json::parse(text, nullptr, false);
+	if (busId.empty() || !doc.is_object() || doc.value("bus", json()) != busId) return out;
+	// A sequence number is below 2^53: it counts events of one run, and one run's numbers go on
+	// from the last one's.
+	auto seq = [](const json& v) -> std::optional<uint64_t> {
+		if (!v.is_number_unsigned() || v.get<uint64_t>() >= (uint64_t(1) << 53)) return std::nullopt;
+		return v.get<uint64_t>();
+	};
+	auto list = doc.find("players");
+	if (list != doc.end() && list->is_array())
+		for (const auto& e: *list) {
+			if (out.players.size() == kMaxPlayers) break;
+			if (!e.is_object()) continue;
+			auto key = e.value("key", json());
+			auto owner = e.value("owner", json());
+			auto appeared = seq(e.value("appeared", json()));
+			auto started = seq(e.value("started", json()));
+			auto playing = e.value("playing", json());
+			auto at = e.value("lastActiveAt", json());
+			if (!key.is_string() || key.get_ref<const std::string&>().empty() || key.get_ref<const std::string&>().size() > 255 ||
+			    !owner.is_string() || owner.get_ref<const std::string&>().size() > 255 ||
+			    owner.get_ref<const std::string&>().rfind(':', 0) != 0 || !appeared || !started || !playing.is_boolean() ||
+			    !(at.is_null() || (at.is_string() && at.get_ref<const std::string&>().size() <= 64)))
+				continue;
+			out.players.push_back({key.get<std::string>(), owner.get<std::string>(), *appeared, *started, playing.get<bool>(),
+			                       std::move(at)});
+		}
+	if (auto pin = doc.value("pinned", json()); pin.is_string() && pin.get_ref<const std::string&>().size() <= 255)
+		out.pinned = pin.get<std::string>();
+	return out;
+}
+
 } // namespace qsd::mpris

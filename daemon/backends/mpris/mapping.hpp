@@ -127,4 +127,31 @@ struct Candidate {
 [[nodiscard]] std::optional<std::string> pickActive(const std::vector<Candidate>& players,
                                                     const std::optional<std::string>& pinned);
 
+// What the choice of /media/active rests on, left for qsd's next run on the same bus
+// ($XDG_RUNTIME_DIR/qsd/media-players.json): the pin of media.setActive and each player's place
+// in the order (when it appeared, when it last started playing). Without it a restart of qsd
+// (an upgrade, a crash) ranked the players by the order their first reads answered, and a bar
+// could switch to another player. An entry is taken back only for the same `owner` (unique
+// names are never reused on one bus, and `busId` tells this bus from a later one).
+struct SavedPlayer {
+	std::string key;
+	std::string owner;             // a unique name (":1.42")
+	uint64_t appearedSeq = 0;
+	uint64_t startedSeq = 0;       // 0: never seen playing
+	bool playing = false;          // when saved: one still playing did not start again meanwhile
+	nlohmann::json lastActiveAt;   // an RFC 3339 string or null, as published
+	bool operator==(const SavedPlayer&) const = default;
+};
+struct SavedPlayers {
+	std::optional<std::string> pinned;
+	std::vector<SavedPlayer> players;
+	bool operator==(const SavedPlayers&) const = default;
+};
+constexpr size_t kMaxSavedPlayersFile = 256u << 10;   // bytes of the file read back
+[[nodiscard]] std::string savedPlayersText(std::string_view busId, const SavedPlayers& saved);
+// What was saved on the bus `busId`: nothing when the text is not such a file or was written on
+// another bus; entries that are not a key, a unique name and sequence numbers are skipped, and
+// at most kMaxPlayers are read.
+[[nodiscard]] SavedPlayers parseSavedPlayers(std::string_view text, std::string_view busId);
+
 } // namespace qsd::mpris

@@ -1,6 +1,7 @@
 #include "mpris_backend.hpp"
 
 #include "../../dbus/raw.hpp"
+#include "../../files.hpp"
 #include "../../log.hpp"
 
 #include <qsd/protocol/mirror.hpp>
@@ -207,10 +208,67 @@ void MprisBackend::onBusStart() {
 	                                                      const std::string& newOwner) {
 		onNameOwnerChanged(name, oldOwner, newOwner);
 	});
-	listNames();
+	if (const char* rt = std::getenv("XDG_RUNTIME_DIR"); rt && rt[0] == '/')
+		savedPath_ = std::string(rt) + "/qsd/media-players.json";
+	saveTimer_ = context_.loop.addIdleTimer([this] { save(); }, "mpris-save");
+	// The bus's id first: the players ListNames gives take back their places of qsd's last run
+	// on this bus. Without an answer they are ranked anew.
+	calls_.start("list", bus().daemon().callMethodAsync("GetId").onInterface(kBusIface).withTimeout(kCallTimeout),
+	             [this](const sdbus::Error* e, std::string id) {
+		             if (!e) {
+			             busId_ = std::move(id);
+			             readSaved();
+		             }
+		             listNames();
+	             });
+}
+
+void MprisBackend::readSaved() {
+	if (savedPath_.empty() || busId_.empty()) return;
+	auto text = readFile(savedPath_, kMaxSavedPlayersFile);
+	if (!text) return;
+	auto saved = parseSavedPlayers(*text, busId_);
+	for (auto& entry: saved.players) {
+		// This run's numbers go on from the last one's, so that a player that starts now ranks
+		// above every one that started then.
+		seq_ = std::max({seq_, entry.appearedSeq, entry.startedSeq});
+		auto key = entry.key;
+		saved_.insert_or_assign(std::move(key), std::move(entry));
+	}
+	savedPin_ = std::move(saved.pinned);
+}
+
+void MprisBackend::saveSoon() {
+	saveNeeded_ = true;
+	if (!settled_ || savedPath_.empty() || busId_.empty() || !saveTimer_ || saveTimer_.enabled()) return;
+	saveTimer_.setTime(context_.loop.now() + uint64_t(std::chrono::microseconds(kSaveDelay).count()));
+}
+
+void MprisBackend::save() {
+	saveNeeded_ = false;
+	if (savedPath_.empty() || busId_.empty()) return;
+	SavedPlayers out;
+	out.pinned = pinned_;
+	for (const auto& [key, p]: players_)
+		out.players.push_back({key, p->owner, p->appearedSeq, p->startedSeq, p->status == "playing", p->lastActiveAt});
+	std::string error;
+	if (writeFileAtomically(savedPath_, savedPlayersText(busId_, out), &error)) {
+		saveFailed_ = false;
+	} else if (!saveFailed_) {
+		saveFailed_ = true;
+		log::warning("mpris", "cannot write {}: {} (the active player may change if qsd restarts)", savedPath_, error);
+	}
 }
 
 void MprisBackend::onBusStop() {
+	// Written now what a change left for later: a stop of qsd is what the file is for. (A bus that
+	// went away leaves a file of its id, which the next bus does not take.)
+	if (saveNeeded_ && settled_) save();
+	saveTimer_.reset();
+	saved_.clear();
+	savedPin_.reset();
+	busId_.clear();
+	saveNeeded_ = false;
 	names_.reset();
 	relist_.reset();
 	positionDefer_.reset();
@@ -252,10 +310,10 @@ void MprisBackend::listNames() {
 			                          });
 		             }
 		             listed_ = true;
-		             context_.tree.set("/media/available", true);
-		             // Clients keep /media as it was across a reconnect until the backend runs: said
-		             // here, before any player was read again, it blanked the player in every bar at
-		             // each restart of qsd. So the players just found are waited for, kStartWait at most.
+		             // Clients keep /media as it was across a reconnect until the backend runs (or,
+		             // not following /daemon/backends, until /media/available): said here, before
+		             // any player was read again, it blanked the player in every bar at each restart
+		             // of qsd. So the players just found are waited for, kStartWait at most.
 		             if (!settled_ && !startWait_)
 			             startWait_ = context_.loop.addTimer(kStartWait, [this] { settle(true); }, "mpris-start-wait");
 		             settle();
@@ -276,6 +334,11 @@ void MprisBackend::settle(bool waited) {
 	settled_ = true;
 	unresolved_.clear();
 	startWait_.reset();
+	// What was saved and not taken back belongs to players that are gone.
+	saved_.clear();
+	savedPin_.reset();
+	if (saveNeeded_) saveSoon();
+	context_.tree.set("/media/available", true);
 	setState(BackendState::Running);
 }
 
@@ -325,6 +388,18 @@ void MprisBackend::addPlayer(const std::string& name, const std::string& owner) 
 	p->owner = owner;
 	p->serial = nextSerial_++;
 	p->appearedSeq = ++seq_;
+	// The same connection as in qsd's last run: its place in the order, and the pin, come back.
+	if (auto it = saved_.find(*key); it != saved_.end()) {
+		if (it->second.owner == owner) {
+			p->appearedSeq = it->second.appearedSeq;
+			p->startedSeq = it->second.startedSeq;
+			p->lastActiveAt = it->second.lastActiveAt;
+			p->resumed = it->second.playing;
+			p->pinAgain = savedPin_ == *key;
+		}
+		saved_.erase(it);
+	}
+	saveSoon();
 	p->proxy = sdbus::createProxy(conn(), owner, kPath);
 	auto& ref = *p;
 	players_[*key] = std::move(p);
@@ -364,6 +439,7 @@ void MprisBackend::removePlayer(const std::string& key, const char* why, bool ad
 		pinned_.reset();
 		context_.tree.set("/media/pinned", nullptr);
 	}
+	saveSoon();
 	updateDuplicates();
 	updateActive();
 	if (admit) admitWaiting();
@@ -602,10 +678,14 @@ void MprisBackend::digest(Player& p, const std::vector<std::string>* names) {
 	p.rate = rate;
 	if (position) positionIs(p, *position);
 	else if (trackChanged) positionIs(p, 0);   // a new track starts at its beginning until the player says otherwise
-	if (statusChanged && status == "playing") {
+	// One that was playing when qsd's last run saved it and plays now did not start meanwhile: it
+	// keeps its place.
+	bool resumed = std::exchange(p.resumed, p.resumed && !named("PlaybackStatus")) && status == "playing";
+	if (statusChanged && status == "playing" && !resumed) {
 		p.startedSeq = ++seq_;
 		p.lastActiveAt = nowRfc3339();
 	}
+	if (statusChanged) saveSoon();   // the saved `playing`
 	// The player is asked for its position once, kLateRead after a change that moves it: qsd's
 	// own estimate stands until then (an answer within kPositionSlackUs of it changes nothing).
 	// Not at once: players update it late (mpv answers a Get during a track change with the last
@@ -702,6 +782,12 @@ void MprisBackend::publish(Player& p, Fields fields) {
 		context_.tree.set(at, p.state);
 		log::info("mpris", "player {} ({})", p.key, p.owner);
 		p.published = true;
+		// Pinned in qsd's last run, and nothing pinned since.
+		if (std::exchange(p.pinAgain, false) && !pinned_) {
+			pinned_ = p.key;
+			context_.tree.set("/media/pinned", p.key);
+			saveSoon();
+		}
 		updateActive();
 		return;
 	}

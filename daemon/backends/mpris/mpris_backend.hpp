@@ -38,6 +38,9 @@ constexpr std::chrono::seconds kCallTimeout{5};
 constexpr int kMaxActionsInFlight = 8;
 // Position is read this long after a status, rate or track change (players update it late).
 constexpr std::chrono::milliseconds kLateRead{100};
+// How long after a change of the order or the pin media-players.json is written: one write for
+// a burst of changes (a player that toggles its status as fast as it can costs one a second).
+constexpr std::chrono::seconds kSaveDelay{1};
 // A position read back within this of qsd's own estimate leaves the tree as it is.
 constexpr int64_t kPositionSlackUs = 10'000;
 // The largest rate and position qsd extrapolates with; a rate above is not an MPRIS value (no
@@ -107,6 +110,8 @@ private:
 
 		uint64_t appearedSeq = 0;
 		uint64_t startedSeq = 0;              // 0: never seen playing
+		bool resumed = false;                 // taken back from qsd's last run while playing (SavedPlayer)
+		bool pinAgain = false;                // pinned in qsd's last run: pinned again when published
 		nlohmann::json lastActiveAt = nullptr;
 		std::optional<uint32_t> pid;          // its connection's process (GetConnectionUnixProcessID)
 		std::optional<std::string> duplicateOf;   // the integration that mirrors it (updateDuplicates)
@@ -191,6 +196,15 @@ private:
 	void invoke(Call& c, Player& p, const char* iface, const char* member, bool rereadPosition, const Args&... args);
 	void setProperty(Call& c, Player& p, const char* property, sdbus::Variant value, const char* iface = kPlayerIface);
 
+	// --- the choice of /media/active across a restart of qsd (mapping.hpp, SavedPlayer)
+	// The entries of qsd's last run on this bus (GetId answered), taken back by addPlayer until
+	// settle().
+	void readSaved();
+	// The file is written kSaveDelay later (at once when `now`), and not before settle(): until
+	// then it holds what the start takes back.
+	void saveSoon();
+	void save();
+
 	[[nodiscard]] Player* find(const std::string& key, uint64_t serial = 0);
 	[[nodiscard]] static std::string group(const std::string& key) { return "p:" + key + "|"; }
 	[[nodiscard]] static std::string path(const std::string& key);
@@ -208,6 +222,13 @@ private:
 	uint64_t nextSerial_ = 1;
 	uint64_t seq_ = 0;
 	std::optional<std::string> pinned_;
+	std::string savedPath_;                 // $XDG_RUNTIME_DIR/qsd/media-players.json ("": not kept)
+	std::string busId_;                     // org.freedesktop.DBus.GetId ("": not answered)
+	std::map<std::string, SavedPlayer> saved_;   // by key, until settle()
+	std::optional<std::string> savedPin_;
+	EventSource saveTimer_;
+	bool saveNeeded_ = false;
+	bool saveFailed_ = false;
 	std::unique_ptr<IconLookup> icons_;
 	std::set<std::string> positionQueue_;   // players whose Get(Position) is to be sent
 	EventSource positionDefer_;

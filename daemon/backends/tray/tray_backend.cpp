@@ -503,11 +503,14 @@ void TrayBackend::onNameOwnerChanged(const std::string& name, const std::string&
 }
 
 void TrayBackend::updateAvailable() {
-	bool available = roleKnown();
-	context_.tree.set("/tray/available", available);
+	bool known = roleKnown();
+	// `available` says the domain is complete, as every backend's does: a client that does not
+	// follow /daemon/backends ends its restart hold on it, so it turns true with `running` the
+	// first time (settle()), not as the role is known.
+	context_.tree.set("/tray/available", known && settled_);
 	context_.tree.set("/tray/isWatcher", role_ == Role::Watcher);
-	if (available && settled_) setState(BackendState::Running);
-	else if (available) settle();
+	if (known && settled_) setState(BackendState::Running);
+	else if (known) settle();
 	else if (role_ == Role::Host) setState(BackendState::Starting);
 }
 
@@ -531,6 +534,7 @@ void TrayBackend::settle() {
 	if (!waitedEnough_ && (unsettled_ > 0 || (role_ == Role::Watcher && (idOut_ || adoptsOut_ > 0)))) return;
 	settled_ = true;
 	startWait_.reset();
+	context_.tree.set("/tray/available", true);
 	setState(BackendState::Running);
 }
 

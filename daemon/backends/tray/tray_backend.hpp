@@ -158,7 +158,8 @@ private:
 	void flushWatcherSignals();
 	bool peerLog(uint64_t& suppressed);
 	void updateAvailable();
-	// The watcher, or the host of another watcher whose list was read: /tray/available.
+	// The watcher, or the host of another watcher whose list was read (/tray/available once the
+	// first settle() is past too).
 	[[nodiscard]] bool roleKnown() const { return role_ == Role::Watcher || (role_ == Role::Host && listRead_); }
 	// `running`, the first time, once the items known at start are published or failed their
 	// first read (kStartWait at most); updateAvailable() from then on.
