@@ -92,7 +92,7 @@ std::vector<MethodRegistration> registerCoreMethods(Daemon& d) {
 		}
 		int64_t throttle = p.optInteger("throttleMs").value_or(0);
 		if (throttle < 0 || throttle > 60000) Params::fail("throttleMs", "an integer from 0 to 60000");
-		responder.endResult(client.subscribe(std::move(paths), uint64_t(throttle), responder.beginResult()));
+		responder.endResult(client.subscribe(std::move(paths), uint64_t(throttle), responder.beginResult(), responder.batchTicket()));
 	});
 
 	add("tree.unsubscribe", [](const json& params, ClientSession& client) {

@@ -184,7 +184,7 @@ void ClientSession::enqueue(Outgoing message) {
 
 void ClientSession::sendResponse(const json& message) { sendResponseLine(rpc::toLine(message)); }
 
-void ClientSession::sendResponseLine(std::string line) {
+void ClientSession::sendResponseLine(std::string line, uint64_t ticket) {
 	// Whether writes of the event being handled are pending: for an answer given while its
 	// request is dispatched, whether that request wrote; for one given later (an action that
 	// completes on a D-Bus reply), whether anything was written since the last flush chance.
@@ -194,7 +194,7 @@ void ClientSession::sendResponseLine(std::string line) {
 		// after-dispatch hook flushes it; the answer leaves right after that batch's tree.changed.
 		++answersHeld_;
 		heldBytes_ += costOf(line);
-		server_.holdResponse(id_, std::move(line));
+		server_.holdResponse(id_, std::move(line), ticket);
 		tree_.flushAfterDispatch();
 		pauseIfOverBudget();
 		return;
@@ -202,18 +202,30 @@ void ClientSession::sendResponseLine(std::string line) {
 	// Writes of earlier events (a coalescing window holds them, or they were made outside a
 	// dispatch and wait for the defer source): their batches are complete, and the answer need not wait.
 	if (tree_.pending()) tree_.flush();
-	deliverResponse(std::move(line));
+	deliverResponse(std::move(line), ticket);
 }
 
-void ClientSession::deliverHeldResponse(std::string line) {
+void ClientSession::deliverHeldResponse(std::string line, uint64_t ticket) {
 	--answersHeld_;
 	heldBytes_ -= costOf(line);
-	deliverResponse(std::move(line));
+	deliverResponse(std::move(line), ticket);
 }
 
-void ClientSession::deliverResponse(std::string line) {
+void ClientSession::deliverResponse(std::string line, uint64_t ticket) {
 	enqueue(std::move(line), 0, false);
+	if (ticket) releaseHeld(ticket);
 	pauseIfOverBudget();
+}
+
+void ClientSession::releaseHeld(uint64_t ticket) {
+	for (auto& [id, sub]: subscriptions_) {
+		if (sub->heldUntil != ticket) continue;
+		sub->heldUntil = 0;
+		// Dropped meanwhile: the resync follows the drain (onDrained), after the answer.
+		if (sub->resync || sub->pending.empty()) continue;
+		sendChanges(*sub);
+	}
+	if (catchUpDue()) updateIoEvents();
 }
 
 void ClientSession::pauseIfOverBudget() {
@@ -324,18 +336,19 @@ void ClientSession::updateIoEvents() {
 bool ClientSession::catchUpDue() const {
 	if (droppedEvents_ > 0) return true;
 	for (const auto& [id, sub]: subscriptions_)
-		if (sub->resync) return true;
+		if (sub->resync && !sub->heldUntil) return true;
 	return false;
 }
 
 void ClientSession::onDrained() {
 	// Everything queued has been written: now is when a lagging subscriber catches up.
 	bool any = false;
-	for (auto& [id, sub]: subscriptions_) any |= sub->resync;
+	for (auto& [id, sub]: subscriptions_) any |= sub->resync && !sub->heldUntil;
 	if (!any && droppedEvents_ == 0) return;   // the usual case: nothing to catch up on
 	if (any) tree_.flush();
 	for (auto& [id, sub]: subscriptions_) {
-		if (!sub->resync) continue;
+		// One made in a batch not answered yet resyncs after the answer (releaseHeld).
+		if (!sub->resync || sub->heldUntil) continue;
 		sub->resync = false;
 		clearPending(*sub);
 		sub->syncedRevision = tree_.revision();
@@ -364,7 +377,7 @@ void ClientSession::onDrained() {
 	if (!queue_.empty()) writeSome();
 }
 
-std::string ClientSession::subscribe(std::vector<std::string> paths, uint64_t throttleMs, std::string into) {
+std::string ClientSession::subscribe(std::vector<std::string> paths, uint64_t throttleMs, std::string into, uint64_t batch) {
 	if (subscriptions_.size() >= limits_.maxSubscriptions)
 		throw rpc::RpcException(ErrorCode::LimitExceeded, "Too many subscriptions on this connection",
 		                        {{"limit", "subscriptions"}, {"max", limits_.maxSubscriptions}});
@@ -386,6 +399,9 @@ std::string ClientSession::subscribe(std::vector<std::string> paths, uint64_t th
 	tree_.flush();
 	auto id = nextSubscription_++;
 	auto sub = std::make_unique<Subscription>(*this, id, throttleMs * 1000);
+	// In a batch, later members' writes are flushed before the batch answers (every answer
+	// follows the writes made before it): the notifications wait for the answer with the id.
+	sub->heldUntil = batch;
 	sub->paths = paths.size();
 	sub->pathBytes = bytes;
 	// Registered before the snapshot is read; nothing can change in between (one thread).
@@ -423,7 +439,7 @@ void ClientSession::onBatch(Subscription& sub, const FilteredBatch& batch) {
 	// subscriptions) already holds it: sending it again would repeat a revision.
 	if (closing_ || sub.resync || batch.revision() <= sub.syncedRevision) return;
 	sub.pendingRevision = batch.revision();
-	if (sub.throttleUs == 0) {
+	if (sub.throttleUs == 0 && !sub.heldUntil) {
 		// The batch's text is shared with every subscriber of the same paths; only the id is ours.
 		sendLine(sub, {sub.tail, sub.id, batch.head()});
 		return;
@@ -439,6 +455,7 @@ void ClientSession::onBatch(Subscription& sub, const FilteredBatch& batch) {
 		overflow(sub);
 		return;
 	}
+	if (sub.heldUntil) return;   // sent with its batch's answer (releaseHeld)
 	if (sub.timer) return;   // already due
 	uint64_t now = loop_.now();
 	uint64_t due = sub.lastSentUs + sub.throttleUs;

@@ -64,15 +64,21 @@ public:
 	// it leaves after the tree.changed of every write made before it, so a client whose
 	// request changed the tree finds its mirror up to date when the answer arrives.
 	void sendResponse(const json& message);
-	void sendResponseLine(std::string line);   // a response's text with its '\n'
-	void deliverHeldResponse(std::string line);
+	// A response's text with its '\n'; `ticket`: a batch's answer (Responder::batchTicket), which
+	// releases the subscriptions made in it once it is queued.
+	void sendResponseLine(std::string line, uint64_t ticket = 0);
+	void deliverHeldResponse(std::string line, uint64_t ticket);
+	// The subscriptions made in the batch `ticket` send their notifications from now on.
+	void releaseHeld(uint64_t ticket);
 	// An event notification: dropped (and counted) when over budget.
 	void sendEvent(const std::string& topic, const json& data, uint64_t revision);
 
 	// tree.subscribe / tree.unsubscribe; throw rpc::RpcException on bad input.
 	// Returns `into` with the result's JSON text appended (written from the tree: see
-	// rpc::JsonWriter).
-	std::string subscribe(std::vector<std::string> paths, uint64_t throttleMs, std::string into = {});
+	// rpc::JsonWriter). `batch`: the ticket of the batch the request is in (0: none); the
+	// subscription's notifications then wait for the batch's answer, which holds its id (a
+	// client drops notifications of a subscription it does not know).
+	std::string subscribe(std::vector<std::string> paths, uint64_t throttleMs, std::string into = {}, uint64_t batch = 0);
 	void unsubscribe(uint64_t subscription);
 	[[nodiscard]] size_t subscriptionCount() const { return subscriptions_.size(); }
 
@@ -152,6 +158,7 @@ private:
 		uint64_t lastSentUs = 0;        // throttled streams only
 		EventSource timer;
 		bool resync = false;            // changes were dropped; a tree.resync follows the drain
+		uint64_t heldUntil = 0;         // made in this batch (its ticket): changes wait in `pending` for its answer
 		uint64_t syncedRevision = 0;    // the last resync's revision: batches up to it are in it
 	};
 
@@ -170,7 +177,7 @@ private:
 	bool overBudget(size_t extraBytes) const;
 	void enqueue(std::string data, uint64_t subscription, bool droppable);
 	void enqueue(Outgoing message);
-	void deliverResponse(std::string line);
+	void deliverResponse(std::string line, uint64_t ticket = 0);
 	void pauseIfOverBudget();
 	void dispatchLine(std::string_view line);
 	void noteQueueFreed();

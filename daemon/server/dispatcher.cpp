@@ -20,16 +20,28 @@ struct Batch {
 	size_t outstanding = 0;
 	std::string responses;   // the members' answers so far, as text: "[a,b"
 	bool sealed = false;     // all members dispatched
+	bool sent = false;
+	// Names this batch to the subscriptions made in it, whose notifications wait for its answer
+	// (ClientSession::subscribe).
+	uint64_t ticket = ++lastTicket;
+	static inline uint64_t lastTicket = 0;
 
 	void add(std::string_view response) {
 		responses.push_back(responses.empty() ? '[' : ',');
 		responses.append(response);
 	}
 	void maybeSend() {
-		if (!sealed || outstanding > 0 || responses.empty()) return;
+		if (!sealed || outstanding > 0 || sent) return;
+		sent = true;
+		auto c = client.lock();
+		if (!c) return;
+		if (responses.empty()) {   // notifications only: no answer for anything to follow
+			c->releaseHeld(ticket);
+			return;
+		}
 		responses.push_back(']');
 		responses.push_back('\n');
-		if (auto c = client.lock()) c->sendResponseLine(std::exchange(responses, {}));
+		c->sendResponseLine(std::exchange(responses, {}), ticket);
 	}
 };
 
@@ -108,6 +120,8 @@ void Responder::error(rpc::ErrorCode code, std::string message, json data) {
 }
 
 bool Responder::isNotification() const { return completion_ && completion_->notification; }
+
+uint64_t Responder::batchTicket() const { return completion_ && completion_->batch ? completion_->batch->ticket : 0; }
 
 std::shared_ptr<ClientSession> Responder::client() const {
 	return completion_ ? completion_->client.lock() : nullptr;

@@ -39,6 +39,9 @@ public:
 	void error(rpc::Error error);
 	void error(rpc::ErrorCode code, std::string message, nlohmann::json data = nullptr);
 	[[nodiscard]] bool isNotification() const;
+	// The batch the request is a member of (0: none): its answer is sent with the others', once
+	// all are done.
+	[[nodiscard]] uint64_t batchTicket() const;
 	// The client that sent the request, or nullptr once it disconnected.
 	[[nodiscard]] std::shared_ptr<ClientSession> client() const;
 

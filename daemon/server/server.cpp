@@ -182,8 +182,8 @@ void Server::emitEvent(const std::string& topic, const nlohmann::json& data) {
 	deliverEvent(topic, data);
 }
 
-void Server::holdResponse(uint64_t client, std::string line) {
-	held_.push_back({client, std::move(line), nullptr});
+void Server::holdResponse(uint64_t client, std::string line, uint64_t ticket) {
+	held_.push_back({client, std::move(line), nullptr, ticket});
 }
 
 void Server::releaseHeld() {
@@ -196,7 +196,7 @@ void Server::releaseHeld() {
 		}
 		// The client may have gone since: its answers go with it.
 		auto it = clients_.find(h.client);
-		if (it != clients_.end() && !it->second->closing()) it->second->deliverHeldResponse(std::move(h.topicOrLine));
+		if (it != clients_.end() && !it->second->closing()) it->second->deliverHeldResponse(std::move(h.topicOrLine), h.ticket);
 	}
 }
 

@@ -53,7 +53,7 @@ public:
 
 	// Keeps a client's response line until pending tree writes are flushed (see
 	// ClientSession::sendResponse); held lines keep their order with held events.
-	void holdResponse(uint64_t client, std::string line);
+	void holdResponse(uint64_t client, std::string line, uint64_t ticket = 0);
 
 	// Memory was freed in bulk (a client went, a big queue was written out, a flush removed
 	// values from the tree). glibc keeps freed heap mapped, so RSS would stay at the peak of the
@@ -114,6 +114,7 @@ private:
 		uint64_t client = 0;       // 0: an event
 		std::string topicOrLine;   // the event's topic, or the response line
 		nlohmann::json data;       // the event's data
+		uint64_t ticket = 0;       // a batch's answer (ClientSession::sendResponseLine)
 	};
 	std::vector<Held> held_;
 	Tree::Subscription flushed_;

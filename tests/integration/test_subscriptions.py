@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from qsdtest import Env, pointer_get
+from qsdtest import Env, apply_patch, pointer_get
 
 
 @pytest.fixture
@@ -366,3 +366,55 @@ def test_random_writes_every_mirror_equals_the_tree(env):
 def _has(doc, path):
     sentinel = object()
     return pointer_get(doc, path, sentinel) is not sentinel
+
+
+def _lines_until_answer(c, answered):
+    """Every line until one that answered() accepts (a batch's answer is a list)."""
+    got = []
+    while not got or not answered(got[-1]):
+        got.append(c.read_line(10))
+    return got
+
+
+@pytest.mark.parametrize("member, throttle", [
+    ({"method": "debug.set", "params": {"path": "/debug/x", "value": 1}}, 0),
+    ({"method": "debug.set", "params": {"path": "/debug/x", "value": 1}}, 50),
+    ({"method": "debug.flood", "params": {"count": 5, "keys": 2, "batch": 1}}, 0)])
+def test_a_subscription_made_in_a_batch_notifies_after_the_batch_answers(env, member, throttle):
+    """Notifications of a subscription arrive after the answer that gives its id (a client
+    drops those of a subscription it does not know). In a batch, a later member's writes were
+    flushed, and sent to the new subscription, before the batch's answer: here a write, and an
+    asynchronous member that writes several batches before it answers. They now follow the
+    answer, and the mirror built from the snapshot and them equals the tree."""
+    c = env.client()
+    c.call("debug.set", {"path": "/debug/x", "value": 0})
+    c.send_raw(json.dumps([
+        {"jsonrpc": "2.0", "id": 1, "method": "tree.subscribe", "params": {"paths": ["/debug"], "throttleMs": throttle}},
+        dict(member, jsonrpc="2.0", id=2)]) + "\n")
+    got = _lines_until_answer(c, lambda m: isinstance(m, list))
+    assert len(got) == 1, got   # nothing before the answer
+    answer = {a["id"]: a for a in got[0]}
+    sub = answer[1]["result"]["subscription"]
+    assert "result" in answer[2], answer[2]
+    doc = {"debug": answer[1]["result"]["snapshot"]["/debug"]}
+    revision = answer[1]["result"]["revision"]
+    c.call("hello")   # every change made before it has reached this client (Ordering 9)
+    for n in changes_of(c, sub):
+        assert n["revision"] > revision
+        revision = n["revision"]
+        apply_patch(doc, n["changes"])
+    tree = c.call("tree.get", {"path": "/debug"})
+    assert revision == tree["revision"] and doc["debug"] == tree["value"]
+
+
+def test_a_batch_of_notifications_only_leaves_its_subscription_working(env):
+    """A subscription made by a notification in a batch of notifications (nobody learns its id,
+    no answer is sent) still works: nothing waits for an answer that never comes."""
+    c = env.client()
+    c.send_raw(json.dumps([{"jsonrpc": "2.0", "method": "tree.subscribe", "params": {"paths": ["/debug"]}},
+                           {"jsonrpc": "2.0", "method": "debug.set", "params": {"path": "/debug/y", "value": 1}}]) + "\n")
+    c.call("debug.set", {"path": "/debug/y", "value": 2})
+    doc = {}   # /debug held nothing when it subscribed
+    for n in changes_of(c, 1):
+        apply_patch(doc, n["changes"])
+    assert doc == {"debug": {"y": 2}}
