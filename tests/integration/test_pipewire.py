@@ -251,6 +251,42 @@ def test_actions_are_applied_before_they_answer(env):
     assert json.loads(out.stdout)["audio"]["volume"] == 0.75 and pw.wpctl_volume(b)[0] == 0.75
 
 
+def test_writes_in_a_row_answer_with_the_last(env):
+    """A scroll wheel sends twenty volume steps without waiting: PipeWire applies them in order
+    and may never show the earlier values, so each call waiting for its own value answered
+    pipewire.Timeout after 5 s, all but the last. The latest write of a node's volume (its mute,
+    a default) wins: the calls still waiting answer with it, with what it found."""
+    pw = world(env)
+    a = pw.add_null("qsd_sink_a")
+    b = pw.add_null("qsd_sink_b")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    ka, kb = (node_key(c, sub, n) for n in ("qsd_sink_a", "qsd_sink_b"))
+    c.call("audio.setVolume", {"node": ka, "volume": 0.2})
+    steps = [round(0.25 + 0.03 * i, 2) for i in range(20)]
+    sent = [("audio.setVolume", {"node": ka, "volume": v}) for v in steps]
+    sent += [("audio.setMuted", {"node": ka, "muted": True}), ("audio.setMuted", {"node": ka, "muted": False})]
+    sent += [("audio.setPreferredDefault", {"node": ka}), ("audio.setPreferredDefault", {"node": kb})]
+    for i, (method, params) in enumerate(sent):
+        c.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": method, "params": params}) + "\n")
+    answers = {}
+    while len(answers) < len(sent):
+        m = c.read_message(4.5)   # within the 5 s an answer that timed out would take
+        if "id" in m:
+            answers[m["id"] - 1000] = m
+    assert all("result" in m for m in answers.values()), [m for m in answers.values() if "error" in m]
+    # Each answers with its own value when PipeWire showed it before the next call came, else
+    # with a later one's.
+    for i in range(20):
+        assert answers[i]["result"]["audio"]["volume"] in steps[i:]
+    assert answers[19]["result"]["audio"]["volume"] == steps[-1]
+    assert answers[21]["result"]["audio"]["muted"] is False
+    assert answers[22]["result"]["node"] in (ka, kb) and answers[23]["result"] == {"kind": "sink", "node": kb}
+    assert pw.wpctl_volume(a) == (steps[-1], False)
+    assert pw.metadata("default.configured.audio.sink") == {"name": "qsd_sink_b"}
+
+
 def test_move_stream_plays_to_the_new_sink(env):
     pw = world(env)
     a = pw.add_null("qsd_sink_a")

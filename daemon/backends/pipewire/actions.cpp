@@ -199,6 +199,7 @@ void PipewireBackend::setPreferredDefault(Call& c) {
 	w.object = graph_->defaults()->id;
 	w.metadata = true;
 	w.what = metadataKey;
+	w.target = metadataKey;
 	w.check = [this, metadataKey, name, key, kind = *kind]() -> std::optional<json> {
 		const Metadata* m = graph_->defaults();
 		if (!m) throw RpcException(ErrorCode::BackendUnavailable, "The session manager left", {{"backend", "pipewire"}});
@@ -246,6 +247,7 @@ void PipewireBackend::moveStream(Call& c) {
 	w.object = graph_->defaults()->id;
 	w.metadata = true;
 	w.what = "the move of stream " + s->key;
+	w.target = "move " + s->key;
 	w.check = [this, stream = s->key, targetKey = t ? t->key : std::string(), output]() -> std::optional<json> {
 		const Node* sn = nodeByKey(stream);
 		if (!sn) throw RpcException(ErrorCode::NotFound, "The stream went away", {{"param", "stream"}, {"stream", stream}});
@@ -285,6 +287,7 @@ void PipewireBackend::setDeviceProfile(Call& c) {
 	w.answer = c.answer();
 	w.object = d->id;
 	w.what = "profile " + it->name + " of device " + d->key;
+	w.target = "profile " + d->key;
 	w.check = [this, key = d->key, index]() -> std::optional<json> {
 		const Device* dev = deviceByKey(key);
 		if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"device", key}});
@@ -320,6 +323,7 @@ void PipewireBackend::setRoute(Call& c) {
 	w.answer = c.answer();
 	w.object = d->id;
 	w.what = "route " + it->name + " of device " + d->key;
+	w.target = "route " + d->key + " " + std::to_string(cardDevice);
 	w.check = [this, key = d->key, route = it->index, cardDevice]() -> std::optional<json> {
 		const Device* dev = deviceByKey(key);
 		if (!dev) throw RpcException(ErrorCode::NotFound, "The device went away", {{"param", "device"}, {"device", key}});
@@ -382,6 +386,7 @@ void PipewireBackend::writeVolume(const Node& n, const VolumeSource& src, std::o
 	w.answer = std::move(answer);
 	w.object = src.device ? src.device->id : n.id;
 	w.what = (volumes ? "the volume" : "the mute") + std::string(" of node ") + n.key;
+	w.target = (volumes ? "volume " : "mute ") + n.key;
 	w.check = [this, key = n.key, volumes = std::move(volumes), mute, readBack]() -> std::optional<json> {
 		const Node* node = nodeByKey(key);
 		if (!node) throw RpcException(ErrorCode::NotFound, "The node went away", {{"param", "node"}, {"node", key}});
@@ -406,10 +411,31 @@ void PipewireBackend::writeVolume(const Node& n, const VolumeSource& src, std::o
 // ---------------------------------------------------------------------------------------------
 // waits
 
-void PipewireBackend::answer(Waiter& w, const json& result) { w.answer->result(result); }
+void PipewireBackend::answer(Waiter& w, const json& result) {
+	w.answer->result(result);
+	for (auto& a: w.earlier) a->result(result);
+}
+
+void PipewireBackend::refuse(Waiter& w, rpc::ErrorCode code, const std::string& message, const json& data) {
+	w.answer->error(code, message, data);
+	for (auto& a: w.earlier) a->error(code, message, data);
+}
 
 void PipewireBackend::wait(Waiter w) {
 	w.deadline = context_.loop.now() + kTimeoutUs;
+	// The latest write of a target wins: PipeWire applies the writes in order, and an earlier value
+	// may never show (a scroll wheel's twenty volume steps: each answered pipewire.Timeout after
+	// 5 s but the last). The calls still waiting answer with this one: what it finds, or its error.
+	if (!w.target.empty())
+		for (auto it = waiters_.begin(); it != waiters_.end();) {
+			if (it->target != w.target) {
+				++it;
+				continue;
+			}
+			w.earlier.push_back(std::move(it->answer));
+			std::move(it->earlier.begin(), it->earlier.end(), std::back_inserter(w.earlier));
+			it = waiters_.erase(it);
+		}
 	try {
 		// Already so (a no-op change): nothing to wait for.
 		if (auto r = w.check()) {
@@ -417,7 +443,7 @@ void PipewireBackend::wait(Waiter w) {
 			return;
 		}
 	} catch (const RpcException& e) {
-		w.answer->error(e.error.code, e.error.message, e.error.data);
+		refuse(w, e.error.code, e.error.message, e.error.data);
 		return;
 	}
 	bool metadata = w.metadata;
@@ -442,8 +468,7 @@ void PipewireBackend::checkWaiters() {
 			if (err != errors.end()) {
 				auto data = failure("pipewire.Refused", err->message);
 				data["errno"] = -err->res;
-				it->answer->error(ErrorCode::BackendFailed, "PipeWire refused " + it->what + ": " + err->message,
-				                  std::move(data));
+				refuse(*it, ErrorCode::BackendFailed, "PipeWire refused " + it->what + ": " + err->message, data);
 			} else if (auto r = it->check()) {
 				answer(*it, *r);
 			} else {
@@ -451,7 +476,7 @@ void PipewireBackend::checkWaiters() {
 				continue;
 			}
 		} catch (const RpcException& e) {
-			it->answer->error(e.error.code, e.error.message, e.error.data);
+			refuse(*it, e.error.code, e.error.message, e.error.data);
 		}
 		it = waiters_.erase(it);
 	}
@@ -488,14 +513,14 @@ void PipewireBackend::expireWaiters() {
 		}
 		log::warning("pipewire", "PipeWire did not apply {} within {} s", it->what, kTimeoutUs / 1'000'000);
 		std::string message = "PipeWire did not apply " + it->what + " within " + std::to_string(kTimeoutUs / 1'000'000) + " s";
-		it->answer->error(ErrorCode::BackendFailed, message, failure("pipewire.Timeout", message));
+		refuse(*it, ErrorCode::BackendFailed, message, failure("pipewire.Timeout", message));
 		it = waiters_.erase(it);
 	}
 	if (next != UINT64_MAX) waitTimer_.setTime(next);
 }
 
 void PipewireBackend::failWaiters(rpc::ErrorCode code, const std::string& message) {
-	for (auto& w: waiters_) w.answer->error(code, message, {{"backend", "pipewire"}});
+	for (auto& w: waiters_) refuse(w, code, message, {{"backend", "pipewire"}});
 	waiters_.clear();
 	if (waitTimer_) waitTimer_.setEnabled(SD_EVENT_OFF);
 	if (waiterRereadTimer_) waiterRereadTimer_.setEnabled(SD_EVENT_OFF);

@@ -66,6 +66,10 @@ private:
 		uint64_t deadline = 0;
 		std::string what;
 		bool metadata = false;   // a write to the "default" metadata (see rereadForWaiters)
+		// What the write sets ("volume <node key>", a metadata key...): a later write of the same
+		// target takes over this one's answer (wait()). Empty: not a write.
+		std::string target;
+		std::vector<std::shared_ptr<Answer>> earlier;   // answers taken over, answered alike
 	};
 
 	// A level meter shared by the clients that asked for it.
@@ -128,6 +132,7 @@ private:
 	void expireWaiters();
 	void failWaiters(rpc::ErrorCode code, const std::string& message);
 	void answer(Waiter& w, const json& result);
+	void refuse(Waiter& w, rpc::ErrorCode code, const std::string& message, const json& data);
 
 	// --- level meters (actions.cpp)
 	void monitorPeaks(const Node& n, std::shared_ptr<Answer> answer, ClientSession& client);
