@@ -1,5 +1,7 @@
 #include "qsd/protocol/mirror.hpp"
 
+#include <algorithm>
+
 namespace qsd {
 
 namespace pointer {
@@ -46,6 +48,12 @@ void Mirror::reset(const std::vector<std::string>& paths, const json& snapshot, 
 	revision_ = revision;
 	if (!epoch.empty()) epoch_ = std::move(epoch);
 	for (const auto& path: paths) {
+		// A path within another subscribed one is that one's content, as the daemon's filter
+		// treats it (patches name the outer path only): a placeholder object made for its
+		// parent would hide the outer path's value (a scalar there, or nothing).
+		bool covered = std::any_of(paths.begin(), paths.end(),
+		                           [&](const std::string& other) { return other != path && pointer::isWithin(path, other); });
+		if (covered) continue;
 		if (path.empty()) {
 			if (snapshot.contains("")) document_ = snapshot.at("");
 			continue;

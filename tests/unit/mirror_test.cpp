@@ -35,6 +35,26 @@ TEST(Mirror, WholeTree) {
 	EXPECT_EQ(m.revision(), 4u);
 }
 
+TEST(Mirror, APathWithinAnotherIsThatOnesContent) {
+	// The daemon's filter sends changes of the outer path only; a placeholder for the inner
+	// path's parent overwrote the outer path's scalar (or stood where nothing is), whatever
+	// order the paths came in.
+	for (const auto& paths: {std::vector<std::string>{"/debug/a", "/debug/a/b"}, {"/debug/a/b", "/debug/a"}}) {
+		Mirror m;
+		m.reset(paths, {{"/debug/a", 5}}, 1);
+		ASSERT_NE(m.find("/debug/a"), nullptr);
+		EXPECT_EQ(*m.find("/debug/a"), 5);
+		EXPECT_EQ(m.find("/debug/a/b"), nullptr);
+		m.reset(paths, json::object(), 1);
+		EXPECT_EQ(m.find("/debug/a"), nullptr);
+		EXPECT_EQ(m.apply(2, json::array({{{"op", "add"}, {"path", "/debug/a"}, {"value", {{"b", 1}}}}})), Mirror::Result::Applied);
+		EXPECT_EQ(*m.find("/debug/a/b"), 1);
+	}
+	Mirror m;
+	m.reset({"", "/debug/a/b"}, {{"", {{"debug", {{"a", 5}}}}}}, 1);
+	EXPECT_EQ(m.document(), (json{{"debug", {{"a", 5}}}}));
+}
+
 TEST(Mirror, StaleRevisionsAreIgnored) {
 	Mirror m;
 	m.reset({"/a"}, {{"/a", 1}}, 10);
