@@ -433,15 +433,25 @@ void TrayBackend::runDeferred() {
 		out.swap(q);
 		return out;
 	};
-	for (const auto& key: take(refreshQueue_))
-		if (Item* item = findItem(key)) refresh(*item);
-	for (const auto& key: take(menuQueue_))
-		if (Item* item = findItem(key)) refreshMenu(*item);
+	// One item's failure stays its own: the queues were taken whole, and an exception out of the
+	// pass would have dropped the other items' work, the order and the watcher's signals with it.
+	auto each = [this](const std::set<std::string>& keys, const char* what, auto&& f) {
+		for (const auto& key: keys) {
+			Item* item = findItem(key);
+			if (!item) continue;
+			try {
+				f(*item);
+			} catch (const std::exception& e) {
+				log::warning("tray", "{}: {} failed: {}", key, what, e.what());
+			}
+		}
+	};
+	each(take(refreshQueue_), "reading changed properties", [this](Item& item) { refresh(item); });
+	each(take(menuQueue_), "reading the menu", [this](Item& item) { refreshMenu(item); });
 	// The icon lookups below see every change inotify reported before this pass.
 	if (!publishQueue_.empty()) (void)context_.icons->theme();
 	inDeferred_ = true;
-	for (const auto& key: take(publishQueue_))
-		if (Item* item = findItem(key)) publish(*item);
+	each(take(publishQueue_), "publishing", [this](Item& item) { publish(item); });
 	inDeferred_ = false;
 	if (orderDirty_) {
 		orderDirty_ = false;
