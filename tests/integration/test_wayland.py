@@ -228,7 +228,8 @@ def test_configure_output(env, sway):
 
     # The compositor's refusal: sway 1.7 cannot turn a headless output off.
     e = error_of(c, "wayland.configureOutput", {"output": "HEADLESS-2", "enabled": False})
-    assert e.code == -32002 and e.data == {"output": "HEADLESS-2", "reason": "failed"}
+    assert e.code == -32002 and e.data == {"backend": "wayland", "name": "wayland.Failed", "output": "HEADLESS-2",
+                                           "reason": "failed", "message": "The compositor refused the output configuration"}
     assert sway.output("HEADLESS-2")["active"]
 
     e = error_of(c, "wayland.configureOutput", {"output": "DP-7", "scale": 2})
@@ -315,7 +316,10 @@ def test_a_compositor_without_the_wlr_protocols(env):
     assert out["mode"]["width"] == 1280 and out["logicalSize"] == {"width": 1280, "height": 720}
     e = error_of(c, "wayland.activate", {"toplevel": "1"})
     assert e.code == -32000 and e.data["missing"] == "zwlr_foreign_toplevel_manager_v1"
+    # What every refused action says (protocol.md), besides what is missing.
+    assert e.data["backend"] == "wayland" and e.data["path"] == "/wayland/toplevels" and "toplevel" in e.data["reason"]
     e = error_of(c, "wayland.configureOutput", {"output": out["name"], "scale": 2})
     assert e.code == -32000 and e.data["missing"] == "zwlr_output_manager_v1"
+    assert e.data["backend"] == "wayland" and e.data["path"] == "/wayland/outputs" and "output" in e.data["reason"]
     check_schema(c, sub)
     c.close()

@@ -71,7 +71,7 @@ Outputs::~Outputs() {
 	for (auto& [_, c]: configurations_) {
 		c->release();
 		c->responder.error(rpc::ErrorCode::BackendUnavailable, "The compositor went away before answering",
-		                   {{"backend", "wayland"}});
+		                   {{"backend", "wayland"}, {"service", "the compositor"}});
 	}
 	configurations_.clear();
 	for (auto& o: outputs_) destroyOutput(*o);
@@ -485,13 +485,17 @@ const zwlr_output_configuration_v1_listener Outputs::kConfigurationListener = {
     },
 };
 
+namespace {
+constexpr const char* kNoOutputManager = "The compositor does not offer output configuration (zwlr_output_manager_v1)";
+} // namespace
+
 void Outputs::configure(OutputConfig config, Responder responder) {
 	using rpc::ErrorCode;
 	using rpc::RpcException;
 	if (!manager_)
-		throw RpcException(ErrorCode::BackendUnavailable,
-		                   "The compositor does not offer output configuration (zwlr_output_manager_v1)",
-		                   {{"backend", "wayland"}, {"missing", "zwlr_output_manager_v1"}});
+		throw RpcException(ErrorCode::BackendUnavailable, kNoOutputManager,
+		                   {{"backend", "wayland"}, {"path", "/wayland/outputs"}, {"reason", kNoOutputManager},
+		                    {"missing", "zwlr_output_manager_v1"}});
 	Head* head = headNamed(config.output);
 	if (!head || !managerDone_)
 		throw RpcException(ErrorCode::NotFound, "No output with this name", {{"param", "output"}, {"output", config.output}});
@@ -560,12 +564,15 @@ void Outputs::finish(Configuration& c, int outcome) {
 		owned->responder.result({{"output", name}});
 	} else if (outcome == 1) {
 		log::info("wayland", "the compositor refused the configuration of output {}", name);
-		owned->responder.error(rpc::ErrorCode::BackendFailed, "The compositor refused the output configuration",
-		                       {{"output", name}, {"reason", "failed"}});
+		std::string message = "The compositor refused the output configuration";
+		owned->responder.error(rpc::ErrorCode::BackendFailed, message,
+		                       {{"backend", "wayland"}, {"name", "wayland.Failed"}, {"message", message}, {"output", name},
+		                        {"reason", "failed"}});
 	} else {
-		owned->responder.error(rpc::ErrorCode::BackendFailed,
-		                       "The compositor cancelled the output configuration: outputs kept changing",
-		                       {{"output", name}, {"reason", "cancelled"}});
+		std::string message = "The compositor cancelled the output configuration: outputs kept changing";
+		owned->responder.error(rpc::ErrorCode::BackendFailed, message,
+		                       {{"backend", "wayland"}, {"name", "wayland.Cancelled"}, {"message", message}, {"output", name},
+		                        {"reason", "cancelled"}});
 	}
 }
 

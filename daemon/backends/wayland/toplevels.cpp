@@ -26,7 +26,8 @@ public:
 	Answer& operator=(const Answer&) = delete;
 	~Answer() {
 		if (!done_)
-			responder_.error(ErrorCode::BackendUnavailable, "The compositor went away before answering", {{"backend", "wayland"}});
+			responder_.error(ErrorCode::BackendUnavailable, "The compositor went away before answering",
+			                 {{"backend", "wayland"}, {"service", "the compositor"}});
 	}
 	void result(json value) {
 		done_ = true;
@@ -421,19 +422,26 @@ Toplevels::Window* Toplevels::windowByKey(const std::string& key) const {
 // ---------------------------------------------------------------------------------------------
 // actions
 
+namespace {
+// -32000 for what the compositor lacks: {backend, path, reason}, as every refused action has, and
+// the interface in `missing`.
+[[noreturn]] void lacking(const char* reason, const char* missing) {
+	throw RpcException(ErrorCode::BackendUnavailable, reason,
+	                   {{"backend", "wayland"}, {"path", "/wayland/toplevels"}, {"reason", reason}, {"missing", missing}});
+}
+} // namespace
+
 void Toplevels::act(const std::string& key, Action action, const std::string& output, Responder responder) {
 	if (!wlr_)
-		throw RpcException(ErrorCode::BackendUnavailable,
-		                   "The compositor does not offer toplevel control (zwlr_foreign_toplevel_manager_v1)",
-		                   {{"backend", "wayland"}, {"missing", "zwlr_foreign_toplevel_manager_v1"}});
+		lacking("The compositor does not offer toplevel control (zwlr_foreign_toplevel_manager_v1)",
+		        "zwlr_foreign_toplevel_manager_v1");
 	Window* w = windowByKey(key);
 	if (!w || !w->wlr) throw RpcException(ErrorCode::NotFound, "No toplevel with this key", {{"param", "toplevel"}, {"toplevel", key}});
 	auto* h = w->wlr;
 	switch (action) {
 	case Action::Activate:
 		if (!seat_)
-			throw RpcException(ErrorCode::BackendUnavailable, "The compositor offers no seat to activate a toplevel on",
-			                   {{"backend", "wayland"}, {"missing", "wl_seat"}});
+			lacking("The compositor offers no seat to activate a toplevel on", "wl_seat");
 		zwlr_foreign_toplevel_handle_v1_activate(h, seat_);
 		break;
 	case Action::Close: zwlr_foreign_toplevel_handle_v1_close(h); break;
@@ -444,9 +452,8 @@ void Toplevels::act(const std::string& key, Action action, const std::string& ou
 	case Action::Fullscreen:
 	case Action::Unfullscreen: {
 		if (wlrVersion_ < ZWLR_FOREIGN_TOPLEVEL_HANDLE_V1_SET_FULLSCREEN_SINCE_VERSION)
-			throw RpcException(ErrorCode::BackendUnavailable,
-			                   "The compositor's zwlr_foreign_toplevel_manager_v1 is version 1, without fullscreen",
-			                   {{"backend", "wayland"}, {"missing", "zwlr_foreign_toplevel_manager_v1 version 2"}});
+			lacking("The compositor's zwlr_foreign_toplevel_manager_v1 is version 1, without fullscreen",
+			        "zwlr_foreign_toplevel_manager_v1 version 2");
 		if (action == Action::Unfullscreen) {
 			zwlr_foreign_toplevel_handle_v1_unset_fullscreen(h);
 			break;
