@@ -115,7 +115,7 @@ TEST(UpowerMapping, FractionIsZeroToOne) {
 
 TEST(UpowerMapping, UpdateTime) {
 	EXPECT_TRUE(rfc3339(0).is_null());
-	EXPECT_EQ(rfc3339(1700000000), "2023-11-14T22:13:20Z");
+	EXPECT_EQ(rfc3339(1700000000), "2023-11-14T22:13:20.000Z");   // milliseconds, as every time stamp of the tree
 	EXPECT_TRUE(rfc3339(std::numeric_limits<uint64_t>::max()).is_null());
 }
 
@@ -165,7 +165,7 @@ TEST(UpowerMapping, FullDevice) {
 	    {"vendor", "SMP"},            {"serial", "1234"},           {"technology", "lithiumPolymer"},
 	    {"warningLevel", "none"},     {"batteryLevel", "none"},     {"chargeCycles", 311},
 	    {"temperature", 31.5},        {"voltage", 12.1},            {"online", false},
-	    {"updateTime", "2023-11-14T22:13:20Z"},
+	    {"updateTime", "2023-11-14T22:13:20.000Z"},
 	};
 	EXPECT_EQ(m.value, expected) << m.value.dump();
 

@@ -97,7 +97,8 @@ json rfc3339(uint64_t unixSeconds) {
 	std::tm tm{};
 	gmtime_r(&t, &tm);
 	char buf[32];
-	std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	// With milliseconds, as every time stamp of the tree (docs/tree.md): UPower's are whole seconds.
+	std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
 	return std::string(buf);
 }
 
