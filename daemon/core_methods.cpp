@@ -127,9 +127,15 @@ std::vector<MethodRegistration> registerCoreMethods(Daemon& d) {
 	};
 	auto discover = std::make_shared<Discover>();
 	discover->forget = d.loop().addIdleTimer([cache = discover.get()] { std::string().swap(cache->text); }, "rpc-discover-cache");
-	addAsync("rpc.discover", [discover, &loop = d.loop()](const json&, Responder responder, ClientSession&) {
+	addAsync("rpc.discover", [discover, &d](const json&, Responder responder, ClientSession&) {
 		if (responder.isNotification()) return responder.result(nullptr);
-		if (discover->text.empty()) discover->text = rpc::dump(api::document());
+		if (discover->text.empty()) {
+			auto doc = api::document();
+			// The limit this daemon runs with (qsd --max-clients), not the default the file names.
+			doc["x-limits"]["connections"]["value"] = d.server().maxClients();
+			discover->text = rpc::dump(doc);
+		}
+		auto& loop = d.loop();
 		discover->forget.setTime(loop.now() + 30'000'000);
 		auto text = responder.beginResult();
 		text += discover->text;
@@ -186,7 +192,8 @@ std::vector<MethodRegistration> registerDebugMethods(Daemon& d) {
 	                                                              ClientSession&) {
 		Params p(params);
 		json withDefault = params;
-		if (!withDefault.contains("path")) withDefault["path"] = "/debug/flood";
+		// Given as null, as left out (protocol.md, Messages).
+		if (!withDefault.contains("path") || withDefault["path"].is_null()) withDefault["path"] = "/debug/flood";
 		Params q(withDefault);
 		auto path = debugPath(q);
 		auto count = p.optInteger("count").value_or(1000);

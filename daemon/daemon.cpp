@@ -141,6 +141,11 @@ void Daemon::startBackends() {
 	context_->systemBusPending = context_->sessionBusPending = true;
 	context_->systemBusError = "the system bus has not answered yet";
 	context_->sessionBusError = "the session bus has not answered yet";
+	if (options_.backends)
+		for (const auto& id: *options_.backends)
+			if (std::none_of(builtinBackends().begin(), builtinBackends().end(),
+			                 [&](const BackendInfo& info) { return info.id == id; }))
+				log::warning("qsd", "backend {} is not built into this qsd (--backends)", id);
 	for (const auto& info: builtinBackends()) {
 		if (options_.backends &&
 		    std::find(options_.backends->begin(), options_.backends->end(), info.id) == options_.backends->end())

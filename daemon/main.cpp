@@ -3,8 +3,12 @@
 #include "daemon.hpp"
 #include "log.hpp"
 
+#include <qsd/protocol/domains.hpp>
+
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -84,8 +88,30 @@ int main(int argc, char** argv) {
 			socketPath = value("--socket");
 		} else if (is("--backends")) {
 			options.backends = splitList(value("--backends"));
+			// A typo would silently leave a backend out: an id that names no backend at all is a
+			// usage error. One this build leaves out (WITH_NM=OFF...) is only logged (Daemon).
+			for (const auto& id: *options.backends) {
+				bool known = std::any_of(qsd::kDomainBackends.begin(), qsd::kDomainBackends.end(),
+				                         [&](const qsd::DomainBackend& d) { return d.backend == id; });
+				if (!known) {
+					std::string ids;
+					for (const auto& d: qsd::kDomainBackends) ids += (ids.empty() ? "" : ", ") + std::string(d.backend);
+					std::fprintf(stderr, "qsd: --backends: no backend is called \"%s\" (the backends: %s)\n", id.c_str(),
+					             ids.c_str());
+					return 2;
+				}
+			}
 		} else if (is("--max-clients")) {
-			options.server.maxClients = std::strtoul(value("--max-clients").c_str(), nullptr, 10);
+			auto text = value("--max-clients");
+			char* end = nullptr;
+			errno = 0;
+			unsigned long n = std::strtoul(text.c_str(), &end, 10);
+			// 0 would refuse every connection; strtoul reads "abc" as 0 and "-1" as ULONG_MAX.
+			if (text.empty() || *end != '\0' || errno != 0 || n < 1 || n > 1'000'000 || text[0] == '-') {
+				std::fprintf(stderr, "qsd: --max-clients needs a number from 1 to 1000000, not \"%s\"\n", text.c_str());
+				return 2;
+			}
+			options.server.maxClients = n;
 		} else {
 			std::fprintf(stderr, "qsd: unknown option %s\n", argv[i]);
 			usage(stderr);

@@ -45,6 +45,7 @@ public:
 	[[nodiscard]] FilterGroups& filterGroups() { return filterGroups_; }
 	[[nodiscard]] size_t clientCount() const { return clients_.size(); }
 	[[nodiscard]] const std::string& socketPath() const { return options_.socketPath; }
+	[[nodiscard]] size_t maxClients() const { return options_.maxClients; }
 
 	// Delivers an event notification to every client subscribed to its topic. An event never
 	// overtakes the state written before it: while tree writes are pending (coalesced, or not

@@ -9,6 +9,8 @@ import os
 import jsonschema  # python3-jsonschema (scripts/install-deps)
 import pytest
 
+from qsdtest import RpcError
+
 CORE = ["hello", "tree.get", "tree.subscribe", "tree.unsubscribe", "events.subscribe", "rpc.discover"]
 DEBUG = ["debug.set", "debug.remove", "debug.emit", "debug.flood"]
 CORE_JSON = os.path.join(os.path.dirname(__file__), "..", "..", "protocol", "api", "core.json")
@@ -92,6 +94,28 @@ def test_every_example_is_accepted_and_every_result_matches_its_schema(daemon):
             assert not errors, (m["name"], errors)
             checked += 1
     assert checked >= len(CORE + DEBUG)
+
+
+def test_an_optional_param_given_as_null_is_as_one_left_out(daemon):
+    """protocol.md, Messages: "an optional param given as null is the same as one left out".
+    debug.flood refused path: null, which it counted as given."""
+    _, c = daemon
+    doc = c.call("rpc.discover")
+    checked = 0
+    for m in doc["methods"]:
+        if m["name"] not in CORE + DEBUG:
+            continue
+        for p in m.get("params", []):
+            if p.get("required"):
+                continue
+            ex = (m.get("examples") or [{"params": []}])[0]
+            example = dict(ex, params=[q for q in ex["params"] if q["name"] != p["name"]] + [{"name": p["name"], "value": None}])
+            try:
+                run_example(c, m["name"], example)
+            except RpcError as e:
+                assert not (e.code == -32602 and (e.data or {}).get("param") == p["name"]), (m["name"], p["name"], e.message)
+            checked += 1
+    assert checked >= 3
 
 
 def matches_type(value, types):

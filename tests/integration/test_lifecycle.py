@@ -230,6 +230,20 @@ def test_usage_errors(env):
     assert r.returncode == 1 and "XDG_RUNTIME_DIR" in r.stderr
     r = subprocess.run([QSD, "--version"], capture_output=True, text=True, timeout=10)
     assert r.returncode == 0 and r.stdout.startswith("qsd ")
+    # A misspelt backend left that backend out without a word; a --max-clients that is no
+    # number was read as 0, and every connection was refused.
+    r = subprocess.run([QSD, "--backends=nm,uppower"], env=env.env, capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and '"uppower"' in r.stderr and "upower" in r.stderr.split("uppower", 1)[1]
+    for bad in ("abc", "0", "-1", "12x", ""):
+        r = subprocess.run([QSD, f"--max-clients={bad}"], env=env.env, capture_output=True, text=True, timeout=10)
+        assert r.returncode == 2 and "--max-clients needs a number" in r.stderr, bad
+
+
+def test_the_connection_limit_is_the_one_qsd_runs_with(env):
+    """rpc.discover's x-limits.connections is --max-clients, not the default of the description."""
+    env.start_qsd("--max-clients", "3", backends=[])
+    c = env.client()
+    assert c.call("rpc.discover")["x-limits"]["connections"]["value"] == 3
 
 
 def test_clients_count_in_the_tree(env):
