@@ -238,6 +238,81 @@ def apply_patch(doc, changes):
     return doc
 
 
+class AnswerChecker:
+    """Every answer a test gets through Client.call_full is held against the API description
+    (protocol/api/*.json, merged as the daemon serves it): a result against its method's result
+    schema, with no member the schema leaves out; an error's data against its code's
+    x-data-schema. So a method whose answers drift from what rpc.discover promises fails the test
+    that calls it. A method's first 64 results are checked (a test of 100 000 calls pays for 64).
+    QSD_CHECK_ANSWERS=0 turns it off."""
+
+    API_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "protocol", "api")
+    LIMIT = 64
+
+    def __init__(self):
+        import jsonschema  # python3-jsonschema (scripts/install-deps)
+        core = json.load(open(os.path.join(self.API_DIR, "core.json")))
+        doc = core
+        for name in sorted(os.listdir(self.API_DIR)):
+            if not name.endswith(".json") or name == "core.json":
+                continue
+            fragment = json.load(open(os.path.join(self.API_DIR, name)))
+            doc["methods"] += fragment.get("methods", [])
+            for section, entries in fragment.get("components", {}).items():
+                doc["components"].setdefault(section, {}).update(entries)
+
+        def strict(schema):
+            if isinstance(schema, dict):
+                if "properties" in schema and "additionalProperties" not in schema and "patternProperties" not in schema:
+                    schema["additionalProperties"] = False
+                for v in schema.values():
+                    strict(v)
+            elif isinstance(schema, list):
+                for v in schema:
+                    strict(v)
+        strict_doc = copy.deepcopy(doc)
+        strict(strict_doc["components"])
+        resolver = jsonschema.RefResolver(base_uri="", referrer=strict_doc)
+        loose = jsonschema.RefResolver(base_uri="", referrer=doc)
+        self.results = {}
+        for m, sm in zip(doc["methods"], strict_doc["methods"]):
+            strict(sm["result"])
+            self.results[m["name"]] = jsonschema.Draft7Validator(sm["result"]["schema"], resolver=resolver)
+        self.errors = {e["code"]: jsonschema.Draft7Validator(e["x-data-schema"], resolver=loose)
+                       for e in doc["components"]["errors"].values() if "x-data-schema" in e}
+        self.counts = {}
+
+    def check(self, method, params, answer):
+        if "result" in answer:
+            validator = self.results.get(method)
+            n = self.counts.get(method, 0)
+            if validator is None or n >= self.LIMIT:
+                return
+            self.counts[method] = n + 1
+            problems = [e.message for e in validator.iter_errors(answer["result"])]
+        else:
+            error = answer.get("error") or {}
+            validator = self.errors.get(error.get("code"))
+            if validator is None or method not in self.results:
+                return
+            problems = [e.message for e in validator.iter_errors(error.get("data"))]
+        if problems:
+            raise AssertionError(f"{method} {json.dumps(params)[:300]} answered {json.dumps(answer)[:600]}, "
+                                 f"which its description in protocol/api does not allow: {problems[:3]}")
+
+
+_checker = None
+
+
+def check_answer(method, params, answer):
+    global _checker
+    if os.environ.get("QSD_CHECK_ANSWERS", "1") in ("", "0"):
+        return
+    if _checker is None:
+        _checker = AnswerChecker()
+    _checker.check(method, params, answer)
+
+
 class Client:
     """A line-oriented JSON-RPC client with a mirror per subscription."""
 
@@ -322,7 +397,9 @@ class Client:
         if params is not None:
             req["params"] = params
         self.send_raw(json.dumps(req) + "\n")
-        return self.answer(rid, timeout)
+        answer = self.answer(rid, timeout)
+        check_answer(method, params, answer)
+        return answer
 
     def answer(self, rid, timeout=10.0):
         """The answer to request `rid`, sent raw with send_raw (a call made meanwhile may have
