@@ -330,9 +330,13 @@ void QsdClient::failPending(const QString& message) {
 		if (p.handler) p.handler(&error, nullptr);
 }
 
-void QsdClient::call(const QString& method, const QJSValue& params, const QJSValue& callback) {
+void QsdClient::call(const QString& method, const QJSValue& givenParams, const QJSValue& givenCallback) {
 	auto* engine = this->mEngine ? this->mEngine : qjsEngine(this);
 	auto methodName = method.toStdString();
+	// call(method, callback): params left out, as the documentation allows.
+	bool paramsOmitted = givenParams.isCallable() && (givenCallback.isUndefined() || givenCallback.isNull());
+	QJSValue params = paramsOmitted ? QJSValue() : givenParams;
+	QJSValue callback = paramsOmitted ? givenParams : givenCallback;
 	auto deliver = [engine, callback, methodName](const json* error, const json* result) {
 		if (!callback.isCallable() || !engine) {
 			if (error)

@@ -84,7 +84,15 @@ nlohmann::json fromVariant(const QVariant& value) {
 	}
 	default: break;
 	}
-	if (value.metaType() == QMetaType::fromType<QJSValue>()) return fromVariant(value.value<QJSValue>().toVariant());
+	if (value.metaType() == QMetaType::fromType<QJSValue>()) {
+		auto js = value.value<QJSValue>();
+		// A function has no JSON form (JSON.stringify leaves it out), and its toVariant() is the
+		// same QJSValue again: unwrapped once more and again, it overflowed the stack.
+		if (js.isCallable()) return nullptr;
+		auto inner = js.toVariant();
+		if (inner.metaType() == QMetaType::fromType<QJSValue>()) return nullptr;
+		return fromVariant(inner);
+	}
 	if (value.metaType() == QMetaType::fromType<std::nullptr_t>()) return nullptr;
 	if (value.canConvert<QString>()) return value.toString().toStdString();
 	return nullptr;

@@ -105,7 +105,9 @@ void QsdMediaPosition::update() {
 	double now = 0;
 	if (this->mKnown) {
 		now = this->mBase;
-		if (this->mPlaying && this->mEnabled)
+		// Now, whether it ticks or not: not ticking, it is computed when the player's state changes
+		// (and when it is enabled again).
+		if (this->mPlaying)
 			now += double(QDateTime::currentMSecsSinceEpoch() - this->mBaseAtMs) / 1000.0 * this->mRate;
 		now = std::max(0.0, now);
 		if (this->mLength > 0) now = std::min(now, this->mLength);

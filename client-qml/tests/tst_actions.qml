@@ -46,6 +46,20 @@ TestCase {
         compare(r.err.code, -32001)
     }
 
+    // call(method, callback), params left out as the documentation allows: the function was
+    // taken for params and converted to JSON without end, and the process died of a stack overflow.
+    function test_paramsLeftOut() {
+        var out = { done: false }
+        Qsd.call("hello", function(err, res) { out.err = err; out.res = res; out.done = true })
+        tryVerify(function() { return out.done }, 10000, "hello answered")
+        compare(out.err, null)
+        compare(out.res.protocol, 1)
+        // A function inside params is sent as null, as JSON has no form for it.
+        var r = callSync("debug.set", { path: "/debug/fn", value: { f: function() {}, n: 2 } })
+        compare(r.err, null)
+        compare(callSync("tree.get", { path: "/debug/fn" }).res.value, { f: null, n: 2 })
+    }
+
     function test_callbackCalledOnce() {
         var r = callSync("tree.get", { path: "/daemon/protocol" })
         compare(r.res.value, 1)

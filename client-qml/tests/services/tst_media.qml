@@ -12,6 +12,7 @@ TestCase {
 
     QsdMediaPosition { id: position; player: Qsd.media?.active ?? ""; interval: 50 }
     QsdMediaPosition { id: nobody; player: "" }
+    QsdMediaPosition { id: still; player: "barplayer"; enabled: false }
 
     property string unsupported: ""
 
@@ -55,6 +56,19 @@ TestCase {
         position.enabled = true
         verify(position.ticking)
         tryVerify(function() { return position.position > held + 0.1 }, 5000)
+    }
+
+    // Not ticking, the position is still "now" as of its last computation: it was the tree's
+    // position as of positionAt, however long ago that was.
+    function test_2b_notTickingStillNow() {
+        tryVerify(function() { return still.playing && still.known }, 10000)
+        var p = QsdDaemon.rpc("tree.get", { path: "/media/players/barplayer" }).result.value
+        verify(Date.now() - Date.parse(p.positionAt) > 500, "the pair is older than the tolerance")
+        still.enabled = true
+        still.enabled = false
+        var now = p.position + (Date.now() - Date.parse(p.positionAt)) / 1000 * p.rate
+        verify(!still.ticking)
+        verify(Math.abs(now - still.position) < 0.25, now + " vs " + still.position)
     }
 
     function test_3_stopsWithThePlayer() {
