@@ -3,9 +3,10 @@
 # An empty text hides the module. Used as
 #   qsctl watch --reconnect --jq 'include "qsd" {search: "~/.config/waybar"}; battery' /power/displayDevice
 
-# /power/displayDevice: the battery, as UPower sums it up (absent without one).
+# /power/displayDevice: the batteries, as UPower sums them up. UPower has one on every machine:
+# without a battery it is not present (type "unknown", percentage 0), and the module hides.
 def battery:
-  if . == null then {text: ""}
+  if . == null or .isPresent != true then {text: ""}
   else (.percentage * 100 | round) as $p
     | {text: "\($p)%",
        percentage: $p,

@@ -444,7 +444,7 @@ def test_a_subscriber_never_sees_a_half_made_item(env, bus):
 # docs/backends/notifications.md, "From a shell": each new popup's summary and body, for a tool
 # that shows them (SHOW stands for it: swaynag in the documentation).
 POPUP_ONE_LINER = ("qsctl watch --patch /notifications/items | jq --unbuffered -r '.changes[]? | select(.op == \"add\" "
-                   "and .value.popup) | .value | [.summary, .bodyText] | @tsv' | while IFS=$'\\t' read -r summary body; "
+                   "and .value.popup) | .value | [.summary, .bodyText] | @tsv' | while IFS=\"$(printf '\\t')\" read -r summary body; "
                    "do SHOW \"$summary\" \"$body\"; done")
 
 
@@ -453,7 +453,8 @@ def test_qsctl_watch_is_a_notification_log_and_popups_are_one_line_away(env):
     shown = os.path.join(env.dir, "shown.txt")
     e = dict(env.env, QSD_SOCKET=env.socket, PATH=os.path.dirname(os.path.abspath(QSCTL)) + ":" + env.env["PATH"])
     script = "SHOW() { printf '%s | %s\\n' \"$1\" \"$2\" >> " + shown + "; }; " + POPUP_ONE_LINER
-    popups = subprocess.Popen(["bash", "-c", script], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    # sh, as sway's exec runs it: bash's $'\t' was in the line, and sh split each summary at its t's.
+    popups = subprocess.Popen(["sh", "-c", script], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               start_new_session=True)
     log = subprocess.Popen([QSCTL, "watch", "/notifications/items"], env=e, stdout=subprocess.PIPE, text=True)
     try:

@@ -253,3 +253,22 @@ def test_the_documented_bar_shows_the_state_and_follows_it(env):
         for p in started:
             if alive(p):
                 os.kill(p, signal.SIGKILL)
+
+
+def test_the_battery_module_hides_on_a_machine_without_a_battery(env):
+    """UPower has a display device on every machine; on one without a battery it is not present
+    (type unknown, percentage 0). The documented module showed a red "0%" there. It hides, as it
+    does while UPower is not on the bus."""
+    env.start_mock("upower", {"DaemonVersion": "0.99.20"}, name=UPOWER)
+    env.start_qsd(backends=["upower"])
+    c = env.client()
+    sub = c.subscribe(["/power/displayDevice"])
+    c.wait_value(sub, "/power/displayDevice/isPresent", False, timeout=30)
+    assert c.value(sub, "/power/displayDevice/percentage") == 0
+    config_dir = os.path.join(env.env["HOME"], ".config", "waybar")
+    os.makedirs(config_dir)
+    shutil.copy(os.path.join(WAYBAR_DOCS, "qsd.jq"), config_dir)
+    modules_env = dict(env.env, PATH=os.path.dirname(QSCTL) + ":" + env.env["PATH"])
+    with open(os.path.join(WAYBAR_DOCS, "config")) as f:
+        command = json.load(f)["custom/battery"]["exec"]
+    assert first_line_of(command, modules_env) == {"text": ""}
