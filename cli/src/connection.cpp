@@ -38,16 +38,25 @@ bool Connection::open(const std::string& path) {
 		return false;
 	}
 	std::memcpy(addr.sun_path, path.data(), path.size());
-	int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	// Non-blocking: a daemon that stopped accepting (its listen queue full) blocked a connect()
+	// for ever, whatever --timeout said; reads and writes wait in poll() with the deadline.
+	int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		error_ = std::strerror(errno);
 		return false;
 	}
-	int r;
-	do r = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-	while (r < 0 && errno == EINTR);
-	if (r < 0) {
-		error_ = std::strerror(errno);
+	using clock = std::chrono::steady_clock;
+	auto deadline = clock::now() + std::chrono::milliseconds(timeoutMs_ < 0 ? 0 : timeoutMs_);
+	for (;;) {
+		if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) break;
+		if (errno == EINTR) continue;
+		// A Unix socket whose queue is full says EAGAIN at once, and cannot be polled for room:
+		// asked again every 10 ms until the deadline.
+		if (errno == EAGAIN && (timeoutMs_ < 0 || clock::now() < deadline)) {
+			::poll(nullptr, 0, 10);
+			continue;
+		}
+		error_ = errno == EAGAIN ? "qsd does not accept connections (its queue is full)" : std::strerror(errno);
 		::close(fd);
 		return false;
 	}
@@ -59,11 +68,28 @@ bool Connection::send(const json& message) {
 	if (fd_ < 0) return false;
 	auto line = qsd::rpc::toLine(message);
 	std::string_view rest = line;
+	using clock = std::chrono::steady_clock;
+	auto deadline = clock::now() + std::chrono::milliseconds(timeoutMs_ < 0 ? 0 : timeoutMs_);
 	while (!rest.empty()) {
 		// MSG_NOSIGNAL: a daemon that went away is an exit code, not a SIGPIPE.
 		auto n = ::send(fd_, rest.data(), rest.size(), MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR) continue;
+			if (errno == EAGAIN) {
+				// A daemon that does not read: as long as --timeout allows.
+				int wait = -1;
+				if (timeoutMs_ >= 0) {
+					auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+					if (left <= 0) {
+						error_ = "qsd did not read the request within " + std::to_string(timeoutMs_) + " ms";
+						return false;
+					}
+					wait = int(left);
+				}
+				pollfd p{fd_, POLLOUT, 0};
+				::poll(&p, 1, wait);
+				continue;
+			}
 			error_ = std::strerror(errno);
 			return false;
 		}

@@ -30,6 +30,10 @@ public:
 	Connection(const Connection&) = delete;
 	Connection& operator=(const Connection&) = delete;
 
+	// How long open() may wait for qsd to accept and send() for it to read (--timeout);
+	// < 0: for ever.
+	void setTimeout(int ms) { timeoutMs_ = ms; }
+
 	// Connects; on failure returns false and sets error() (errno text).
 	bool open(const std::string& path);
 	void close();
@@ -61,6 +65,7 @@ public:
 private:
 	int fd_ = -1;
 	int hangupFd_ = -1;
+	int timeoutMs_ = -1;
 	int64_t nextId_ = 1;
 	std::string error_;
 	// Snapshots of a large tree are long lines; the daemon bounds what it sends, we only
@@ -76,6 +81,14 @@ Connection::Status Connection::response(int64_t id, json& out, int timeoutMs, F&
 		auto s = next(msg, timeoutMs);
 		if (s != Status::Message) return s;
 		if (msg.is_object() && !msg.contains("method") && msg.contains("id") && msg["id"] == id) {
+			out = std::move(msg);
+			return Status::Message;
+		}
+		// An error qsd answered with id null is about our request too: one it could not read (a
+		// line too long, not JSON) or the connection it refused (its limit). Waited past, it
+		// became a timeout, or a lost connection, with qsd's reason never shown. qsctl has one
+		// request out at a time.
+		if (msg.is_object() && !msg.contains("method") && msg.contains("error") && msg.value("id", json(0)).is_null()) {
 			out = std::move(msg);
 			return Status::Message;
 		}

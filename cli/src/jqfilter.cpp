@@ -102,7 +102,7 @@ std::unique_ptr<JqFilter> JqFilter::compile(const std::string& program, std::str
 	return std::unique_ptr<JqFilter>(new JqFilter(std::move(state)));
 }
 
-JqFilter::Result JqFilter::run(const json& input, bool raw) {
+JqFilter::Result JqFilter::run(const json& input, bool raw, size_t maxOutputs) {
 	Result r;
 	auto* jq = state_->jq;
 	auto text_ = input.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -113,6 +113,7 @@ JqFilter::Result JqFilter::run(const json& input, bool raw) {
 		return r;
 	}
 	jq_start(jq, parsed.copy(), 0);
+	size_t bytes = 0;
 	for (;;) {
 		Jv out(jq_next(jq));
 		if (!jv_is_valid(out.get())) {
@@ -133,6 +134,13 @@ JqFilter::Result JqFilter::run(const json& input, bool raw) {
 		}
 		if (raw && out.kind() == JV_KIND_STRING) r.outputs.push_back(text(out));
 		else r.outputs.push_back(dump(out));
+		bytes += r.outputs.back().size() + 1;
+		if (r.outputs.size() >= maxOutputs) break;   // the next jq_start resets the run
+		if (bytes > kMaxOutputBytes) {
+			r.errors.push_back("jq: the filter's outputs for one value passed " + std::to_string(kMaxOutputBytes >> 20) +
+			                   " MiB: the rest are left out");
+			break;
+		}
 	}
 	return r;
 }
@@ -154,7 +162,7 @@ std::unique_ptr<JqFilter> JqFilter::compile(const std::string&, std::string& err
 	return nullptr;
 }
 
-JqFilter::Result JqFilter::run(const json&, bool) { return {}; }
+JqFilter::Result JqFilter::run(const json&, bool, size_t) { return {}; }
 
 } // namespace qsctl
 

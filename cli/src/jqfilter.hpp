@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,7 +33,11 @@ public:
 		// message of halt_error; the outputs before it are kept.
 		std::vector<std::string> errors;
 	};
-	[[nodiscard]] Result run(const json& input, bool raw);
+	// At most `maxOutputs` outputs (--count's remaining lines), and outputs of at most
+	// kMaxOutputBytes together: the run stops there (an endless filter, `repeat(.)`, grew until
+	// the process died, printing nothing, since a run's outputs are compared whole with the last).
+	static constexpr size_t kMaxOutputBytes = size_t(64) << 20;
+	[[nodiscard]] Result run(const json& input, bool raw, size_t maxOutputs = SIZE_MAX);
 
 private:
 	struct State;

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <csignal>
 #include <ctime>
+#include <fcntl.h>
 #include <memory>
 #include <poll.h>
 #include <string>
@@ -34,7 +35,7 @@ using qsctl::Connection;
 using qsctl::json;
 using qsctl::Style;
 
-enum Exit : int { Ok = 0, RpcFailed = 1, Usage = 2, NoConnection = 3 };
+enum Exit : int { Ok = 0, RpcFailed = 1, Usage = 2, NoConnection = 3, OutputFailed = 4 };
 
 const char* const USAGE =
     "Usage: qsctl [OPTIONS] COMMAND [ARGS..]\n"
@@ -96,8 +97,10 @@ void die(int code, const char* fmt, ...) {
 // Writes and flushes at once: watch feeds pipes (bars, jq) that must see each line now.
 void emit(const std::string& text) {
 	if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-		// A closed pipe ends us quietly, like any filter (SIGPIPE when not ignored).
-		std::exit(errno == EPIPE ? Ok : NoConnection);
+		// A closed pipe ends us quietly, like any filter (SIGPIPE when not ignored). Anything else
+		// (a full disk, a closed standard output) is said: status 3 read as "qsd is down".
+		if (errno == EPIPE) std::exit(Ok);
+		die(OutputFailed, "cannot write the output: %s", std::strerror(errno));
 	}
 }
 
@@ -237,15 +240,21 @@ std::string socketPathOrDie(const Options& o) {
 
 void connectOrDie(Connection& conn, const Options& o) {
 	auto path = socketPathOrDie(o);
+	conn.setTimeout(o.timeoutMs);
 	if (!conn.open(path)) die(NoConnection, "cannot connect to %s: %s (is qsd running?)", path.c_str(), conn.error().c_str());
 }
 
 // One request, one answer: the result, or an exit with the right code.
 json roundTrip(Connection& conn, const Options& o, const std::string& method, json params) {
 	auto id = conn.request(method, std::move(params));
-	if (id < 0) die(NoConnection, "cannot send to qsd: %s", conn.error().c_str());
 	json response;
-	switch (conn.response(id, response, o.timeoutMs)) {
+	if (id < 0) {
+		// qsd may have refused the connection before it could take the request (its limit):
+		// its answer, id null, is still to be read.
+		std::string sendError = conn.error();
+		if (conn.response(-1, response, 200) != Connection::Status::Message)
+			die(NoConnection, "cannot send to qsd: %s", sendError.c_str());
+	} else switch (conn.response(id, response, o.timeoutMs)) {
 	case Connection::Status::Message: break;
 	case Connection::Status::Timeout: die(NoConnection, "no answer from qsd within %g s", o.timeoutMs / 1000.0);
 	case Connection::Status::Eof:
@@ -424,9 +433,14 @@ std::unique_ptr<qsctl::JqFilter> gFilter;
 // A watch ends with the process that started it. Bars run a module as `sh -c COMMAND` and,
 // when they restart, end that shell at most; a watch left behind would reconnect for ever.
 void exitWithParent() {
-	// SIGTERM's default action ends us. An ignored SIGTERM is inherited through exec: restore it.
+	// SIGTERM's default action ends us. An ignored or blocked SIGTERM is inherited through exec:
+	// restore it.
 	struct sigaction current{};
 	if (sigaction(SIGTERM, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) std::signal(SIGTERM, SIG_DFL);
+	sigset_t term;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_UNBLOCK, &term, nullptr);
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return;
 	// The signal is armed for the parent we have now: had the first one died before this, we
 	// would belong to a reaper that never sends it.
@@ -480,6 +494,7 @@ int cmdWatch(const Options& o) {
 	const int hangupFd = outputHangupFd();
 
 	Connection conn;
+	conn.setTimeout(o.timeoutMs);
 	conn.watchHangup(hangupFd);
 	qsd::Mirror mirror;
 	int64_t subscription = -1;
@@ -526,7 +541,7 @@ int cmdWatch(const Options& o) {
 			line(value);
 			return;
 		}
-		auto result = filter->run(value, o.raw);
+		auto result = filter->run(value, o.raw, o.count ? size_t(o.count - printed) : SIZE_MAX);
 		// jq's errors are the filter's, not the watch's: said, and the watch goes on.
 		for (const auto& e: result.errors) std::fprintf(stderr, "qsctl: %s\n", e.c_str());
 		if (result.outputs.empty()) return;
@@ -543,17 +558,40 @@ int cmdWatch(const Options& o) {
 		last = std::move(*value);
 	};
 
-	// Subscribes on the open connection. False when the connection failed.
+	// Subscribes on the open connection. False, with `why`, when the connection failed or qsd
+	// refused it (its connection limit: with --reconnect, tried again later).
+	std::string why;
 	auto subscribe = [&]() -> bool {
 		json params = {{"paths", subscribed}};
 		if (o.throttleMs >= 0) params["throttleMs"] = o.throttleMs;
 		auto id = conn.request("tree.subscribe", params);
 		json response;
-		auto status = id < 0 ? Connection::Status::Error : conn.response(id, response, o.timeoutMs);
+		// A request qsd could not take may still have its refusal to read (id null).
+		auto sendError = conn.error();
+		auto status = id < 0 ? conn.response(-1, response, 200) : conn.response(id, response, o.timeoutMs);
+		if (id < 0 && status != Connection::Status::Message) {
+			why = "cannot send to qsd: " + sendError;
+			return false;
+		}
 		if (status == Connection::Status::Hangup) std::exit(Ok);
-		if (status != Connection::Status::Message) return false;
-		if (auto e = response.find("error"); e != response.end())
+		if (status == Connection::Status::Timeout) {
+			char text[64];
+			std::snprintf(text, sizeof text, "no answer from qsd within %g s", o.timeoutMs / 1000.0);
+			why = text;
+			return false;
+		}
+		if (status != Connection::Status::Message) {
+			why = conn.error();
+			return false;
+		}
+		if (auto e = response.find("error"); e != response.end()) {
+			// Answered with id null: the connection itself was refused.
+			if (o.reconnect && response.value("id", json(0)).is_null()) {
+				why = qsctl::describeError(*e);
+				return false;
+			}
 			die(RpcFailed, "tree.subscribe: %s", qsctl::describeError(*e).c_str());
+		}
 		const auto& r = response["result"];
 		subscription = r.value("subscription", int64_t(-1));
 		mirror.reset(subscribed, r.value("snapshot", json::object()), r.value("revision", uint64_t(0)), r.value("epoch", ""));
@@ -590,7 +628,15 @@ int cmdWatch(const Options& o) {
 			}
 			if (!subscribe()) {
 				conn.close();
-				if (!o.reconnect) die(NoConnection, "connection to qsd lost: %s", conn.error().c_str());
+				if (!o.reconnect) die(NoConnection, "connection to qsd lost: %s", why.c_str());
+				// Connected, then refused or dropped before the snapshot (qsd at its connection
+				// limit): tried again after the same back-off, not at once, which spun both
+				// processes and filled qsd's log.
+				if (!announced) std::fprintf(stderr, "qsctl: qsd did not serve the watch: %s; trying again\n", why.c_str());
+				announced = true;
+				if (!watch) watch = std::make_unique<SocketWatch>(socketPath);
+				if (watch->wait(backoffMs, hangupFd) == SocketWatch::Woken::Hangup) std::exit(Ok);
+				backoffMs = std::min(backoffMs * 2, 2000);
 				continue;
 			}
 			watch.reset();
@@ -649,6 +695,17 @@ int cmdWatch(const Options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+	// A closed standard stream would be the next socket's number: the output went to qsd as
+	// requests (a value holding a JSON-RPC request was run by it). Each is held by /dev/null,
+	// read-only, so that a write to a closed stdout still fails (status 4), as it would have.
+	for (int fd = 0; fd <= 2; ++fd)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int null = ::open("/dev/null", O_RDONLY);
+			if (null >= 0 && null != fd) {
+				::dup2(null, fd);
+				::close(null);
+			}
+		}
 	gParent = getppid();
 	gArgv = argv;
 	auto o = parseArgs(argc, argv);

@@ -785,3 +785,53 @@ def test_status_lists_backends(env):
     if backend.get("error"):
         # Long errors are filled onto continuation lines.
         assert backend["error"] in " ".join(r.stdout.split())
+
+
+# --- the conditions scripts and bars put qsctl in ----------------------------------------------
+
+def test_a_closed_standard_output_is_an_error_not_a_request_to_qsd(qenv):
+    """With stdout closed, the socket took its number, and qsctl's output went to qsd as a
+    request: a value holding a JSON-RPC request was run by qsd."""
+    c = qenv.client()
+    request = {"jsonrpc": "2.0", "id": 99, "method": "debug.set", "params": {"path": "/debug/pwned", "value": True}}
+    dset(c, "/debug/cmd", json.dumps(request))
+    r = subprocess.run(f"exec {QSCTL} get --raw /debug/cmd >&-", shell=True, env=qsctl_env(qenv),
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 4 and "cannot write the output" in r.stderr, (r.returncode, r.stderr)
+    assert c.call_full("tree.get", {"path": "/debug/pwned"})["error"]["code"] == -32001
+    # A full disk is said as such (it was status 3, "cannot connect", with nothing on stderr).
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([QSCTL, "get", "/debug/cmd"], env=qsctl_env(qenv), stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=20)
+    assert r.returncode == 4 and "No space left on device" in r.stderr
+
+
+def test_an_answer_with_id_null_is_the_answer(bare_env, streams):
+    """qsd answers a line it cannot read, and a connection over its limit, with id null. qsctl
+    waited past it (30 s by default, then "no answer", status 3) or said "Broken pipe"; it is
+    the answer: status 1 at once, with qsd's message."""
+    bare_env.start_qsd("--max-clients", "2", backends=[], debug_api=True)
+    big = json.dumps({"path": "/debug/big", "value": "x" * (1 << 20)})
+    r = bare_env.qsctl("call", "debug.set", "--params", "-", input=big)
+    assert r.returncode == 1 and "line too long" in r.stderr and "-32600" in r.stderr, r.stderr
+    # Two watches hold the two slots (the first says 2 once the second is in).
+    holder = streams(bare_env, "watch", "/daemon/clients")
+    second = streams(bare_env, "watch", "/daemon/version")
+    second.line()
+    wait_until(lambda: holder.line() == "2", 20, what="both slots taken")
+    r = bare_env.qsctl("get", "/daemon/version")
+    assert r.returncode == 1 and "Too many connections" in r.stderr, (r.returncode, r.stderr)
+    # watch --reconnect refused: it says so, backs off, and is served once a slot frees (it tried
+    # again at once, 20 000 times a second, each refusal a line in qsd's log).
+    w = streams(bare_env, "watch", "--reconnect", "/daemon/version", "-n", "1")
+    assert "Too many connections" in w.err_line()
+    second.close()
+    assert w.line() == '"0.1.0"'
+    assert bare_env.qsd_log().count("refusing a connection") < 100
+
+
+def test_watch_jq_stops_at_count_and_bounds_a_run(qenv):
+    """The outputs of one run were all collected before any was printed: `repeat(.)` grew until
+    the process died (bad_alloc), and --count could not stop it."""
+    r = qenv.qsctl("watch", "-n", "2", "--jq", "repeat(.)", "/daemon/protocol", timeout=20)
+    assert r.returncode == 0 and r.stdout == "1\n1\n", (r.returncode, r.stderr[-300:])
