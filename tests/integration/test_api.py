@@ -80,13 +80,17 @@ def run_example(c, method, example):
     return c.call(method, params)
 
 
+def described(c):
+    """The document rpc.discover serves, and the core and debug methods it describes."""
+    doc = c.call("rpc.discover")
+    return doc, [m for m in doc["methods"] if m["name"] in CORE + DEBUG]
+
+
 def test_every_example_is_accepted_and_every_result_matches_its_schema(daemon):
     _, c = daemon
-    doc = c.call("rpc.discover")
+    doc, methods = described(c)
     checked = 0
-    for m in doc["methods"]:
-        if m["name"] not in CORE + DEBUG:
-            continue
+    for m in methods:
         examples = m.get("examples") or [{"name": "no params", "params": []}]
         for ex in examples:
             result = run_example(c, m["name"], ex)
@@ -100,11 +104,8 @@ def test_an_optional_param_given_as_null_is_as_one_left_out(daemon):
     """protocol.md, Messages: "an optional param given as null is the same as one left out".
     debug.flood refused path: null, which it counted as given."""
     _, c = daemon
-    doc = c.call("rpc.discover")
     checked = 0
-    for m in doc["methods"]:
-        if m["name"] not in CORE + DEBUG:
-            continue
+    for m in described(c)[1]:
         for p in m.get("params", []):
             if p.get("required"):
                 continue
