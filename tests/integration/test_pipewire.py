@@ -258,7 +258,7 @@ def test_writes_in_a_row_answer_with_the_last(env):
     a default) wins: the calls still waiting answer with it, with what it found."""
     pw = world(env)
     a = pw.add_null("qsd_sink_a")
-    b = pw.add_null("qsd_sink_b")
+    pw.add_null("qsd_sink_b")
     env.start_qsd(backends=["pipewire"])
     c, sub = env.watch("/audio")
     c.wait_value(sub, "/audio/available", True, timeout=30)
