@@ -3,7 +3,8 @@ compositor built here from tests/integration/wayland_peer.c (libwayland-server, 
 protocol XML as the daemon): toplevel keys are the identifiers, also when wlr-foreign-toplevel-
 management is offered next to it (the two handles of a window are paired), a window whose ext
 handle comes late gets a counter key, ext-foreign-toplevel-list alone gives toplevels without
-states, and an identifier reused by a restarted compositor is not reused as a key. The same
+states, and an identifier reused by a restarted compositor is not reused as a key (after a
+restart, keys are counter values). The same
 compositor also sends a protocol error, which qsd treats as the compositor gone (and, since the
 compositor is still there, connects again after a delay), also when it does so to every
 connection for a while; a compositor killed (its socket left behind) is given up until its
@@ -183,9 +184,11 @@ def test_identifiers_reused_by_a_new_compositor_are_not_reused_as_keys(env, peer
     peer.send("add 1 b.app B", "add 2 c.app C")
     c.wait_value(sub, "/wayland/available", True, timeout=30)
     t = wait_tops(c, sub, lambda v: len(v) == 2)
-    assert "peer-5-2" in t and "peer-5-1" not in t
-    reused = [k for k, v in t.items() if v["appId"] == "b.app"]
-    assert reused and reused[0].isdigit()
+    # Identifiers are keys on the first compositor of qsd's life only: nothing remembers every
+    # key given (that grew by 85 bytes for every window ever opened), so after it every key is a
+    # counter value, which is never given twice.
+    assert "peer-5-2" not in t and "peer-5-1" not in t
+    assert all(k.isdigit() for k in t), t
     c.close()
 
 

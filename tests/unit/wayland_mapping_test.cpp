@@ -216,20 +216,29 @@ TEST(WaylandMapping, BuildsAToplevelWithEveryRequiredField) {
 }
 
 TEST(WaylandMapping, KeysToplevelsByIdentifierElseByAGrowingCounter) {
-	std::set<std::string> used;
-	auto taken = [&](const std::string& k) { return used.count(k) > 0; };
+	std::set<std::string> live;
+	auto taken = [&](const std::string& k) { return live.count(k) > 0; };
 	uint64_t counter = 0;
 	EXPECT_EQ(toplevelKey(std::string("c4d5e6f7"), counter, taken), "c4d5e6f7");
 	EXPECT_EQ(counter, 0u);
 	EXPECT_EQ(toplevelKey(std::nullopt, counter, taken), "1");
-	used = {"c4d5e6f7", "1", "2"};
-	// Taken (a reused identifier, a counter value used as an identifier): the next free number.
-	EXPECT_EQ(toplevelKey(std::string("c4d5e6f7"), counter, taken), "3");
-	EXPECT_EQ(toplevelKey(std::nullopt, counter, taken), "4");
+	live = {"c4d5e6f7", "1"};
+	// An identifier a live window has (a compositor that repeats itself): the next number.
+	EXPECT_EQ(toplevelKey(std::string("c4d5e6f7"), counter, taken), "2");
+	// A number the counter gave (its window may be gone, nothing remembers it): not used. One
+	// above the counter is, and the counter goes on from it; one no counter value can spell is.
+	EXPECT_EQ(toplevelKey(std::string("1"), counter, taken), "3");
+	EXPECT_EQ(toplevelKey(std::string("2"), counter, taken), "4");
+	EXPECT_EQ(toplevelKey(std::string("40"), counter, taken), "40");
+	EXPECT_EQ(counter, 40u);
+	EXPECT_EQ(toplevelKey(std::nullopt, counter, taken), "41");
+	EXPECT_EQ(toplevelKey(std::string("007"), counter, taken), "007");
+	EXPECT_EQ(toplevelKey(std::string(25, '9'), counter, taken), std::string(25, '9'));
+	EXPECT_EQ(counter, 41u);
 	// Not what the protocol promises: not trusted as a key.
-	EXPECT_EQ(toplevelKey(std::string(""), counter, taken), "5");
-	EXPECT_EQ(toplevelKey(std::string("has space"), counter, taken), "6");
-	EXPECT_EQ(toplevelKey(std::string(33, 'a'), counter, taken), "7");
+	EXPECT_EQ(toplevelKey(std::string(""), counter, taken), "42");
+	EXPECT_EQ(toplevelKey(std::string("has space"), counter, taken), "43");
+	EXPECT_EQ(toplevelKey(std::string(33, 'a'), counter, taken), "44");
 	EXPECT_TRUE(usableIdentifier(std::string(32, 'a')));
 	EXPECT_FALSE(usableIdentifier("tab\there"));
 	EXPECT_FALSE(usableIdentifier("\xc3\xa9t\xc3\xa9"));

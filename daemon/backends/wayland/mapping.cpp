@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -183,7 +184,19 @@ bool usableIdentifier(std::string_view identifier) {
 
 std::string toplevelKey(const std::optional<std::string>& identifier, uint64_t& counter,
                         const std::function<bool(const std::string&)>& taken) {
-	if (identifier && usableIdentifier(*identifier) && !taken(*identifier)) return *identifier;
+	if (identifier && usableIdentifier(*identifier) && !taken(*identifier)) {
+		const auto& id = *identifier;
+		bool numeric = std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
+		if (!numeric || id[0] == '0') return id;   // never a counter value's text
+		uint64_t value = 0;
+		auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), value);
+		if (ec == std::errc::result_out_of_range) return id;   // beyond any counter value
+		if (ec == std::errc() && end == id.data() + id.size() && value > counter) {
+			counter = value;
+			return id;
+		}
+		// A number the counter may have given already: not used.
+	}
 	for (;;) {
 		auto key = std::to_string(++counter);
 		if (!taken(key)) return key;

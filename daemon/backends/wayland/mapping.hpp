@@ -109,8 +109,10 @@ struct ToplevelInfo {
 // Whether an ext-foreign-toplevel-list identifier can be a key as it is: 1..32 printable ASCII
 // bytes (what the protocol promises; anything else is not trusted).
 [[nodiscard]] bool usableIdentifier(std::string_view identifier);
-// The key of a new toplevel: its identifier when usable and free, else the next decimal counter
-// value that is free (the counter only grows: keys are never reused within an epoch).
+// The key of a new toplevel: its identifier when usable and no live window has it, else the next
+// decimal counter value. The counter only grows, and a numeric identifier is a key only above it
+// (the counter then goes on from it) or when no counter value can equal it (a leading zero, more
+// than 20 digits): so no key is given twice within an epoch without remembering them (KeyBook).
 [[nodiscard]] std::string toplevelKey(const std::optional<std::string>& identifier, uint64_t& counter,
                                       const std::function<bool(const std::string&)>& taken);
 

@@ -314,8 +314,8 @@ void Toplevels::pairAndPublish(bool settled) {
 		}
 		std::optional<std::string> identifier;
 		if (w->ext && !w->ext->identifier.empty()) identifier = w->ext->identifier;
-		w->key = toplevelKey(identifier, keys_.counter, [this](const std::string& k) { return keys_.used.count(k) > 0; });
-		keys_.used.insert(w->key);
+		w->key = toplevelKey(keys_.identifiers ? identifier : std::nullopt, keys_.counter,
+		                     [this](const std::string& k) { return byKey_.count(k) > 0; });
 		byKey_[w->key] = w;
 	}
 	if (!ready_) return;

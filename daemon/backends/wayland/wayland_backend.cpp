@@ -255,6 +255,7 @@ void WaylandBackend::lost(const LostReason& reason) {
 
 void WaylandBackend::drop(const std::string& why) {
 	session_.reset();   // pending actions answer "backend unavailable"
+	keys_.identifiers = false;   // the next compositor may give the same identifiers (KeyBook)
 	context_.tree.set(kRoot, {{"available", false}});
 	setState(BackendState::Unavailable, why);
 	if (started()) locator_->watch();
