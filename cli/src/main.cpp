@@ -98,7 +98,8 @@ void die(int code, const char* fmt, ...) {
 void emit(const std::string& text) {
 	if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
 		// A closed pipe ends us quietly, like any filter (SIGPIPE when not ignored). Anything else
-		// (a full disk, a closed standard output) is said: status 3 read as "qsd is down".
+		// (a full disk, a closed standard output) is said, with a status of its own: it was 3,
+		// which a script reads as "qsd is down".
 		if (errno == EPIPE) std::exit(Ok);
 		die(OutputFailed, "cannot write the output: %s", std::strerror(errno));
 	}
