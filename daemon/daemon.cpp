@@ -91,6 +91,7 @@ void Daemon::busAnswered(BusSlot& bus, BusProbe::Result result, const std::strin
 		// Answered: this handshake takes a round trip. Refused: it fails at once, saying why.
 		try {
 			bus.connection = std::make_unique<BusConnection>(loop_, bus.kind);
+			if (bus.probe) bus.connection->setId(bus.probe->busId());
 			bus.error.clear();
 			if (bus.retry.failures()) log::notice("qsd", "the {} bus answered", which);
 			// A bus that goes away takes every proxy, match, owned name and agent registration

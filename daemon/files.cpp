@@ -1,8 +1,11 @@
 #include "files.hpp"
 
+#include "log.hpp"
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,6 +79,17 @@ std::string fileUrl(std::string_view path) {
 		}
 	}
 	return out;
+}
+
+bool writeKeptFile(const std::string& path, std::string_view data, bool& failed, const char* area,
+                   const char* consequence) {
+	std::string error;
+	if (writeFileAtomically(path, data, &error)) {
+		failed = false;
+		return true;
+	}
+	if (!std::exchange(failed, true)) log::warning(area, "cannot write {}: {} ({})", path, error, consequence);
+	return false;
 }
 
 } // namespace qsd

@@ -24,6 +24,12 @@ namespace qsd {
 // it. False, with errno's text in `error`, when it could not (the old file is then untouched).
 bool writeFileAtomically(const std::string& path, std::string_view data, std::string* error = nullptr);
 
+// writeFileAtomically for a file qsd writes again and again (a backend's state for its next run):
+// a failure is logged once, as a warning of `area` saying what it costs (`consequence`), until a
+// write works again; `failed` is the caller's memory of that. False when the write failed.
+bool writeKeptFile(const std::string& path, std::string_view data, bool& failed, const char* area,
+                   const char* consequence);
+
 // A file path as a file:// URL, percent-encoding what RFC 3986 does not allow in a path.
 [[nodiscard]] std::string fileUrl(std::string_view path);
 

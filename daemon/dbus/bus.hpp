@@ -40,6 +40,11 @@ public:
 	[[nodiscard]] sdbus::IProxy& daemon();
 	// NameOwnerChanged, one match per distinct rule whatever the number of watchers.
 	[[nodiscard]] NameTracker& names();
+	// The bus's id, as its probe read it (BusProbe::busId; "" when not known). The tray and MPRIS
+	// tell their files of qsd's last run on this bus from a later bus's by it. (The probe and this
+	// connection reach the same bus daemon: one that goes away ends qsd, exit status 3.)
+	[[nodiscard]] const std::string& id() const { return id_; }
+	void setId(std::string id) { id_ = std::move(id); }
 	// Our unique name (":1.42"). The first read waits for the bus's Hello reply: start-up only.
 	[[nodiscard]] const std::string& uniqueName();
 	// Destroys `proxy` on the next loop pass: a call of it may be running now.
@@ -66,6 +71,7 @@ private:
 	std::unique_ptr<sdbus::IProxy> daemon_;
 	std::unique_ptr<NameTracker> names_;
 	std::string unique_;
+	std::string id_;
 	std::vector<std::unique_ptr<sdbus::IProxy>> graveyard_;
 	EventSource reaper_;
 	std::function<void()> onLost_;

@@ -47,8 +47,11 @@ int BusProbe::onReply(sd_bus_message* reply, void* userdata, sd_bus_error*) {
 	// bus daemon (a bus without GetId) is an answer: the connection works.
 	if (e && (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) || sd_bus_error_has_name(e, SD_BUS_ERROR_DISCONNECTED)))
 		self->settle(Result::NoAnswer, e->message ? e->message : e->name);
-	else
+	else {
+		const char* id = nullptr;
+		if (!e && sd_bus_message_read(reply, "s", &id) > 0 && id) self->id_ = id;
 		self->settle(Result::Answered, {});
+	}
 	return 0;
 }
 

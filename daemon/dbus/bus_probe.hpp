@@ -27,6 +27,8 @@ public:
 		NoAnswer,   // nothing within the timeout, or the bus closed the connection: `why`
 	};
 	using Done = std::function<void(Result result, const std::string& why)>;
+	// The bus's id (org.freedesktop.DBus.GetId, which the probe asks): empty until answered.
+	[[nodiscard]] const std::string& busId() const { return id_; }
 
 	// Starts asking (DBUS_SYSTEM_BUS_ADDRESS / DBUS_SESSION_BUS_ADDRESS, as sd-bus and sdbus-c++
 	// read them). `done` runs once, from the loop, never from this constructor.
@@ -48,6 +50,7 @@ private:
 	Done done_;
 	Result result_ = Result::NoAnswer;
 	std::string why_;
+	std::string id_;
 	bool settled_ = false;
 };
 

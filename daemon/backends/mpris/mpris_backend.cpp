@@ -211,16 +211,10 @@ void MprisBackend::onBusStart() {
 	if (const char* rt = std::getenv("XDG_RUNTIME_DIR"); rt && rt[0] == '/')
 		savedPath_ = std::string(rt) + "/qsd/media-players.json";
 	saveTimer_ = context_.loop.addIdleTimer([this] { save(); }, "mpris-save");
-	// The bus's id first: the players ListNames gives take back their places of qsd's last run
-	// on this bus. Without an answer they are ranked anew.
-	calls_.start("list", bus().daemon().callMethodAsync("GetId").onInterface(kBusIface).withTimeout(kCallTimeout),
-	             [this](const sdbus::Error* e, std::string id) {
-		             if (!e) {
-			             busId_ = std::move(id);
-			             readSaved();
-		             }
-		             listNames();
-	             });
+	// The players ListNames gives take back their places of qsd's last run on this bus.
+	busId_ = bus().id();
+	readSaved();
+	listNames();
 }
 
 void MprisBackend::readSaved() {
@@ -251,13 +245,8 @@ void MprisBackend::save() {
 	out.pinned = pinned_;
 	for (const auto& [key, p]: players_)
 		out.players.push_back({key, p->owner, p->appearedSeq, p->startedSeq, p->status == "playing", p->lastActiveAt});
-	std::string error;
-	if (writeFileAtomically(savedPath_, savedPlayersText(busId_, out), &error)) {
-		saveFailed_ = false;
-	} else if (!saveFailed_) {
-		saveFailed_ = true;
-		log::warning("mpris", "cannot write {}: {} (the active player may change if qsd restarts)", savedPath_, error);
-	}
+	writeKeptFile(savedPath_, savedPlayersText(busId_, out), saveFailed_, "mpris",
+	              "the active player may change if qsd restarts");
 }
 
 void MprisBackend::onBusStop() {

@@ -223,7 +223,7 @@ private:
 	uint64_t seq_ = 0;
 	std::optional<std::string> pinned_;
 	std::string savedPath_;                 // $XDG_RUNTIME_DIR/qsd/media-players.json ("": not kept)
-	std::string busId_;                     // org.freedesktop.DBus.GetId ("": not answered)
+	std::string busId_;                     // the bus's id (BusConnection::id; "": not known)
 	std::map<std::string, SavedPlayer> saved_;   // by key, until settle()
 	std::optional<std::string> savedPin_;
 	EventSource saveTimer_;

@@ -529,15 +529,11 @@ void NotificationsBackend::save(bool clean) {
 		warnOnce("stateFileBudget", fmt::format("history and the notifications shown would take more than {} MiB in {}; the "
 		                                        "oldest entries are left out of the file (history's are shown until qsd stops)",
 		                                        kMaxStateFileBytes >> 20, statePath_));
-	std::string error;
 	lastSave_ = context_.loop.now();
-	if (writeFileAtomically(statePath_, text, &error)) {
+	// The consequence: what a restart of qsd would lose.
+	if (writeKeptFile(statePath_, text, stateWarned_, "notifications",
+	                  "history, the notifications shown and Do-Not-Disturb would be lost if qsd restarts"))
 		reservedId_ = state.reservedId;
-		stateWarned_ = false;
-	} else if (!stateWarned_) {
-		stateWarned_ = true;
-		log::warning("notifications", "cannot write {}: {}", statePath_, error);
-	}
 }
 
 void NotificationsBackend::takeStateFromFile() {

@@ -67,7 +67,8 @@ void TrayBackend::onBusStart() {
 
 	// The list qsd's last run left, told from another bus's by the bus's id.
 	if (const char* rt = std::getenv("XDG_RUNTIME_DIR"); rt && rt[0] == '/') savedPath_ = std::string(rt) + "/qsd/tray-items.json";
-	readBusId();
+	busId_ = bus().id();
+	if (busId_.empty()) log::warning("tray", "the bus's id is not known: the item list is not kept across restarts");
 
 	// The watcher object is served from the start, whatever the role: it is only reachable
 	// through the well-known name once qsd owns it (before that, only through qsd's unique name,
@@ -95,7 +96,6 @@ void TrayBackend::onBusStop() {
 	otherWatcher_.reset();
 	busId_.clear();
 	saveNeeded_ = false;
-	idOut_ = false;
 	adoptsOut_ = 0;
 	settled_ = waitedEnough_ = false;
 	unsettled_ = 0;
@@ -328,25 +328,6 @@ void TrayBackend::watcherItemsChanged() {
 // ---------------------------------------------------------------------------------------------
 // the list across qsd's restarts
 
-void TrayBackend::readBusId() {
-	idOut_ = true;
-	calls_.start("names", bus().daemon().callMethodAsync("GetId").onInterface("org.freedesktop.DBus"),
-	             [this](const sdbus::Error* e, std::string id) {
-		             idOut_ = false;
-		             if (e) {
-			             log::warning("tray", "the bus did not give its id ({}): the item list is not kept across restarts",
-			                          e->getMessage());
-			             return settle();
-		             }
-		             busId_ = std::move(id);
-		             if (role_ != Role::Watcher) return;
-		             adoptSavedItems();
-		             saveNeeded_ = true;
-		             if (deferred_) deferred_.setEnabled(SD_EVENT_ONESHOT);
-		             settle();
-	             });
-}
-
 void TrayBackend::adoptSavedItems() {
 	if (savedPath_.empty() || busId_.empty() || role_ != Role::Watcher) return;
 	auto text = readFile(savedPath_, kMaxSavedItemsFile);
@@ -374,13 +355,8 @@ void TrayBackend::saveItems() {
 	std::vector<SavedItem> list;
 	for (const auto& key: order_)
 		if (const Item* item = findItem(key); item && !item->owner.empty()) list.push_back({item->address, item->owner});
-	std::string error;
-	if (writeFileAtomically(savedPath_, savedItemsText(busId_, list), &error)) {
-		saveFailed_ = false;
-	} else if (!saveFailed_) {
-		saveFailed_ = true;
-		log::warning("tray", "cannot write {}: {} (items that register only once would be lost if qsd restarts)", savedPath_, error);
-	}
+	writeKeptFile(savedPath_, savedItemsText(busId_, list), saveFailed_, "tray",
+	              "items that register only once would be lost if qsd restarts");
 }
 
 namespace {
@@ -517,7 +493,7 @@ void TrayBackend::updateAvailable() {
 // Clients keep /tray as it was across a reconnect until the backend runs: said as qsd became the
 // watcher, before the items of its last run (or another watcher's list) were read again, it
 // emptied every bar's tray at each restart of qsd, and closed an open menu. So the first time,
-// the items known then are waited for: the saved list (GetId, then each entry's owner), every
+// the items known then are waited for: the saved list (each entry's owner asked), every
 // item being read (those of the list, and any that registered meanwhile), kStartWait at most
 // from the moment the role was known.
 void TrayBackend::settle() {
@@ -531,7 +507,7 @@ void TrayBackend::settle() {
 			    settle();
 		    },
 		    "tray-start-wait");
-	if (!waitedEnough_ && (unsettled_ > 0 || (role_ == Role::Watcher && (idOut_ || adoptsOut_ > 0)))) return;
+	if (!waitedEnough_ && (unsettled_ > 0 || (role_ == Role::Watcher && adoptsOut_ > 0))) return;
 	settled_ = true;
 	startWait_.reset();
 	context_.tree.set("/tray/available", true);

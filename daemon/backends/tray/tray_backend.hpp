@@ -143,7 +143,6 @@ private:
 	void watcherLate(Retry& retry, const char* what, EventLoop::Handler again);
 	void emitWatcher(const char* member, const std::string* arg = nullptr);
 	void watcherItemsChanged();
-	void readBusId();
 	void adoptSavedItems();
 	void saveItems();
 	// tray_peers.cpp: the watcher's limits per connection, its coalesced signals.
@@ -250,10 +249,9 @@ private:
 	bool hostUnregistered_ = false;
 	// The watcher's list for qsd's next run on this bus (mapping.hpp, SavedItem).
 	std::string savedPath_;                      // $XDG_RUNTIME_DIR/qsd/tray-items.json ("": not kept)
-	std::string busId_;                          // the bus's id, once GetId answered
+	std::string busId_;                          // the bus's id (BusConnection::id)
 	bool saveNeeded_ = false;                    // the list or an item's owner changed this pass
 	bool saveFailed_ = false;                    // a write failed (logged once)
-	bool idOut_ = false;                         // GetId is out: the saved list waits for it
 	size_t adoptsOut_ = 0;                       // GetNameOwner of saved items out
 	// Start-up (settle()): said `running` once; the items not settled; the wait's bound.
 	bool settled_ = false;
