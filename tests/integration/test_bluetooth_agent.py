@@ -277,6 +277,22 @@ def test_cancel_removes_the_request(agent):
     assert err.value.code == -32001
 
 
+def test_cancel_ends_the_question_and_not_another_devices_passkey(agent):
+    # A keyboard shows a passkey to type while a headset's confirmation is cancelled: BlueZ's
+    # Cancel is about the call it waits for, and the keyboard's pairing goes on.
+    dbus = dbus_mod()
+    agent.bz.add_device(address="AA:BB:CC:DD:EE:FF", alias="Keyboard")
+    keyboard = dbus.ObjectPath("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF")
+    agent.ask("DisplayPasskey", "ouq", keyboard, dbus.UInt32(654321), dbus.UInt16(0))
+    agent.ask("RequestConfirmation", "ou", dev_path(), dbus.UInt32(111111))
+    agent.wait_request(2)
+    assert agent.bz.wait_agent_result(agent.ask("Cancel", "")) == ["ok"]
+    agent.c.wait_for(lambda: [r["kind"] for r in agent.requests().values()] == ["displayPasskey"],
+                     what="the question ended, the passkey still shown")
+    shown = next(iter(agent.requests().values()))
+    assert (shown["device"], shown["passkey"]) == ("hci0_AA_BB_CC_DD_EE_FF", "654321")
+
+
 def test_unanswered_requests_time_out(env):
     agent = Agent(env, timeout_ms=300)
     token = agent.ask("RequestConfirmation", "ou", dev_path(), dbus_mod().UInt32(5))

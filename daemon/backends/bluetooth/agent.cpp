@@ -253,9 +253,16 @@ void BluetoothBackend::cancelAllRequests(const char* reason) {
 void BluetoothBackend::onAgentCancel(sdbus::MethodCall call) {
 	if (!fromBluez(call)) throw sdbus::Error("org.freedesktop.DBus.Error.AccessDenied", "only BlueZ may call this agent");
 	// BlueZ gave up on its question (its own timeout, the pairing failed or was cancelled): it
-	// waits for no answer to it any more.
-	for (auto& [_, r]: requests_) r.replied = true;
-	cancelAllRequests("BlueZ cancelled it");
+	// waits for no answer to it any more. Only a question is cancelled: what BlueZ shows
+	// (DisplayPasskey, DisplayPinCode) waited for no answer, and another device's passkey still
+	// being typed is not ended by this one's cancel. A shown request ends with its pairing.
+	std::vector<uint64_t> ids;
+	for (auto& [n, r]: requests_) {
+		if (answeredAtOnce(r.kind)) continue;
+		r.replied = true;
+		ids.push_back(n);
+	}
+	for (auto n: ids) endRequest(n, "BlueZ cancelled it");
 	replyEmpty(call);
 }
 
