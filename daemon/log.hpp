@@ -16,7 +16,12 @@ enum class Level { Error = 3, Warning = 4, Notice = 5, Info = 6, Debug = 7 };
 void init();                      // reads JOURNAL_STREAM and QSD_DEBUG once
 void setVerbose(bool debug);
 [[nodiscard]] bool enabled(Level level);
+// Writes one line: the message as oneLine() gives it; at most 100 lines per category in 10 s
+// (Debug lines aside), the rest counted and said with the next line let through.
 void write(Level level, std::string_view category, std::string_view message);
+// The message as one line: control characters and bytes that are not UTF-8 as \n, \r, \t or
+// \xNN, trailing white space dropped, cut after 4096 bytes (with how many more there were).
+[[nodiscard]] std::string oneLine(std::string_view message);
 
 // At a level chosen at run time (Debug lines are formatted only when they are written).
 template <typename... Args>

@@ -382,6 +382,29 @@ def test_hosts_are_kept_per_connection_within_a_limit(env):
     responsive(env)
 
 
+def test_invalid_registrations_are_logged_as_one_bounded_line_within_a_limit(env):
+    # Any application can register anything in a loop: each invalid registration was logged
+    # whole (1 MiB in one line), every time (2 000 lines in 0.2 s), and a newline in it started a
+    # line of the peer's own, which journald reads as an entry at the priority its "<N>" says.
+    c, sub = start(env)
+    peer = LoopBus(env)
+    forged = "x\n<0>qsd: error: tray: FORGED"
+    results = peer.calls("RegisterStatusNotifierItem", [forged] + [f"bad item {i}" for i in range(2000)] + ["y" * (1 << 20)])
+    assert results == ["org.freedesktop.DBus.Error.InvalidArgs"] * 2002
+    try:
+        peer.watcher.RegisterStatusNotifierItem("z" * (1 << 20), dbus_interface=t.WATCHER)
+        raise AssertionError("a 1 MiB name was registered")
+    except peer.dbus.DBusException as e:
+        assert e.get_dbus_name() == "org.freedesktop.DBus.Error.InvalidArgs" and len(str(e)) < 600
+    peer.sync()
+    log = env.qsd_log()
+    assert "registered an invalid item \"x\\n<0>qsd: error: tray: FORGED\"" in log
+    assert not any(line.startswith("<0>") or "FORGED" in line and "invalid item" not in line for line in log.splitlines())
+    assert log.count("registered an invalid item") <= 33
+    assert max(len(line) for line in log.splitlines()) < 4096
+    responsive(env)
+
+
 def test_items_are_kept_per_connection_and_the_list_is_announced_once_a_pass(env):
     # One connection registering thousands of object paths: each registration broadcast the
     # whole RegisteredStatusNotifierItems (quadratic: 10 000 paths took 813 MiB).

@@ -1,5 +1,7 @@
 #include "mapping.hpp"
 
+#include "../../text.hpp"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -252,36 +254,11 @@ Security securityFromAp(uint32_t caps, bool adhoc, uint32_t flags, uint32_t wpa,
 }
 
 bool isValidUtf8(std::string_view s) {
-	size_t i = 0;
-	const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-	while (i < s.size()) {
-		unsigned char c = p[i];
-		size_t n;
-		uint32_t cp;
-		if (c < 0x80) {
-			++i;
-			continue;
-		} else if ((c & 0xE0) == 0xC0) {
-			n = 1;
-			cp = c & 0x1F;
-		} else if ((c & 0xF0) == 0xE0) {
-			n = 2;
-			cp = c & 0x0F;
-		} else if ((c & 0xF8) == 0xF0) {
-			n = 3;
-			cp = c & 0x07;
-		} else {
-			return false;
-		}
-		if (i + n >= s.size()) return false;   // truncated sequence
-		for (size_t k = 1; k <= n; ++k) {
-			if (i + k >= s.size() || (p[i + k] & 0xC0) != 0x80) return false;
-			cp = (cp << 6) | (p[i + k] & 0x3F);
-		}
-		// Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
-		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;
-		if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-		i += n + 1;
+	for (size_t i = 0; i < s.size();) {
+		// NUL is a byte of an SSID like any other here; utf8SequenceAt refuses it.
+		size_t n = s[i] == '\0' ? 1 : utf8SequenceAt(s, i);
+		if (n == 0) return false;
+		i += n;
 	}
 	return true;
 }

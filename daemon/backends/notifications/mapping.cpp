@@ -2,6 +2,8 @@
 
 #include "wire.hpp"
 
+#include "../../text.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,24 +36,6 @@ void appendCodePoint(std::string& out, uint32_t cp) {
 		out += char(0x80 | ((cp >> 6) & 0x3F));
 		out += char(0x80 | (cp & 0x3F));
 	}
-}
-
-// The length of the well-formed UTF-8 sequence at `i` (Unicode's table 3-7), 0 when there is none.
-size_t sequenceAt(std::string_view s, size_t i) {
-	auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-	unsigned char c = b(i);
-	if (c >= 0x01 && c <= 0x7F) return 1;
-	auto cont = [&](size_t k, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
-		return k < s.size() && b(k) >= lo && b(k) <= hi;
-	};
-	if (c >= 0xC2 && c <= 0xDF) return cont(i + 1) ? 2 : 0;
-	if (c == 0xE0) return cont(i + 1, 0xA0) && cont(i + 2) ? 3 : 0;
-	if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) return cont(i + 1) && cont(i + 2) ? 3 : 0;
-	if (c == 0xED) return cont(i + 1, 0x80, 0x9F) && cont(i + 2) ? 3 : 0;
-	if (c == 0xF0) return cont(i + 1, 0x90) && cont(i + 2) && cont(i + 3) ? 4 : 0;
-	if (c >= 0xF1 && c <= 0xF3) return cont(i + 1) && cont(i + 2) && cont(i + 3) ? 4 : 0;
-	if (c == 0xF4) return cont(i + 1, 0x80, 0x8F) && cont(i + 2) && cont(i + 3) ? 4 : 0;
-	return 0;
 }
 
 bool startsWithNoCase(std::string_view s, std::string_view prefix) {
@@ -148,7 +132,7 @@ std::string validUtf8(std::string_view text) {
 	std::string out;
 	out.reserve(text.size());
 	for (size_t i = 0; i < text.size();) {
-		size_t n = sequenceAt(text, i);
+		size_t n = utf8SequenceAt(text, i);
 		if (n == 0) {
 			out += kReplacement;
 			++i;

@@ -20,6 +20,7 @@
 #include "../../dbus/properties.hpp"
 #include "../../files.hpp"
 #include "../../log.hpp"
+#include "../../text.hpp"
 
 #include <qsd/protocol/mirror.hpp>
 
@@ -384,8 +385,14 @@ void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
 	if (role_ != Role::Watcher) throw notTheWatcher();
 	auto a = parseRegistration(arg, sender);
 	if (!a) {
-		log::info("tray", "{} registered an invalid item \"{}\"", sender, arg);
-		throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", "\"" + arg + "\" is not a bus name or an object path");
+		// Any application can send this in a loop, with an argument as long as a D-Bus message:
+		// the log and the error carry a bounded part of it, the log at most peerLog_'s lines.
+		auto shown = std::string(cutAtCharacter(arg, 256)) + (arg.size() > 256 ? "..." : "");
+		uint64_t suppressed = 0;
+		if (peerLog(suppressed))
+			log::info("tray", "{} registered an invalid item \"{}\"{}", sender, shown,
+			          suppressed ? fmt::format(" ({} more registrations and refusals not logged)", suppressed) : "");
+		throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", "\"" + shown + "\" is not a bus name or an object path");
 	}
 	// Registering a key again is harmless.
 	if (items_.count(a->key())) {

@@ -243,7 +243,7 @@ private:
 	// for another connection's name.
 	std::map<std::string, size_t> itemsPerConnection_;
 	PixmapBudget pixmaps_;                       // what the items' pixmap caches hold, per connection
-	log::Limiter peerLog_{32, 10'000'000};         // host registrations, refusals: 32 lines per 10 s
+	log::Limiter peerLog_{32, 10'000'000};         // registrations, refusals, malformed signals: 32 lines per 10 s
 	bool itemsChanged_ = false;                  // RegisteredStatusNotifierItems changed this pass
 	bool hostRegistered_ = false;                // ... a host registered, or one left
 	bool hostUnregistered_ = false;

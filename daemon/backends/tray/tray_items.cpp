@@ -405,7 +405,11 @@ void TrayBackend::onItemSignal(sdbus::Message& msg) {
 		auto props = propertiesOfSignal(member);
 		if (!props.empty()) queueRefresh(*item, props);
 	} catch (const sdbus::Error& e) {
-		log::warning("tray", "malformed item signal from {}: {}", msg.getSender(), e.getMessage());
+		// An item can send these in a loop: peerLog_'s lines at most.
+		uint64_t suppressed = 0;
+		if (peerLog(suppressed))
+			log::warning("tray", "malformed item signal from {}: {}{}", msg.getSender(), e.getMessage(),
+			             suppressed ? fmt::format(" ({} more lines of peers not logged)", suppressed) : "");
 	}
 }
 

@@ -238,7 +238,11 @@ void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 			emitEvent("tray.menuActivationRequested", {{"item", item->key}, {"id", id}});
 		}
 	} catch (const sdbus::Error& e) {
-		log::warning("tray", "malformed menu signal from {}: {}", msg.getSender(), e.getMessage());
+		// An item can send these in a loop: peerLog_'s lines at most.
+		uint64_t suppressed = 0;
+		if (peerLog(suppressed))
+			log::warning("tray", "malformed menu signal from {}: {}{}", msg.getSender(), e.getMessage(),
+			             suppressed ? fmt::format(" ({} more lines of peers not logged)", suppressed) : "");
 	}
 }
 
