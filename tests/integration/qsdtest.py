@@ -93,6 +93,51 @@ CRASH_MARKERS = ("Sanitizer", "runtime error", "terminate called", "Segmentation
 CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
 
 
+ACTIVATED_QSD = """#!/bin/sh
+echo $$ > {pidfile}
+exec {qsd} --backends={backends} --debug-api >> {log} 2>&1
+"""
+
+
+def activating_session_bus(env, service, backends):
+    """Replaces env's session bus with one that starts qsd by D-Bus activation through the built
+    service file `service` (systemd/<service>), its Exec pointed at a script that runs the built
+    qsd with `backends` (the installed path does not exist here). Returns the file the started
+    qsd's pid is written to; the keys of the built file are checked first."""
+    built = open(os.path.join(BUILD, "systemd", service)).read()
+    keys = dict(line.split("=", 1) for line in built.splitlines() if "=" in line and not line.startswith("#"))
+    assert keys["SystemdService"] == "qsd.service"
+    assert os.path.isabs(keys["Exec"]) and keys["Exec"].endswith("/qsd")
+    services = os.path.join(env.dir, "services")
+    os.makedirs(services)
+    pidfile = os.path.join(env.dir, "qsd.pid")
+    script = os.path.join(env.dir, "start-qsd.sh")
+    with open(script, "w") as f:
+        f.write(ACTIVATED_QSD.format(pidfile=pidfile, qsd=os.path.abspath(QSD), backends=",".join(backends),
+                                     log=os.path.join(env.dir, "qsd-activated.log")))
+    os.chmod(script, 0o755)
+    with open(os.path.join(services, service), "w") as f:
+        f.write(built.replace("Exec=" + keys["Exec"], "Exec=" + script))
+    env.buses["session"].terminate()
+    env.buses["session"].wait(10)
+    conf = os.path.join(env.dir, "session-activating.conf")
+    text = BUS_CONF.format(kind="session", path=os.path.join(env.dir, "session_activating_bus_socket"))
+    with open(conf, "w") as f:
+        f.write(text.replace("<auth>EXTERNAL</auth>", f"<auth>EXTERNAL</auth>\n  <servicedir>{services}</servicedir>"))
+    env.env["DBUS_SESSION_BUS_ADDRESS"] = env.start_bus("session", conf)
+    return pidfile
+
+
+def stop_activated_qsd(env, pidfile):
+    """Stops the qsd the bus started (its pid in `pidfile`) and checks its log for crashes."""
+    pid = int(open(pidfile).read())
+    os.kill(pid, signal.SIGTERM)
+    wait_until(lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z",
+               10, what="the activated qsd's exit")
+    log = env.qsd_log()
+    assert not crash_markers(log), log[-4000:]
+
+
 def crash_markers(log):
     """The crash markers found in a log (empty when it is clean)."""
     return [m for m in CRASH_MARKERS if m in log]

@@ -15,7 +15,7 @@ import pytest
 import notifyutil as n
 import trayutil
 from notifyutil import history, items, notify_send
-from qsdtest import BUILD, BUS_CONF, QSD, RpcError, crash_markers, wait_until
+from qsdtest import BUILD, RpcError, activating_session_bus, stop_activated_qsd, wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -55,38 +55,13 @@ def test_qsd_waits_behind_another_server_and_takes_over_when_it_leaves(env):
     assert int(nid) > int(earlier)
 
 
-ACTIVATED = """#!/bin/sh
-echo $$ > {pidfile}
-exec {qsd} --backends=notifications --debug-api >> {log} 2>&1
-"""
-
-
 def test_a_notification_sent_before_qsd_runs_starts_it(env):
     """The installed service file makes the session bus start qsd for the first notification
     (before any bar connected to qsd's socket): notify-send gets qsd's id, and the notification
-    is in the tree when a client connects. The built file's Exec is pointed at a script that
-    runs the built qsd, as the install path does not exist here."""
+    is in the tree when a client connects."""
     built = open(os.path.join(BUILD, "systemd", "org.qsd.Notifications.service")).read()
-    keys = dict(line.split("=", 1) for line in built.splitlines() if "=" in line and not line.startswith("#"))
-    assert keys["Name"] == n.NAME and keys["SystemdService"] == "qsd.service"
-    assert os.path.isabs(keys["Exec"]) and keys["Exec"].endswith("/qsd")
-    services = os.path.join(env.dir, "services")
-    os.makedirs(services)
-    pidfile = os.path.join(env.dir, "qsd.pid")
-    script = os.path.join(env.dir, "start-qsd.sh")
-    with open(script, "w") as f:
-        f.write(ACTIVATED.format(pidfile=pidfile, qsd=os.path.abspath(QSD), log=os.path.join(env.dir, "qsd-activated.log")))
-    os.chmod(script, 0o755)
-    with open(os.path.join(services, "org.qsd.Notifications.service"), "w") as f:
-        f.write(built.replace("Exec=" + keys["Exec"], "Exec=" + script))
-    # This world's session bus, replaced by one that can start services from that directory.
-    env.buses["session"].terminate()
-    env.buses["session"].wait(10)
-    conf = os.path.join(env.dir, "session-activating.conf")
-    text = BUS_CONF.format(kind="session", path=os.path.join(env.dir, "session_activating_bus_socket"))
-    with open(conf, "w") as f:
-        f.write(text.replace("<auth>EXTERNAL</auth>", f"<auth>EXTERNAL</auth>\n  <servicedir>{services}</servicedir>"))
-    env.env["DBUS_SESSION_BUS_ADDRESS"] = env.start_bus("session", conf)
+    assert f"Name={n.NAME}" in built.splitlines()
+    pidfile = activating_session_bus(env, "org.qsd.Notifications.service", ["notifications"])
 
     # No qsd runs: the bus starts it, and notify-send's call waits for it to own the name.
     nid = notify_send(env, "-p", "Before any bar").stdout.strip()
@@ -102,11 +77,7 @@ def test_a_notification_sent_before_qsd_runs_starts_it(env):
         c.wait_for(lambda: nid2 in items(c, sub), what="the second notification")
         assert int(open(pidfile).read()) == pid
     finally:
-        os.kill(pid, signal.SIGTERM)
-        wait_until(lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z",
-                   10, what="the activated qsd's exit")
-    log = env.qsd_log()
-    assert not crash_markers(log), log[-4000:]
+        stop_activated_qsd(env, pidfile)
 
 
 def test_a_second_qsd_waits_and_continues_the_ids_and_the_history(env):

@@ -3,11 +3,12 @@ a private session bus with real items (tray_item.py) and a small watcher (tray_w
 Assertions go through qsd's socket, and through the bus where the watcher API is the subject."""
 
 import json
+import os
 
 import pytest
 
 import trayutil as t
-from qsdtest import RpcError, wait_until
+from qsdtest import BUILD, RpcError, activating_session_bus, stop_activated_qsd, wait_until
 
 ITEMS = "/tray/items"
 
@@ -99,6 +100,26 @@ def test_items_started_before_qsd_register_when_it_appears(env):
     c, sub = env.watch("/tray", "/daemon/backends/tray")
     c.wait_for(lambda: "org.qsdtest.Early/StatusNotifierItem" in items(c, sub), timeout=30, what="early item")
     assert p.poll() is None
+
+
+def test_an_item_registered_once_before_qsd_runs_starts_it(env):
+    # qsd.socket is enabled and qsd.service is not (the preset): at login, before any bar has
+    # connected, no qsd runs. An application that registers its item once then (trayscale, the
+    # ProtonVPN app) got ServiceUnknown, and its icon was missing for the whole session. The
+    # installed service file makes the bus start qsd for it.
+    built = open(os.path.join(BUILD, "systemd", "org.qsd.StatusNotifierWatcher.service")).read()
+    assert f"Name={t.WATCHER}" in built.splitlines()
+    pidfile = activating_session_bus(env, "org.qsd.StatusNotifierWatcher.service", ["tray"])
+    t.start_items(env, [item_cfg("org.qsdtest.OneShot", "name", Title="registers once")])
+    try:
+        wait_until(lambda: any(call[0].startswith("register") for call in t.calls(env, "org.qsdtest.OneShot")), 30,
+                   what="the item's registration answered")
+        assert [call for call in t.calls(env, "org.qsdtest.OneShot") if call[0].startswith("register")] == [["registered"]]
+        c, sub = env.watch("/tray")
+        c.wait_for(lambda: "org.qsdtest.OneShot/StatusNotifierItem" in items(c, sub), timeout=30, what="the item")
+        assert items(c, sub)["org.qsdtest.OneShot/StatusNotifierItem"]["title"] == "registers once"
+    finally:
+        stop_activated_qsd(env, pidfile)
 
 
 def test_host_of_another_watcher_then_takeover_without_blinking(env):
