@@ -315,6 +315,39 @@ def test_ppd_restart_keeps_client_holds(env):
     c.wait_value(sub, "/power/profiles/holds", {})
 
 
+def test_a_hold_the_daemon_released_is_over(env):
+    # power-profiles-daemon releases every hold when the user picks a profile (ProfileReleased
+    # with each cookie, and an empty ActiveProfileHolds; the mock does neither on its own, so the
+    # test does it as the daemon would). qsd went on showing the hold "active", and made it again
+    # after a restart of the daemon, undoing the user's choice.
+    ppd = start_hadess(env)
+    env.start_qsd(backends=["upower"])
+    c, sub = env.watch("/power")
+    c.wait_value(sub, "/power/profiles/available", True)
+    holder = env.client()
+    cookie = holder.call("power.holdProfile", {"profile": "performance", "reason": "game", "applicationId": "g"})["cookie"]
+    c.wait_value(sub, "/power/profiles/holds/g:performance/state", "active")
+    c.call("power.setProfile", {"profile": "powerSaver"})
+    mock = dbus_mod().Interface(ppd_obj(env), MOCK)
+    ppd_cookie = 1   # the mock counts its cookies from 1
+    mock.UpdateProperties(HADESS[2], {"ActiveProfileHolds": dbus_mod().Array([], signature="a{sv}")})
+    mock.EmitSignal(HADESS[2], "ProfileReleased", "u", [dbus_mod().UInt32(ppd_cookie)])
+    c.wait_value(sub, "/power/profiles/holds", {})
+    # Over for its client too: its cookie names no hold any more.
+    with pytest.raises(RpcError) as e:
+        holder.call("power.releaseProfile", {"cookie": cookie})
+    assert e.value.code == -32001
+    assert method_calls(ppd_obj(env), "ReleaseProfile") == []
+    # A new instance of the daemon does not get it again.
+    stop(ppd)
+    c.wait_value(sub, "/power/profiles", {"available": False})
+    start_hadess(env, ActiveProfile="power-saver")
+    c.wait_value(sub, "/power/profiles/profile", "powerSaver")
+    holder.sync()
+    assert method_calls(ppd_obj(env), "HoldProfile") == []
+    assert power(c, sub)["profiles"]["holds"] == {}
+
+
 def test_no_services(env):
     env.start_qsd(backends=["upower"])
     c, sub = env.watch("/power", "/daemon/backends/upower")

@@ -125,6 +125,30 @@ void UpowerBackend::ppdPropertiesChanged(size_t service, sdbus::Message& msg) {
 	if (ppdProps_.apply(msg)) publishProfiles();
 }
 
+// power-profiles-daemon let go of a hold on its own: it releases every hold when the user picks a
+// profile (its "set_active_profile by user request"), and says so with ProfileReleased(cookie).
+// Such a hold is over: it leaves the tree and its client's lease ends. Kept, it showed `active`
+// for as long as its client stayed, and was made again after a restart of the daemon, undoing
+// the user's choice.
+void UpowerBackend::ppdProfileReleased(size_t service, sdbus::Message& msg) {
+	if (int(service) != ppdActive_ || msg.getSender() != ppdOwner_) return;
+	uint32_t cookie = 0;
+	try {
+		msg >> cookie;
+	} catch (const sdbus::Error&) {
+		return;   // not the specification's signal
+	}
+	std::optional<uint64_t> id;
+	for (const auto& [i, h]: holds_)
+		if (h.cookie == cookie && h.owner == ppdOwner_) id = i;
+	if (!id) return;
+	log::info("upower", "{} released the hold {} (cookie {})", ppd().name, *id, cookie);
+	holds_.at(*id).cookie.reset();   // nothing of the daemon's to release any more
+	forgetHold(*id);
+	refreshHolds();
+	publishProfiles();
+}
+
 void UpowerBackend::publishProfiles() {
 	if (!ppdReady()) return;
 	auto m = upower::mapProfiles(ppdProps_.values(), ownHolds());

@@ -29,6 +29,10 @@ void UpowerBackend::onBusStart() {
 		match(fmt::format("type='signal',sender='{}',interface='{}',member='PropertiesChanged',path='{}'", kPpd[i].name,
 		                  kPropsIface, kPpd[i].path),
 		      [this, i](sdbus::Message& msg) { ppdPropertiesChanged(i, msg); }, std::string("PropertiesChanged from ") + kPpd[i].name);
+	for (size_t i = 0; i < kPpd.size(); ++i)
+		match(fmt::format("type='signal',sender='{}',interface='{}',member='ProfileReleased',path='{}'", kPpd[i].name,
+		                  kPpd[i].iface, kPpd[i].path),
+		      [this, i](sdbus::Message& msg) { ppdProfileReleased(i, msg); }, std::string("ProfileReleased from ") + kPpd[i].name);
 	// upowerd and power-profiles-daemon are D-Bus activated: nothing else may have started them
 	// on a minimal session, so each name without an owner at start is started, once.
 	NameWatcher::Options activate{true, [this] { updateState(); }};

@@ -149,6 +149,7 @@ private:
 	void ppdNamesChanged();
 	void ppdLoad(bool rehold);   // rehold: once it answers, make the holds with no cookie and no call out again
 	void ppdPropertiesChanged(size_t service, sdbus::Message& msg);
+	void ppdProfileReleased(size_t service, sdbus::Message& msg);
 	void publishProfiles();
 	void refreshHolds();
 	void hold(ClientHold& h, std::shared_ptr<Answer> answer);
