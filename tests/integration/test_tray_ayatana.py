@@ -80,6 +80,10 @@ def test_a_libayatana_appindicator_item(env):
     assert labels[:3] == ["First entry", "Second entry", "Check me"]
     check = next(ch for ch in m["children"] if ch["label"] == "Check me")
     assert check["toggleType"] == "checkmark" and check["toggleState"] == 0
+    # libayatana-appindicator's items have no Activate: a primary click answers handled false
+    # (Quickshell ignores the error), and the bar opens the menu instead.
+    assert c.call("tray.activate", {"item": k, "x": 3, "y": 4}) == {"item": k, "handled": False}
+    assert c.call("tray.secondaryActivate", {"item": k}) == {"item": k, "handled": True}
     # A click through qsd reaches the app's GTK "activate" handler.
     c.call("tray.menuEvent", {"item": k, "id": label_id(m, "Second entry"), "event": "clicked"})
     wait_until(lambda: os.path.exists(record) and "activated Second entry" in open(record).read(), 30,

@@ -279,7 +279,7 @@ def test_actions_reach_the_item(tray):
     t.start_items(env, [{"register": "name", "name": "org.qsdtest.Act", "props": {"Id": "act"}}])
     wait_item(c, sub, "org.qsdtest.Act")
     k = key("org.qsdtest.Act")
-    assert c.call("tray.activate", {"item": k, "x": 10, "y": 20}) == {"item": k}
+    assert c.call("tray.activate", {"item": k, "x": 10, "y": 20}) == {"item": k, "handled": True}
     c.call("tray.secondaryActivate", {"item": k})
     c.call("tray.contextMenu", {"item": k, "x": 5, "y": 6})
     c.call("tray.scroll", {"item": k, "delta": 3, "orientation": "horizontal"})

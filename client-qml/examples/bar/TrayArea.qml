@@ -86,7 +86,12 @@ Row {
                     } else if (mouse.button === Qt.MiddleButton) {
                         Qsd.call("tray.secondaryActivate", where)
                     } else {
-                        Qsd.call("tray.activate", where)
+                        // An item without Activate (libayatana-appindicator's) answers
+                        // handled: false; its menu is what a click on it opens.
+                        Qsd.call("tray.activate", where, (err, result) => {
+                            if (!err && result.handled === false && icon.item?.hasMenu === true)
+                                area.menuRequested(icon.model.id, icon)
+                        })
                     }
                 }
                 onWheel: wheel => area.scroll(icon.model.id, wheel.angleDelta.x, wheel.angleDelta.y)

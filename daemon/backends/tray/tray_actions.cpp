@@ -62,7 +62,11 @@ void TrayBackend::activate(Call& c) { pointCall(c, "Activate"); }
 void TrayBackend::secondaryActivate(Call& c) { pointCall(c, "SecondaryActivate"); }
 void TrayBackend::contextMenu(Call& c) { pointCall(c, "ContextMenu"); }
 
-// Activate, SecondaryActivate, ContextMenu: (ii) screen coordinates, then nothing.
+// Activate, SecondaryActivate, ContextMenu: (ii) screen coordinates, then nothing. Many items do
+// not implement all three (libayatana-appindicator's have no Activate; they have a menu): an item
+// without the method answers {handled: false}, not an error, so that a bar can do what the click
+// means for such an item (open its menu) without treating it as a failure. Quickshell ignores
+// the error the same way.
 void TrayBackend::pointCall(Call& c, const char* dbusMethod) {
 	const auto& p = c.params();
 	auto x = int32Param(p, "x", false);
@@ -72,8 +76,10 @@ void TrayBackend::pointCall(Call& c, const char* dbusMethod) {
 	calls_.start(group(key),
 	             item.proxy->callMethodAsync(dbusMethod).onInterface(kItemIface).withTimeout(kCallTimeout).withArguments(x, y),
 	             [answer = c.answer(key), key](const sdbus::Error* e) {
-		             if (e) fail(*answer, key, *e);
-		             else answer->result({{"item", key}});
+		             if (e && e->getName() == "org.freedesktop.DBus.Error.UnknownMethod")
+			             answer->result({{"item", key}, {"handled", false}});
+		             else if (e) fail(*answer, key, *e);
+		             else answer->result({{"item", key}, {"handled", true}});
 	             });
 }
 
