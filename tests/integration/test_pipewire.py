@@ -664,3 +664,26 @@ def test_an_applications_long_properties_are_cut_at_a_character(env):
     assert len(kept.encode()) == 1023
     assert node["description"] == kept and node["application"]["name"] == kept
     assert node["name"] == "long-props" and node["application"]["binary"] == "pw-cat"
+
+
+def test_a_sink_named_as_the_default_source_is_no_source(env):
+    # Without any source, WirePlumber names a sink as the default source (recording from the
+    # default then records its monitor). qsd showed that sink as /audio/source, and a
+    # microphone widget showed the speakers' volume, and its mute button muted the speakers.
+    pw = PipeWire(env)
+    pw.add_null("qsd_only_sink")
+    pw.add_null("qsd_other_sink")
+    env.start_qsd(backends=["pipewire"])
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    ka, kb = node_key(c, sub, "qsd_only_sink"), node_key(c, sub, "qsd_other_sink")
+    wait_until(lambda: (pw.metadata("default.audio.source") or {}).get("name") in ("qsd_only_sink", "qsd_other_sink"),
+               30, what="WirePlumber naming a sink as the default source")
+    # A later write to the same metadata object: once qsd shows it, it has read the one before.
+    pw.run(["pw-metadata", "-n", "default", "0", "default.configured.audio.sink", '{ "name": "qsd_other_sink" }',
+            "Spa:String:JSON"])
+    c.wait_value(sub, "/audio/preferredDefaultAudioSink", kb)
+    audio = c.mirror(sub)["audio"]
+    assert audio["defaultAudioSource"] is None and audio["source"] is None
+    assert audio["defaultAudioSink"] in (ka, kb)
+

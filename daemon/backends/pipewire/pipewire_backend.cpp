@@ -359,22 +359,19 @@ std::optional<std::string> PipewireBackend::defaultKey(const char* metadataKey, 
 	auto it = m->defaults.find(metadataKey);
 	if (it == m->defaults.end()) return std::nullopt;
 	const std::string* name = &it->second;   // parsed when it arrived
-	// Names are not unique: prefer the node of the right direction, then the oldest.
+	// Names are not unique: the oldest node of the right direction. A node of the other one is no
+	// default of this: without any source, WirePlumber names a sink as the default source (its
+	// monitor is what recording from the default then records), and a microphone widget showed the
+	// speakers' volume and muted the speakers (Quickshell's issue 304, fixed there the same way).
 	const Node* best = nullptr;
-	int bestRank = 3;
 	for (const auto& [id, key]: nodeKeys_) {
 		const Node* n = graph_->node(id);
 		if (!n) continue;
 		auto nm = n->props.find("node.name");
 		if (nm == n->props.end() || nm->second != *name) continue;
 		auto type = nodeType(n->props);
-		if (isStream(type)) continue;
 		bool match = type == NodeType::AudioDuplex || (sink ? type == NodeType::AudioSink : type == NodeType::AudioSource);
-		int rank = match ? 0 : isAudio(type) ? 1 : 2;
-		if (!best || rank < bestRank || (rank == bestRank && n->serial < best->serial)) {
-			best = n;
-			bestRank = rank;
-		}
+		if (match && (!best || n->serial < best->serial)) best = n;
 	}
 	if (!best) return std::nullopt;
 	return best->key;
