@@ -88,6 +88,9 @@ void ClientSession::readSome() {
 			    if (paused() || !held_.empty()) held_.emplace_back(std::nullopt);
 			    else sendLineTooLong();
 		    });
+		// What a client sends can be a secret (network.answerSecrets' Wi-Fi password): the read
+		// buffer, which nothing else writes over until the next request, is not left holding it.
+		explicit_bzero(buf, size_t(n));
 		// A short read emptied the socket: another read would only say EAGAIN (one wasted
 		// system call per wake-up). The source is level-triggered, so more data wakes us again.
 		if (size_t(n) < sizeof buf) return;

@@ -148,6 +148,34 @@ def test_prompt_answered_with_a_psk(agent):
     assert PSK not in str(agent.c.mirror(agent.sub))
 
 
+def stack_holds(pid, text):
+    """Whether qsd's main stack holds `text` (read through /proc/<pid>/mem: root, or a ptrace
+    scope that allows it, else the test is skipped)."""
+    try:
+        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+            for line in maps:
+                if line.rstrip().endswith("[stack]"):
+                    lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                    mem.seek(lo)
+                    return text.encode() in mem.read(hi - lo)
+    except PermissionError:
+        pytest.skip("qsd's memory cannot be read here")
+    return False
+
+
+def test_an_answered_password_is_not_left_in_the_read_buffer(agent):
+    # The socket's read buffer, on the stack, held the last request until the next one overwrote
+    # it: after network.answerSecrets, the Wi-Fi password stayed in qsd's memory (a core dump of
+    # it would carry it). qsd's own copy of the secrets is wiped once they are sent.
+    agent.claim()
+    token = agent.ask(flags=ALLOW_INTERACTION)
+    rid, _ = agent.only_request()
+    assert agent.c.call("network.answerSecrets", {"request": rid, "secrets": {"psk": PSK}}) == {"request": rid}
+    assert agent.reply(token)[0] == "ok"
+    agent.wait("/network/secretRequests", {})
+    assert not stack_holds(agent.env.daemon.pid, PSK)
+
+
 def test_psks_networkmanager_takes(agent):
     """An answer's psk follows NetworkManager's rule (nm_utils_wpa_psk_valid): 8..63 bytes of any
     kind, so a passphrase that is not ASCII joins, or 64 hex digits; SAE takes any password."""
