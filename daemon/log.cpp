@@ -135,6 +135,12 @@ void write(Level level, std::string_view category, std::string_view message) {
 	(void)!::write(STDERR_FILENO, line.data(), line.size());
 }
 
+bool Limiter::allow(uint64_t& suppressed) { return allow(monotonicUs(), suppressed); }
+
+std::string heldBack(uint64_t suppressed) {
+	return suppressed ? fmt::format(" ({} more lines like it were not logged)", suppressed) : std::string();
+}
+
 bool Limiter::allow(uint64_t nowUs, uint64_t& suppressed) {
 	if (nowUs - windowStart_ >= windowUs_ || windowStart_ == 0) {
 		windowStart_ = nowUs ? nowUs : 1;

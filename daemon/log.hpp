@@ -57,6 +57,7 @@ public:
 	Limiter(size_t burst, uint64_t windowUs): burst_(burst), windowUs_(windowUs) {}
 	// True when a line may be logged now; `suppressed` is then how many were held back before.
 	bool allow(uint64_t nowUs, uint64_t& suppressed);
+	bool allow(uint64_t& suppressed);   // now: CLOCK_MONOTONIC
 
 private:
 	size_t burst_;
@@ -65,5 +66,8 @@ private:
 	size_t inWindow_ = 0;
 	uint64_t held_ = 0;
 };
+
+// " (N more lines like it were not logged)", or nothing when `suppressed` is 0.
+[[nodiscard]] std::string heldBack(uint64_t suppressed);
 
 } // namespace qsd::log

@@ -816,3 +816,48 @@ def test_a_saved_pin_is_not_taken_by_another_connection(env):
     doc, _ = c.first_running(sub, "mpris", timeout=30)
     assert set(doc["media"]["players"]) == {"one", "two"}
     assert doc["media"]["pinned"] is None
+
+
+FLAPPING_PLAYER = r'''
+import sys, dbus, dbus.service, dbus.mainloop.glib
+from gi.repository import GLib
+dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+bus = dbus.SessionBus()
+NAME = "org.mpris.MediaPlayer2.flapping"
+class Player(dbus.service.Object):
+    @dbus.service.method("org.freedesktop.DBus.Properties", in_signature="s", out_signature="a{sv}")
+    def GetAll(self, iface):
+        if iface == "org.mpris.MediaPlayer2":
+            return {"Identity": "Flapping", "CanQuit": False, "CanRaise": False, "HasTrackList": False}
+        return {"PlaybackStatus": "Bogus", "LoopStatus": "None", "Rate": 1.0, "Volume": 1.0,
+                "Position": dbus.Int64(0), "CanControl": True}
+Player(bus, "/org/mpris/MediaPlayer2")
+flips = [0]
+def flip():
+    if flips[0] % 2 == 0:
+        bus.request_name(NAME)
+    else:
+        bus.release_name(NAME)
+    flips[0] += 1
+    if flips[0] == 2 * int(sys.argv[1]):
+        print("done", flush=True)
+        return False
+    return True
+GLib.timeout_add(int(sys.argv[2]), flip)
+GLib.MainLoop().run()
+'''
+
+
+def test_a_player_that_comes_and_goes_in_a_loop_is_logged_within_a_limit(env):
+    # Each appearance is a new player, with its own once-only warnings: a player that owned and
+    # released its name in a loop had qsd log three lines per round, 880 a minute.
+    env.start_qsd(backends=["mpris"])
+    c, sub = env.watch("/media")
+    c.wait_value(sub, "/media/available", True)
+    log = os.path.join(env.dir, "flapping.log")
+    env.spawn(["/usr/bin/python3", "-c", FLAPPING_PLAYER, "80", "20"], "flapping")
+    wait_until(lambda: "done" in open(log).read(), 30, what="80 rounds of the player")
+    c.wait_for(lambda: not c.mirror(sub)["media"]["players"], what="the player gone")
+    c.sync()
+    text = env.qsd_log()
+    assert 0 < text.count("player org.mpris.MediaPlayer2.flapping") + text.count("flapping: PlaybackStatus") <= 33, text[-2000:]

@@ -509,9 +509,10 @@ void MprisBackend::readInterface(Player& p, bool root) {
 void MprisBackend::loaded(Player& p, bool root, const sdbus::Error* e) {
 	--p.loading;
 	if (e) {
-		if (!p.failed && p.retry.failures() == 0)
-			log::info("mpris", "cannot read {} of {}: {} ({}); trying again", root ? kRootIface : kPlayerIface, p.name,
-			          e->getMessage(), e->getName());
+		uint64_t held = 0;
+		if (!p.failed && p.retry.failures() == 0 && peerLog_.allow(held))
+			log::info("mpris", "cannot read {} of {}: {} ({}); trying again{}", root ? kRootIface : kPlayerIface, p.name,
+			          e->getMessage(), e->getName(), log::heldBack(held));
 		p.failed = true;
 		// Still owed: load() reads an interface that is not loaded or is flagged, and a failed
 		// re-read (of an invalidated property) leaves its interface loaded, with the old values.
@@ -545,8 +546,9 @@ void MprisBackend::takeMetadata(Player& p, Metadata meta) {
 		auto type = dbus::Value::unread(meta.signature);
 		reader_.wrongType(p.key, "Metadata " + bad, bad == "Metadata" ? &type : nullptr);
 	}
-	if (meta.tooLarge && p.warned.insert("Metadata size").second)
-		log::warning("mpris", "{}: Metadata has more than {} entries; ignored", p.name, kMaxMetadataEntries);
+	uint64_t held = 0;
+	if (meta.tooLarge && p.warned.insert("Metadata size").second && peerLog_.allow(held))
+		log::warning("mpris", "{}: Metadata has more than {} entries; ignored{}", p.name, kMaxMetadataEntries, log::heldBack(held));
 	p.metaIn = std::move(meta);
 }
 
@@ -623,9 +625,10 @@ void MprisBackend::digest(Player& p, const std::vector<std::string>* names) {
 		return !names || std::find(names->begin(), names->end(), name) != names->end();
 	};
 	auto warnValue = [&](const char* name, const std::string& value) {
-		if (p.warned.insert(name).second)
-			log::warning("mpris", "{}: {} \"{}\" is not an MPRIS value (further ones are not logged)", p.name, name,
-			             cutText(value, 64));
+		uint64_t held = 0;
+		if (p.warned.insert(name).second && peerLog_.allow(held))
+			log::warning("mpris", "{}: {} \"{}\" is not an MPRIS value (further ones are not logged){}", p.name, name,
+			             cutText(value, 64), log::heldBack(held));
 	};
 
 	// A Position in GetAll (or, against the specification, in PropertiesChanged) is true now.
@@ -724,8 +727,9 @@ json MprisBackend::field(Player& p, unsigned index) {
 	case kLoopStatus:
 		if (auto s = reader_.string(v, key, "LoopStatus")) {
 			if (auto m = loopStatus(*s)) return *m;
-			if (p.warned.insert("LoopStatus").second)
-				log::warning("mpris", "{}: LoopStatus \"{}\" is not an MPRIS value", p.name, cutText(*s, 64));
+			uint64_t held = 0;
+			if (p.warned.insert("LoopStatus").second && peerLog_.allow(held))
+				log::warning("mpris", "{}: LoopStatus \"{}\" is not an MPRIS value{}", p.name, cutText(*s, 64), log::heldBack(held));
 		}
 		return nullptr;
 	case kShuffle: {
@@ -769,7 +773,7 @@ void MprisBackend::publish(Player& p, Fields fields) {
 		p.state = json::object();
 		for (unsigned i = 0; i < kFieldCount; ++i) p.state[kFieldNames[i]] = field(p, i);
 		context_.tree.set(at, p.state);
-		log::info("mpris", "player {} ({})", p.key, p.owner);
+		if (uint64_t held = 0; peerLog_.allow(held)) log::info("mpris", "player {} ({}){}", p.key, p.owner, log::heldBack(held));
 		p.published = true;
 		// Pinned in qsd's last run, and nothing pinned since.
 		if (std::exchange(p.pinAgain, false) && !pinned_) {

@@ -217,6 +217,9 @@ private:
 	EventSource startWait_;                 // kStartWait after the names were listed
 	std::map<std::string, std::unique_ptr<Player>> players_;   // by key
 	std::map<std::string, std::string> waiting_;               // names over a cap -> owner
+	// Lines a player causes by appearing, which a player that comes and goes in a loop repeats
+	// (each appearance is a new player with its own once-only warnings): 32 per 10 s.
+	log::Limiter peerLog_{32, 10'000'000};
 	bool warnedCap_ = false;
 	bool warnedConnectionCap_ = false;
 	uint64_t nextSerial_ = 1;
