@@ -39,6 +39,7 @@ const char* name(Level level) {
 	}
 	return "";
 }
+
 // Every category's lines: at most kCategoryBurst per kCategoryWindowUs, the rest counted and said
 // with the next line let through. The paths a peer can drive at will have limiters of their own
 // (Limiter, below); this one bounds what a peer can make any other path log: a service whose name
