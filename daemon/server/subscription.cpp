@@ -137,8 +137,8 @@ public:
 
 	PathFilter filter;
 	Tree::Subscription observer;
-	std::vector<ChangeSink*> members;   // in the order they joined; nullptr: left during a delivery
-	size_t live = 0;
+	std::vector<ChangeSink*> members;   // in the order they joined; nullptr: one that left
+	size_t live = 0;                    // members that are not nullptr
 	int delivering = 0;
 	Map::iterator self;                 // its place in groups_: erased by it, not by a search
 	bool doomed = false;                // emptied during its delivery: in doomed_
@@ -184,6 +184,7 @@ FilterGroups::Membership FilterGroups::join(std::vector<std::string> paths, Chan
 		it->second->filter.resetPresence(tree_.root());
 	}
 	auto& group = *it->second;
+	sink.groupSlot_ = group.members.size();
 	group.members.push_back(&sink);
 	++group.live;
 	return Membership(this, &group, &sink);
@@ -207,8 +208,7 @@ void FilterGroups::deliver(Group& group, uint64_t revision, const json& patch) {
 		}
 	}
 	--group.delivering;
-	if (group.delivering == 0 && group.live != group.members.size())
-		std::erase(group.members, static_cast<ChangeSink*>(nullptr));
+	if (group.delivering == 0) compact(group);
 	// An empty group is erased after the batch (sweep), not from inside its own tree observer.
 	if (group.live == 0 && group.delivering == 0 && !group.doomed) {
 		group.doomed = true;
@@ -216,14 +216,24 @@ void FilterGroups::deliver(Group& group, uint64_t revision, const json& patch) {
 	}
 }
 
+// A member that leaves is found by its slot and leaves a hole; the holes go once they are half
+// the members, the order of those left kept. A search and an erase from the vector per leave
+// made closing every connection of a group quadratic: 900 connections with 64 subscriptions of
+// one path each held the loop for 0.4 s.
 void FilterGroups::leave(Group& group, ChangeSink* sink) {
-	auto it = std::find(group.members.begin(), group.members.end(), sink);
-	if (it == group.members.end()) return;
+	size_t slot = sink->groupSlot_;
+	if (slot >= group.members.size() || group.members[slot] != sink) return;
+	group.members[slot] = nullptr;
 	--group.live;
-	if (group.delivering > 0) *it = nullptr;
-	else group.members.erase(it);
+	if (group.delivering == 0) compact(group);
 	// During its delivery, deliver() dooms it; once doomed, the sweep erases it.
 	if (group.live == 0 && group.delivering == 0 && !group.doomed) erase(group);
+}
+
+void FilterGroups::compact(Group& group) {
+	if ((group.members.size() - group.live) * 2 <= group.members.size()) return;
+	std::erase(group.members, static_cast<ChangeSink*>(nullptr));
+	for (size_t i = 0; i < group.members.size(); ++i) group.members[i]->groupSlot_ = i;
 }
 
 void FilterGroups::erase(Group& group) {

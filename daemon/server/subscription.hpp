@@ -98,6 +98,10 @@ public:
 
 protected:
 	~ChangeSink() = default;
+
+private:
+	friend class FilterGroups;
+	size_t groupSlot_ = 0;   // its place among its filter group's members: leaving finds it at once
 };
 
 // What the filters of all connections may hold together (distinct lists of paths: a
@@ -152,6 +156,7 @@ private:
 	void deliver(Group& group, uint64_t revision, const json& patch);
 	void leave(Group& group, ChangeSink* sink);
 	void erase(Group& group);
+	void compact(Group& group);   // drops the holes members left once they are half
 	void sweep();
 
 	Tree& tree_;

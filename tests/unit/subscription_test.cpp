@@ -333,3 +333,54 @@ TEST(FilterGroupsLimits, PathsOfAllGroupsAreBoundedAndSharedListsCountOnce) {
 	EXPECT_EQ(groups.pathBytes(), 0u);
 	EXPECT_EQ(limit({"/long"}), "");
 }
+
+// Members leave through their slots, and the holes they leave go once they are half of the
+// group: whatever the order of leaving and joining, each batch reaches exactly the members
+// there, in the order they joined.
+TEST_F(FilterGroupsTest, MembersLeavingInAnyOrderLeaveTheOthersInTheirOrder) {
+	constexpr int kCount = 300;
+	std::vector<int> order;   // who was handed each batch, in the order handed
+	std::vector<std::unique_ptr<Recorder>> sinks;
+	std::vector<std::optional<qsd::FilterGroups::Membership>> members(kCount * 2);
+	for (int i = 0; i < kCount * 2; ++i) {
+		sinks.push_back(std::make_unique<Recorder>());
+		sinks.back()->also = [&order, i] { order.push_back(i); };
+	}
+	std::vector<int> expected;
+	auto check = [&](int value) {
+		order.clear();
+		tree.set("/a/x", value);
+		tree.flush();
+		EXPECT_EQ(order, expected) << "batch " << value;
+	};
+	auto join = [&](int i) {
+		members[size_t(i)].emplace(groups.join({"/a"}, *sinks[size_t(i)]));
+		expected.push_back(i);
+	};
+	auto leave = [&](int i) {
+		members[size_t(i)].reset();
+		std::erase(expected, i);
+	};
+	for (int i = 0; i < kCount; ++i) join(i);
+	check(1);
+	for (int i = 0; i < kCount; i += 3) leave(i);   // a third, spread: holes stay
+	check(2);
+	for (int i = 1; i < kCount / 2; i += 3) leave(i);   // past half: the holes go
+	check(3);
+	for (int i = kCount; i < kCount + 50; ++i) join(i);   // new members after the survivors
+	check(4);
+	// Leaving from inside a delivery: the first member handed the batch ends the subscriptions
+	// of the even-numbered others, which are then not handed the rest of it.
+	int first = expected.front();
+	sinks[size_t(first)]->also = [&, first, there = expected] {
+		order.push_back(first);
+		for (int i: there)
+			if (i != first && i % 2 == 0) members[size_t(i)].reset();
+	};
+	std::erase_if(expected, [&](int i) { return i != first && i % 2 == 0; });
+	check(5);
+	sinks[size_t(first)]->also = [&order, first] { order.push_back(first); };
+	check(6);
+	for (int i: std::vector<int>(expected)) leave(i);
+	EXPECT_EQ(groups.groupCount(), 0u);
+}
