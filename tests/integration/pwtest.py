@@ -363,6 +363,18 @@ def device_names(c, sub):
     return [d["name"] for d in audio_devices(c, sub).values()]
 
 
+def sinks_world(env, *names):
+    """PipeWire (with WirePlumber) with a null sink per name, and qsd with its PipeWire backend:
+    (pw, a client, its subscription to /audio, the sinks' keys in the order of `names`)."""
+    pw = PipeWire(env)
+    for name in names:
+        pw.add_null(name)
+    env.start_qsd(backends=["pipewire"])
+    c, sub = env.watch("/audio")
+    c.wait_value(sub, "/audio/available", True, timeout=30)
+    return pw, c, sub, [node_key(c, sub, name) for name in names]
+
+
 def node_key(c, sub, name, timeout=20):
     """The key of the node named `name` once it is in the mirror."""
     def find():

@@ -9,7 +9,7 @@ import json
 import jsonschema
 import pytest
 
-from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key, write_tone
+from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key, sinks_world, write_tone
 from qsdtest import pointer_get, wait_until
 
 
@@ -670,13 +670,7 @@ def test_a_sink_named_as_the_default_source_is_no_source(env):
     # Without any source, WirePlumber names a sink as the default source (recording from the
     # default then records its monitor). qsd showed that sink as /audio/source, and a
     # microphone widget showed the speakers' volume, and its mute button muted the speakers.
-    pw = PipeWire(env)
-    pw.add_null("qsd_only_sink")
-    pw.add_null("qsd_other_sink")
-    env.start_qsd(backends=["pipewire"])
-    c, sub = env.watch("/audio")
-    c.wait_value(sub, "/audio/available", True, timeout=30)
-    ka, kb = node_key(c, sub, "qsd_only_sink"), node_key(c, sub, "qsd_other_sink")
+    pw, c, sub, (ka, kb) = sinks_world(env, "qsd_only_sink", "qsd_other_sink")
     wait_until(lambda: (pw.metadata("default.audio.source") or {}).get("name") in ("qsd_only_sink", "qsd_other_sink"),
                30, what="WirePlumber naming a sink as the default source")
     # A later write to the same metadata object: once qsd shows it, it has read the one before.

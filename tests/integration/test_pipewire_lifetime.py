@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key, receive_queue, require
+from pwtest import PipeWire, audio_nodes, exits_cleanly, node_key, receive_queue, require, sinks_world
 from qsdtest import wait_until
 
 
@@ -230,13 +230,7 @@ def test_a_default_change_pipewire_kept_from_qsd_is_read_again(env):
     other sink, until PipeWire did keep a change from qsd once; every time, qsd must end with
     the choice made. A qsd that does not read the metadata again fails at the first time the
     gap happened."""
-    pw = PipeWire(env)
-    pw.add_null("qsd_sink_a")
-    pw.add_null("qsd_sink_b")
-    env.start_qsd(backends=["pipewire"])
-    c, sub = env.watch("/audio")
-    c.wait_value(sub, "/audio/available", True, timeout=30)
-    keys = [node_key(c, sub, "qsd_sink_a"), node_key(c, sub, "qsd_sink_b")]
+    pw, c, sub, keys = sinks_world(env, "qsd_sink_a", "qsd_sink_b")
     assert c.call("audio.setPreferredDefault", {"node": keys[0]}) == {"kind": "sink", "node": keys[0]}
     c.wait_value(sub, "/audio/defaultAudioSink", keys[0], timeout=20)
 
