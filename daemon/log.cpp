@@ -1,5 +1,6 @@
 #include "log.hpp"
 
+#include "event_loop.hpp"
 #include "text.hpp"
 
 #include <cstdio>
@@ -65,12 +66,6 @@ Limiter& limiterOf(std::string_view category) {
 	return limits.back().limiter;
 }
 
-uint64_t monotonicUs() {
-	timespec ts {};
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1'000'000 + uint64_t(ts.tv_nsec) / 1000;
-}
-
 } // namespace
 
 // One line whatever the message holds. Much of it is peers' text (an item's name, a player's
@@ -118,7 +113,7 @@ bool enabled(Level level) { return static_cast<int>(level) <= static_cast<int>(t
 void write(Level level, std::string_view category, std::string_view message) {
 	if (!enabled(level)) return;
 	uint64_t held = 0;
-	if (level != Level::Debug && !limiterOf(category).allow(monotonicUs(), held)) return;
+	if (level != Level::Debug && !limiterOf(category).allow(EventLoop::clock(), held)) return;
 	auto text = oneLine(message);
 	if (held > 0) text += fmt::format(" ({} more lines of {} were not logged: too many)", held, category);
 	std::string line;
@@ -135,8 +130,6 @@ void write(Level level, std::string_view category, std::string_view message) {
 	// One write(2) per line so concurrent writers to the same pipe do not interleave.
 	(void)!::write(STDERR_FILENO, line.data(), line.size());
 }
-
-bool Limiter::allow(uint64_t& suppressed) { return allow(monotonicUs(), suppressed); }
 
 std::string heldBack(uint64_t suppressed) {
 	return suppressed ? fmt::format(" ({} more lines like it were not logged)", suppressed) : std::string();

@@ -57,7 +57,6 @@ public:
 	Limiter(size_t burst, uint64_t windowUs): burst_(burst), windowUs_(windowUs) {}
 	// True when a line may be logged now; `suppressed` is then how many were held back before.
 	bool allow(uint64_t nowUs, uint64_t& suppressed);
-	bool allow(uint64_t& suppressed);   // now: CLOCK_MONOTONIC
 
 private:
 	size_t burst_;

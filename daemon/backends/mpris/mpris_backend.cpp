@@ -510,7 +510,7 @@ void MprisBackend::loaded(Player& p, bool root, const sdbus::Error* e) {
 	--p.loading;
 	if (e) {
 		uint64_t held = 0;
-		if (!p.failed && p.retry.failures() == 0 && peerLog_.allow(held))
+		if (!p.failed && p.retry.failures() == 0 && peerLog_.allow(EventLoop::clock(), held))
 			log::info("mpris", "cannot read {} of {}: {} ({}); trying again{}", root ? kRootIface : kPlayerIface, p.name,
 			          e->getMessage(), e->getName(), log::heldBack(held));
 		p.failed = true;
@@ -547,7 +547,7 @@ void MprisBackend::takeMetadata(Player& p, Metadata meta) {
 		reader_.wrongType(p.key, "Metadata " + bad, bad == "Metadata" ? &type : nullptr);
 	}
 	uint64_t held = 0;
-	if (meta.tooLarge && p.warned.insert("Metadata size").second && peerLog_.allow(held))
+	if (meta.tooLarge && p.warned.insert("Metadata size").second && peerLog_.allow(EventLoop::clock(), held))
 		log::warning("mpris", "{}: Metadata has more than {} entries; ignored{}", p.name, kMaxMetadataEntries, log::heldBack(held));
 	p.metaIn = std::move(meta);
 }
@@ -626,7 +626,7 @@ void MprisBackend::digest(Player& p, const std::vector<std::string>* names) {
 	};
 	auto warnValue = [&](const char* name, const std::string& value) {
 		uint64_t held = 0;
-		if (p.warned.insert(name).second && peerLog_.allow(held))
+		if (p.warned.insert(name).second && peerLog_.allow(EventLoop::clock(), held))
 			log::warning("mpris", "{}: {} \"{}\" is not an MPRIS value (further ones are not logged){}", p.name, name,
 			             cutText(value, 64), log::heldBack(held));
 	};
@@ -728,7 +728,7 @@ json MprisBackend::field(Player& p, unsigned index) {
 		if (auto s = reader_.string(v, key, "LoopStatus")) {
 			if (auto m = loopStatus(*s)) return *m;
 			uint64_t held = 0;
-			if (p.warned.insert("LoopStatus").second && peerLog_.allow(held))
+			if (p.warned.insert("LoopStatus").second && peerLog_.allow(EventLoop::clock(), held))
 				log::warning("mpris", "{}: LoopStatus \"{}\" is not an MPRIS value{}", p.name, cutText(*s, 64), log::heldBack(held));
 		}
 		return nullptr;
@@ -773,7 +773,7 @@ void MprisBackend::publish(Player& p, Fields fields) {
 		p.state = json::object();
 		for (unsigned i = 0; i < kFieldCount; ++i) p.state[kFieldNames[i]] = field(p, i);
 		context_.tree.set(at, p.state);
-		if (uint64_t held = 0; peerLog_.allow(held)) log::info("mpris", "player {} ({}){}", p.key, p.owner, log::heldBack(held));
+		if (uint64_t held = 0; peerLog_.allow(EventLoop::clock(), held)) log::info("mpris", "player {} ({}){}", p.key, p.owner, log::heldBack(held));
 		p.published = true;
 		// Pinned in qsd's last run, and nothing pinned since.
 		if (std::exchange(p.pinAgain, false) && !pinned_) {

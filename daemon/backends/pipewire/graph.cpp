@@ -353,7 +353,7 @@ void Graph::deviceWaits(uint32_t id, uint32_t version, const spa_dict* props) {
 	                "waiting){}",
 	          kMaxDevices, w.hasSerial ? std::to_string(w.serial) : "id" + std::to_string(id),
 	          name != p.end() ? name->second : std::string("?"), waitingDevices_.size(),
-	          held ? fmt::format(" (and {} more lines like it before, not logged)", held) : std::string());
+	          log::heldBack(held));
 }
 
 // A shown device went: the one waiting longest takes its place.
@@ -373,7 +373,7 @@ void Graph::bindWaitingDevice() {
 	if (waitingLog_.allow(EventLoop::clock(), held))
 		log::info(detail::kLog, "device {} is shown now, in the place of one that went ({} still waiting){}",
 		          w.hasSerial ? serial : "id" + std::to_string(id), waitingDevices_.size(),
-		          held ? fmt::format(" (and {} more lines like it before, not logged)", held) : std::string());
+		          log::heldBack(held));
 	// A device that went while it waited is not here any more (globalRemove): this one's global
 	// is there, unless its removal is already on the way, which retire() handles as for any bind.
 	bindDevice(id, w.version, w.hasSerial ? &dict : nullptr);

@@ -465,9 +465,8 @@ void PipewireBackend::publishNode(const Node& n) {
 void PipewireBackend::logNoVolume(const std::string& key, const json& name) {
 	uint64_t held = 0;
 	if (!noVolumeLog_.allow(context_.loop.now(), held)) return;
-	std::string more = held ? fmt::format(" (and {} more before it, not logged)", held) : "";
 	log::info(kLog, "audio node {} ({}) has no volume controls (no Props param): its audio is null{}", key,
-	          name.is_string() ? name.get_ref<const std::string&>() : std::string("?"), more);
+	          name.is_string() ? name.get_ref<const std::string&>() : std::string("?"), log::heldBack(held));
 }
 
 void PipewireBackend::publishDevice(const Device& d) {

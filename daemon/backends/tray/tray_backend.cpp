@@ -391,7 +391,7 @@ void TrayBackend::onRegisterItem(sdbus::MethodCall call) {
 		uint64_t suppressed = 0;
 		if (peerLog(suppressed))
 			log::info("tray", "{} registered an invalid item \"{}\"{}", sender, shown,
-			          suppressed ? fmt::format(" ({} more registrations and refusals not logged)", suppressed) : "");
+			          log::heldBack(suppressed));
 		throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", "\"" + shown + "\" is not a bus name or an object path");
 	}
 	// Registering a key again is harmless.
@@ -453,7 +453,7 @@ void TrayBackend::onRegisterHost(sdbus::MethodCall call) {
 	uint64_t suppressed = 0;
 	switch (hosts_.add(sender, name)) {
 	case HostRegistry::Result::Added:
-		if (peerLog(suppressed)) log::info("tray", "host {} registered by {}{}", name, sender, suppressed ? fmt::format(" ({} more registrations and refusals not logged)", suppressed) : "");
+		if (peerLog(suppressed)) log::info("tray", "host {} registered by {}{}", name, sender, log::heldBack(suppressed));
 		hostsChanged(true);
 		break;
 	case HostRegistry::Result::Known:

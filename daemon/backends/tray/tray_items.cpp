@@ -156,7 +156,7 @@ void TrayBackend::keepPixmaps(Item& item) {
 	if (peerLog(suppressed))
 		log::warning("tray", "{}: its pixmaps would take more than {} KiB of its connection's (or {} KiB of every item's); {} not kept{}",
 		             item.key, pixmaps_.limits().maxOwnerBytes >> 10, pixmaps_.limits().maxBytes >> 10,
-		             fmt::join(dropped, ", "), suppressed ? fmt::format(" ({} more lines not logged)", suppressed) : "");
+		             fmt::join(dropped, ", "), log::heldBack(suppressed));
 }
 
 void TrayBackend::ownerKnown(Item& item) {
@@ -409,7 +409,7 @@ void TrayBackend::onItemSignal(sdbus::Message& msg) {
 		uint64_t suppressed = 0;
 		if (peerLog(suppressed))
 			log::warning("tray", "malformed item signal from {}: {}{}", msg.getSender(), e.getMessage(),
-			             suppressed ? fmt::format(" ({} more lines of peers not logged)", suppressed) : "");
+			             log::heldBack(suppressed));
 	}
 }
 

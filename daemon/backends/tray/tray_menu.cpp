@@ -242,7 +242,7 @@ void TrayBackend::onMenuSignal(sdbus::Message& msg) {
 		uint64_t suppressed = 0;
 		if (peerLog(suppressed))
 			log::warning("tray", "malformed menu signal from {}: {}{}", msg.getSender(), e.getMessage(),
-			             suppressed ? fmt::format(" ({} more lines of peers not logged)", suppressed) : "");
+			             log::heldBack(suppressed));
 	}
 }
 

@@ -19,7 +19,7 @@ bool TrayBackend::overItemLimit(const std::string& connection, const std::string
 	uint64_t suppressed = 0;
 	if (peerLog(suppressed))
 		log::warning("tray", "{} has {} items already (the limit): {} refused{}", connection, n->second, what,
-		             suppressed ? fmt::format(" ({} more registrations and refusals not logged)", suppressed) : "");
+		             log::heldBack(suppressed));
 	return true;
 }
 

@@ -143,8 +143,7 @@ void UpowerBackend::ppdProfileReleased(size_t service, sdbus::Message& msg) {
 		if (h.cookie == cookie && h.owner == ppdOwner_) id = i;
 	if (!id) return;
 	log::info("upower", "{} released the hold {} (cookie {})", ppd().name, *id, cookie);
-	holds_.at(*id).cookie.reset();   // nothing of the daemon's to release any more
-	forgetHold(*id);
+	forgetHold(*id);   // out of the table first: the lease's end has nothing to release
 	refreshHolds();
 	publishProfiles();
 }
